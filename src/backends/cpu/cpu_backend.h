@@ -1,0 +1,32 @@
+// The CPU backend: the embedded default and the fallback for every op. One explicit table maps
+// op families to their kernels (registry.cpp); no static self-registration (STYLE.md 6).
+#pragma once
+
+#include "backends/kernel.h"
+
+namespace voxrt::backends::cpu {
+
+// Tactics that can run `node` with its input dtypes and attributes; empty = unsupported.
+// The reference tactic comes first.
+std::vector<TacticInfo> tactics_for(const ir::Node& node);
+bool supports(const ir::Node& node);
+// A kernel for `node` using `tactic`; error when that tactic cannot run it.
+Expected<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node, TacticId tactic);
+// "AVX-512 VNNI ..." summary of the CPU, for the engine fingerprint.
+std::string cpu_fingerprint();
+
+// One pair per op family (one translation unit per family; STYLE.md 5).
+std::vector<TacticInfo> elementwise_tactics(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_elementwise_kernel(const ir::Node& node, TacticId tactic);
+std::vector<TacticInfo> reduction_tactics(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_reduction_kernel(const ir::Node& node, TacticId tactic);
+std::vector<TacticInfo> data_movement_tactics(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_data_movement_kernel(const ir::Node& node, TacticId tactic);
+std::vector<TacticInfo> pooling_tactics(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_pooling_kernel(const ir::Node& node, TacticId tactic);
+std::vector<TacticInfo> dense_tactics(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_dense_kernel(const ir::Node& node, TacticId tactic);
+std::vector<TacticInfo> recurrent_tactics(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, TacticId tactic);
+
+}  // namespace voxrt::backends::cpu

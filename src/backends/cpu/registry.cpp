@@ -1,0 +1,56 @@
+#include <fstream>
+
+#include "backends/cpu/cpu_backend.h"
+
+namespace voxrt::backends::cpu {
+
+std::vector<TacticInfo> tactics_for(const ir::Node& node) {
+  switch (ir::op_family(node.op)) {
+    case ir::OpFamily::kElementwise: return elementwise_tactics(node);
+    case ir::OpFamily::kReduction: return reduction_tactics(node);
+    case ir::OpFamily::kDataMovement: return data_movement_tactics(node);
+    case ir::OpFamily::kPooling: return pooling_tactics(node);
+    case ir::OpFamily::kDense: return dense_tactics(node);
+    case ir::OpFamily::kRecurrent: return recurrent_tactics(node);
+    case ir::OpFamily::kControlFlow: return {};  // If is run by the runtime itself
+  }
+  return {};
+}
+
+bool supports(const ir::Node& node) {
+  return node.op == ir::OpKind::kIf || !tactics_for(node).empty();
+}
+
+Expected<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node, TacticId tactic) {
+  switch (ir::op_family(node.op)) {
+    case ir::OpFamily::kElementwise: return make_elementwise_kernel(node, tactic);
+    case ir::OpFamily::kReduction: return make_reduction_kernel(node, tactic);
+    case ir::OpFamily::kDataMovement: return make_data_movement_kernel(node, tactic);
+    case ir::OpFamily::kPooling: return make_pooling_kernel(node, tactic);
+    case ir::OpFamily::kDense: return make_dense_kernel(node, tactic);
+    case ir::OpFamily::kRecurrent: return make_recurrent_kernel(node, tactic);
+    case ir::OpFamily::kControlFlow: break;
+  }
+  return unsupported(node.describe(), ": the CPU backend has no kernel for this op");
+}
+
+std::string cpu_fingerprint() {
+  // The model name and the ISA flags that kernels dispatch on; an engine built for one CPU may
+  // pick tactics that are slow or illegal on another.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(cpuinfo, line) && (model.empty() || flags.empty())) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = line.substr(line.find(':') + 2);
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 2);
+  }
+  std::string isa;
+  for (const char* f : {"avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile"}) {
+    if ((" " + flags + " ").find(std::string(" ") + f + " ") != std::string::npos) {
+      isa += isa.empty() ? "" : ",";
+      isa += f;
+    }
+  }
+  return str_cat("x86_64 [", isa, "] ", model);
+}
+
+}  // namespace voxrt::backends::cpu

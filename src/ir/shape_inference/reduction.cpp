@@ -1,0 +1,10 @@
+#include "ir/shape_inference.h"
+
+namespace voxrt::ir {
+
+Status infer_reduction(const Node& node, std::span<const ValueInfo> inputs,
+                std::vector<InferredOutput>& outputs) {
+  return unsupported(node.describe(), ": shape inference for this op is not implemented yet");
+}
+
+}  // namespace voxrt::ir
