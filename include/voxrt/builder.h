@@ -1,0 +1,81 @@
+// Build time (STYLE.md 1): BuilderConfig + an ONNX model -> a serialized engine. The runtime
+// never parses ONNX; it only loads what this produces.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "voxrt/status.h"
+#include "voxrt/tensor.h"
+
+namespace voxrt {
+
+enum class Precision : std::uint8_t { kFp32 = 0, kTf32 = 1, kFp16 = 2, kBf16 = 3, kInt8 = 4 };
+enum class DeviceKind : std::uint8_t { kCpu = 0, kCuda = 1 };
+
+std::string_view precision_name(Precision precision);
+Expected<Precision> precision_from_name(std::string_view name);
+
+struct ShapeRange {
+  Dims min, opt, max;
+};
+
+// min/opt/max for each dynamic input; kernels are timed at opt.
+struct OptimizationProfile {
+  std::string name;
+  std::map<std::string, ShapeRange> inputs;
+};
+
+// A streaming state: the graph input that receives a stream's state and the output that
+// returns the next one. The runtime keeps these in its slot pool.
+struct StatePair {
+  std::string input;
+  std::string output;
+};
+
+struct BuildProgress {
+  std::string stage;  // "import", "optimize", "autotune", "serialize"
+  int done = 0;
+  int total = 0;
+  std::string detail;
+};
+
+struct BuilderConfig {
+  Precision precision = Precision::kFp32;
+  DeviceKind device = DeviceKind::kCpu;
+  std::vector<OptimizationProfile> profiles;
+  std::vector<StatePair> states;
+  // Inputs bound to constants at build time (e.g. Silero's sr=16000), so branches fold away.
+  std::map<std::string, Tensor> fixed_inputs;
+  std::uint64_t workspace_limit_bytes = 1ull << 30;
+  int threads = 1;
+  // Empty: no cache file. A cache makes a second build faster and gives the same plan.
+  std::string timing_cache_path;
+  // Time each candidate tactic; false takes the first (reference-last) tactic, for fast tests.
+  bool autotune = true;
+  int timing_iterations = 5;
+  // Extra metadata written into the engine (on top of the model's metadata_props).
+  std::map<std::string, std::string> metadata;
+  std::function<void(const BuildProgress&)> on_progress;
+
+  Status validate() const;
+  std::string describe() const;
+};
+
+struct BuildReport {
+  std::vector<std::string> pass_changes;
+  std::vector<std::string> unsupported_nodes;
+  double build_seconds = 0;
+  int tactics_timed = 0;
+  int timing_cache_hits = 0;
+};
+
+// Imports, optimizes, autotunes and serializes. `report` may be null.
+Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path,
+                                                  const BuilderConfig& config,
+                                                  BuildReport* report = nullptr);
+
+}  // namespace voxrt

@@ -1,0 +1,61 @@
+// Run time (STYLE.md 1, 9): an Engine is immutable once loaded and shared by threads; all
+// mutable state lives in ExecutionContexts (one per caller) and in the state slot pool.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "voxrt/status.h"
+#include "voxrt/tensor.h"
+
+namespace voxrt {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::kF32;
+  // -1 for a dimension that varies at run time.
+  std::vector<std::int64_t> dims;
+  std::vector<std::string> dim_names;
+};
+
+class ExecutionContext;
+class EngineImpl;
+
+class Engine {
+ public:
+  static Expected<std::shared_ptr<const Engine>> load_file(const std::string& path);
+  static Expected<std::shared_ptr<const Engine>> load_bytes(std::string bytes);
+  ~Engine();
+
+  const std::vector<TensorInfo>& inputs() const;
+  const std::vector<TensorInfo>& outputs() const;
+  const std::map<std::string, std::string>& metadata() const;
+  // Per-caller scratch; threads = kernel threads for this context.
+  Expected<std::unique_ptr<ExecutionContext>> create_context(int threads = 1) const;
+  const EngineImpl& impl() const { return *impl_; }
+
+ private:
+  explicit Engine(std::unique_ptr<EngineImpl> impl);
+  std::unique_ptr<EngineImpl> impl_;
+};
+
+class ExecutionContextImpl;
+
+class ExecutionContext {
+ public:
+  ~ExecutionContext();
+  // Inputs in the engine's input order; returns outputs in its output order.
+  Expected<std::vector<Tensor>> run(std::span<const Tensor> inputs);
+  ExecutionContextImpl& impl() { return *impl_; }
+
+ private:
+  friend class Engine;
+  explicit ExecutionContext(std::unique_ptr<ExecutionContextImpl> impl);
+  std::unique_ptr<ExecutionContextImpl> impl_;
+};
+
+}  // namespace voxrt
