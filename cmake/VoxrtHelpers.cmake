@@ -1,6 +1,8 @@
 # One build shape for every voxrt target: the same warnings, sanitizers and include layout.
 
-set(VOXRT_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-unused-parameter)
+# -Wno-restrict: GCC 12 reports false positives inside std::string (GCC bug 105329).
+set(VOXRT_WARNINGS -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Wno-unused-parameter
+  $<$<CXX_COMPILER_ID:GNU>:-Wno-restrict>)
 if(VOXRT_WERROR)
   list(APPEND VOXRT_WARNINGS -Werror)
 endif()
@@ -15,6 +17,12 @@ endif()
 function(voxrt_library name)
   cmake_parse_arguments(ARG "" "DIR" "DEPS;PRIVATE_DEPS" ${ARGN})
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${ARG_DIR}/*.cpp)
+  if(NOT sources)
+    # A layer whose first file has not landed yet still gets a (empty) library.
+    set(empty ${CMAKE_CURRENT_BINARY_DIR}/${name}_empty.cpp)
+    file(WRITE ${empty} "// ${name} has no sources yet\n")
+    set(sources ${empty})
+  endif()
   add_library(${name} STATIC ${sources})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/src)
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${VOXRT_WARNINGS}>)

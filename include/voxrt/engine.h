@@ -37,6 +37,8 @@ class Engine {
   // Per-caller scratch; threads = kernel threads for this context.
   Expected<std::unique_ptr<ExecutionContext>> create_context(int threads = 1) const;
   const EngineImpl& impl() const { return *impl_; }
+  // For the loader and tests; users call load_file / load_bytes.
+  static std::shared_ptr<const Engine> create(std::unique_ptr<EngineImpl> impl);
 
  private:
   explicit Engine(std::unique_ptr<EngineImpl> impl);

@@ -100,7 +100,7 @@ Status version_mismatch(const Parts&... parts) {
 template <typename T>
 class [[nodiscard]] Expected {
  public:
-  Expected(T value) : storage_(std::move(value)) {}  // NOLINT: implicit by design
+  Expected(T value) : storage_(std::move(value)) {}         // NOLINT: implicit by design
   Expected(Status status) : storage_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool has_value() const { return std::holds_alternative<T>(storage_); }
@@ -124,9 +124,9 @@ class [[nodiscard]] Expected {
 #define VOXRT_CONCAT_INNER(a, b) a##b
 #define VOXRT_CONCAT(a, b) VOXRT_CONCAT_INNER(a, b)
 
-#define VOXRT_RETURN_IF_ERROR(expr)                  \
-  do {                                               \
-    ::voxrt::Status voxrt_status_ = (expr);          \
+#define VOXRT_RETURN_IF_ERROR(expr)                   \
+  do {                                                \
+    ::voxrt::Status voxrt_status_ = (expr);           \
     if (!voxrt_status_.is_ok()) return voxrt_status_; \
   } while (0)
 

@@ -33,7 +33,8 @@ constexpr std::size_t kAlignmentBytes = 64;
 
 std::shared_ptr<void> allocate_aligned(std::size_t bytes) {
   // Round up so that vector kernels may read whole 64-byte lines past the last element.
-  const std::size_t rounded = ((bytes + kAlignmentBytes - 1) / kAlignmentBytes + 1) * kAlignmentBytes;
+  const std::size_t rounded =
+      ((bytes + kAlignmentBytes - 1) / kAlignmentBytes + 1) * kAlignmentBytes;
   void* p = std::aligned_alloc(kAlignmentBytes, rounded);
   if (!p) throw std::bad_alloc();
   return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
@@ -121,7 +122,8 @@ std::int64_t Tensor::element_as_i64(std::int64_t i) const {
 
 std::vector<std::int64_t> Tensor::to_i64_vector() const {
   std::vector<std::int64_t> out(static_cast<std::size_t>(element_count()));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = element_as_i64(static_cast<std::int64_t>(i));
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = element_as_i64(static_cast<std::int64_t>(i));
   return out;
 }
 

@@ -30,7 +30,8 @@ void ThreadPool::parallel_for(std::int64_t count, std::int64_t grain,
   }
   std::lock_guard<std::mutex> call_lock(call_mutex_);
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
-  for (std::int64_t p = 0; p < parts; ++p) ranges.emplace_back(count * p / parts, count * (p + 1) / parts);
+  for (std::int64_t p = 0; p < parts; ++p)
+    ranges.emplace_back(count * p / parts, count * (p + 1) / parts);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;

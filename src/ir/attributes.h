@@ -30,7 +30,8 @@ class Attributes {
   std::string get_string(const std::string& name, const std::string& fallback) const;
   std::vector<std::int64_t> get_ints(const std::string& name,
                                      const std::vector<std::int64_t>& fallback = {}) const;
-  std::vector<float> get_floats(const std::string& name, const std::vector<float>& fallback = {}) const;
+  std::vector<float> get_floats(const std::string& name,
+                                const std::vector<float>& fallback = {}) const;
   std::vector<std::string> get_strings(const std::string& name) const;
   const Tensor* get_tensor(const std::string& name) const;
   std::shared_ptr<Graph> get_graph(const std::string& name) const;

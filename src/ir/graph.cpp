@@ -125,7 +125,8 @@ Expected<std::vector<Node*>> Graph::topological_order() const {
 std::vector<Node*> Graph::consumers(const Value* value) const {
   std::vector<Node*> out;
   for (auto& n : nodes_) {
-    if (std::find(n->inputs.begin(), n->inputs.end(), value) != n->inputs.end()) out.push_back(n.get());
+    if (std::find(n->inputs.begin(), n->inputs.end(), value) != n->inputs.end())
+      out.push_back(n.get());
   }
   return out;
 }

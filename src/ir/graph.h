@@ -63,7 +63,8 @@ class Graph {
   Value* add_value(std::string name, DType dtype, SymShape shape, bool rank_known = true);
   Value* add_constant(std::string name, Tensor tensor);
   // Adds a node and sets each output's producer.
-  Node* add_node(OpKind op, std::string name, std::vector<Value*> inputs, std::vector<Value*> outputs);
+  Node* add_node(OpKind op, std::string name, std::vector<Value*> inputs,
+                 std::vector<Value*> outputs);
   // Detaches and destroys the node; its output values stay (without producer) until pruned.
   void remove_node(Node* node);
   // Points every use of `from` (node inputs and graph outputs) at `to`.

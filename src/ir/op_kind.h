@@ -22,8 +22,8 @@ namespace voxrt::ir {
 // Which kernel/shape-inference family owns an op (one file per family in each backend).
 enum class OpFamily : std::uint8_t {
   kElementwise,
-  kReduction,    // reductions, softmax, normalizations
-  kDataMovement, // shape ops, transpose, concat, gather, pad, ...
+  kReduction,     // reductions, softmax, normalizations
+  kDataMovement,  // shape ops, transpose, concat, gather, pad, ...
   kPooling,
   kDense,        // conv, gemm, matmul and their fused forms
   kRecurrent,    // GRU, LSTM, RNN
@@ -31,91 +31,91 @@ enum class OpFamily : std::uint8_t {
 };
 
 // VOXRT_OP(Enum, "OnnxName", Family, id)
-#define VOXRT_FOR_EACH_OP(VOXRT_OP)                              \
-  VOXRT_OP(Identity, "Identity", kElementwise, 1)                \
-  VOXRT_OP(Dropout, "Dropout", kElementwise, 2)                  \
-  VOXRT_OP(Relu, "Relu", kElementwise, 3)                        \
-  VOXRT_OP(LeakyRelu, "LeakyRelu", kElementwise, 4)              \
-  VOXRT_OP(Clip, "Clip", kElementwise, 5)                        \
-  VOXRT_OP(Sigmoid, "Sigmoid", kElementwise, 6)                  \
-  VOXRT_OP(Tanh, "Tanh", kElementwise, 7)                        \
-  VOXRT_OP(Exp, "Exp", kElementwise, 8)                          \
-  VOXRT_OP(Log, "Log", kElementwise, 9)                          \
-  VOXRT_OP(Sqrt, "Sqrt", kElementwise, 10)                       \
-  VOXRT_OP(Neg, "Neg", kElementwise, 11)                         \
-  VOXRT_OP(Abs, "Abs", kElementwise, 12)                         \
-  VOXRT_OP(Reciprocal, "Reciprocal", kElementwise, 13)           \
-  VOXRT_OP(Erf, "Erf", kElementwise, 14)                         \
-  VOXRT_OP(Floor, "Floor", kElementwise, 15)                     \
-  VOXRT_OP(Ceil, "Ceil", kElementwise, 16)                       \
-  VOXRT_OP(Round, "Round", kElementwise, 17)                     \
-  VOXRT_OP(Sign, "Sign", kElementwise, 18)                       \
-  VOXRT_OP(Softplus, "Softplus", kElementwise, 19)               \
-  VOXRT_OP(Elu, "Elu", kElementwise, 20)                         \
-  VOXRT_OP(HardSigmoid, "HardSigmoid", kElementwise, 21)         \
-  VOXRT_OP(Sin, "Sin", kElementwise, 22)                         \
-  VOXRT_OP(Cos, "Cos", kElementwise, 23)                         \
-  VOXRT_OP(Not, "Not", kElementwise, 24)                         \
-  VOXRT_OP(Cast, "Cast", kElementwise, 25)                       \
-  VOXRT_OP(Add, "Add", kElementwise, 26)                         \
-  VOXRT_OP(Sub, "Sub", kElementwise, 27)                         \
-  VOXRT_OP(Mul, "Mul", kElementwise, 28)                         \
-  VOXRT_OP(Div, "Div", kElementwise, 29)                         \
-  VOXRT_OP(Pow, "Pow", kElementwise, 30)                         \
-  VOXRT_OP(Max, "Max", kElementwise, 31)                         \
-  VOXRT_OP(Min, "Min", kElementwise, 32)                         \
-  VOXRT_OP(Mod, "Mod", kElementwise, 33)                         \
-  VOXRT_OP(Equal, "Equal", kElementwise, 34)                     \
-  VOXRT_OP(Greater, "Greater", kElementwise, 35)                 \
-  VOXRT_OP(GreaterOrEqual, "GreaterOrEqual", kElementwise, 36)   \
-  VOXRT_OP(Less, "Less", kElementwise, 37)                       \
-  VOXRT_OP(LessOrEqual, "LessOrEqual", kElementwise, 38)         \
-  VOXRT_OP(And, "And", kElementwise, 39)                         \
-  VOXRT_OP(Or, "Or", kElementwise, 40)                           \
-  VOXRT_OP(Xor, "Xor", kElementwise, 41)                         \
-  VOXRT_OP(Where, "Where", kElementwise, 42)                     \
-  VOXRT_OP(FusedPointwise, "FusedPointwise", kElementwise, 43)   \
-  VOXRT_OP(ReduceMean, "ReduceMean", kReduction, 60)             \
-  VOXRT_OP(ReduceSum, "ReduceSum", kReduction, 61)               \
-  VOXRT_OP(ReduceMax, "ReduceMax", kReduction, 62)               \
-  VOXRT_OP(ReduceMin, "ReduceMin", kReduction, 63)               \
-  VOXRT_OP(ReduceProd, "ReduceProd", kReduction, 64)             \
-  VOXRT_OP(ReduceL2, "ReduceL2", kReduction, 65)                 \
-  VOXRT_OP(ReduceSumSquare, "ReduceSumSquare", kReduction, 66)   \
-  VOXRT_OP(ReduceLogSumExp, "ReduceLogSumExp", kReduction, 67)   \
-  VOXRT_OP(ArgMax, "ArgMax", kReduction, 68)                     \
-  VOXRT_OP(Softmax, "Softmax", kReduction, 69)                   \
-  VOXRT_OP(LogSoftmax, "LogSoftmax", kReduction, 70)             \
+#define VOXRT_FOR_EACH_OP(VOXRT_OP)                                  \
+  VOXRT_OP(Identity, "Identity", kElementwise, 1)                    \
+  VOXRT_OP(Dropout, "Dropout", kElementwise, 2)                      \
+  VOXRT_OP(Relu, "Relu", kElementwise, 3)                            \
+  VOXRT_OP(LeakyRelu, "LeakyRelu", kElementwise, 4)                  \
+  VOXRT_OP(Clip, "Clip", kElementwise, 5)                            \
+  VOXRT_OP(Sigmoid, "Sigmoid", kElementwise, 6)                      \
+  VOXRT_OP(Tanh, "Tanh", kElementwise, 7)                            \
+  VOXRT_OP(Exp, "Exp", kElementwise, 8)                              \
+  VOXRT_OP(Log, "Log", kElementwise, 9)                              \
+  VOXRT_OP(Sqrt, "Sqrt", kElementwise, 10)                           \
+  VOXRT_OP(Neg, "Neg", kElementwise, 11)                             \
+  VOXRT_OP(Abs, "Abs", kElementwise, 12)                             \
+  VOXRT_OP(Reciprocal, "Reciprocal", kElementwise, 13)               \
+  VOXRT_OP(Erf, "Erf", kElementwise, 14)                             \
+  VOXRT_OP(Floor, "Floor", kElementwise, 15)                         \
+  VOXRT_OP(Ceil, "Ceil", kElementwise, 16)                           \
+  VOXRT_OP(Round, "Round", kElementwise, 17)                         \
+  VOXRT_OP(Sign, "Sign", kElementwise, 18)                           \
+  VOXRT_OP(Softplus, "Softplus", kElementwise, 19)                   \
+  VOXRT_OP(Elu, "Elu", kElementwise, 20)                             \
+  VOXRT_OP(HardSigmoid, "HardSigmoid", kElementwise, 21)             \
+  VOXRT_OP(Sin, "Sin", kElementwise, 22)                             \
+  VOXRT_OP(Cos, "Cos", kElementwise, 23)                             \
+  VOXRT_OP(Not, "Not", kElementwise, 24)                             \
+  VOXRT_OP(Cast, "Cast", kElementwise, 25)                           \
+  VOXRT_OP(Add, "Add", kElementwise, 26)                             \
+  VOXRT_OP(Sub, "Sub", kElementwise, 27)                             \
+  VOXRT_OP(Mul, "Mul", kElementwise, 28)                             \
+  VOXRT_OP(Div, "Div", kElementwise, 29)                             \
+  VOXRT_OP(Pow, "Pow", kElementwise, 30)                             \
+  VOXRT_OP(Max, "Max", kElementwise, 31)                             \
+  VOXRT_OP(Min, "Min", kElementwise, 32)                             \
+  VOXRT_OP(Mod, "Mod", kElementwise, 33)                             \
+  VOXRT_OP(Equal, "Equal", kElementwise, 34)                         \
+  VOXRT_OP(Greater, "Greater", kElementwise, 35)                     \
+  VOXRT_OP(GreaterOrEqual, "GreaterOrEqual", kElementwise, 36)       \
+  VOXRT_OP(Less, "Less", kElementwise, 37)                           \
+  VOXRT_OP(LessOrEqual, "LessOrEqual", kElementwise, 38)             \
+  VOXRT_OP(And, "And", kElementwise, 39)                             \
+  VOXRT_OP(Or, "Or", kElementwise, 40)                               \
+  VOXRT_OP(Xor, "Xor", kElementwise, 41)                             \
+  VOXRT_OP(Where, "Where", kElementwise, 42)                         \
+  VOXRT_OP(FusedPointwise, "FusedPointwise", kElementwise, 43)       \
+  VOXRT_OP(ReduceMean, "ReduceMean", kReduction, 60)                 \
+  VOXRT_OP(ReduceSum, "ReduceSum", kReduction, 61)                   \
+  VOXRT_OP(ReduceMax, "ReduceMax", kReduction, 62)                   \
+  VOXRT_OP(ReduceMin, "ReduceMin", kReduction, 63)                   \
+  VOXRT_OP(ReduceProd, "ReduceProd", kReduction, 64)                 \
+  VOXRT_OP(ReduceL2, "ReduceL2", kReduction, 65)                     \
+  VOXRT_OP(ReduceSumSquare, "ReduceSumSquare", kReduction, 66)       \
+  VOXRT_OP(ReduceLogSumExp, "ReduceLogSumExp", kReduction, 67)       \
+  VOXRT_OP(ArgMax, "ArgMax", kReduction, 68)                         \
+  VOXRT_OP(Softmax, "Softmax", kReduction, 69)                       \
+  VOXRT_OP(LogSoftmax, "LogSoftmax", kReduction, 70)                 \
   VOXRT_OP(LayerNormalization, "LayerNormalization", kReduction, 71) \
   VOXRT_OP(BatchNormalization, "BatchNormalization", kReduction, 72) \
-  VOXRT_OP(Transpose, "Transpose", kDataMovement, 90)            \
-  VOXRT_OP(Reshape, "Reshape", kDataMovement, 91)                \
-  VOXRT_OP(Flatten, "Flatten", kDataMovement, 92)                \
-  VOXRT_OP(Squeeze, "Squeeze", kDataMovement, 93)                \
-  VOXRT_OP(Unsqueeze, "Unsqueeze", kDataMovement, 94)            \
-  VOXRT_OP(Concat, "Concat", kDataMovement, 95)                  \
-  VOXRT_OP(Split, "Split", kDataMovement, 96)                    \
-  VOXRT_OP(Slice, "Slice", kDataMovement, 97)                    \
-  VOXRT_OP(Gather, "Gather", kDataMovement, 98)                  \
-  VOXRT_OP(Pad, "Pad", kDataMovement, 99)                        \
-  VOXRT_OP(Shape, "Shape", kDataMovement, 100)                   \
-  VOXRT_OP(Size, "Size", kDataMovement, 101)                     \
-  VOXRT_OP(ConstantOfShape, "ConstantOfShape", kDataMovement, 102) \
-  VOXRT_OP(Range, "Range", kDataMovement, 103)                   \
-  VOXRT_OP(Expand, "Expand", kDataMovement, 104)                 \
-  VOXRT_OP(Tile, "Tile", kDataMovement, 105)                     \
-  VOXRT_OP(MaxPool, "MaxPool", kPooling, 120)                    \
-  VOXRT_OP(AveragePool, "AveragePool", kPooling, 121)            \
-  VOXRT_OP(GlobalAveragePool, "GlobalAveragePool", kPooling, 122) \
-  VOXRT_OP(GlobalMaxPool, "GlobalMaxPool", kPooling, 123)        \
-  VOXRT_OP(Conv, "Conv", kDense, 140)                            \
-  VOXRT_OP(Gemm, "Gemm", kDense, 141)                            \
-  VOXRT_OP(MatMul, "MatMul", kDense, 142)                        \
-  VOXRT_OP(FusedConv, "FusedConv", kDense, 143)                  \
-  VOXRT_OP(FusedMatMul, "FusedMatMul", kDense, 144)              \
-  VOXRT_OP(GRU, "GRU", kRecurrent, 160)                          \
-  VOXRT_OP(LSTM, "LSTM", kRecurrent, 161)                        \
-  VOXRT_OP(RNN, "RNN", kRecurrent, 162)                          \
+  VOXRT_OP(Transpose, "Transpose", kDataMovement, 90)                \
+  VOXRT_OP(Reshape, "Reshape", kDataMovement, 91)                    \
+  VOXRT_OP(Flatten, "Flatten", kDataMovement, 92)                    \
+  VOXRT_OP(Squeeze, "Squeeze", kDataMovement, 93)                    \
+  VOXRT_OP(Unsqueeze, "Unsqueeze", kDataMovement, 94)                \
+  VOXRT_OP(Concat, "Concat", kDataMovement, 95)                      \
+  VOXRT_OP(Split, "Split", kDataMovement, 96)                        \
+  VOXRT_OP(Slice, "Slice", kDataMovement, 97)                        \
+  VOXRT_OP(Gather, "Gather", kDataMovement, 98)                      \
+  VOXRT_OP(Pad, "Pad", kDataMovement, 99)                            \
+  VOXRT_OP(Shape, "Shape", kDataMovement, 100)                       \
+  VOXRT_OP(Size, "Size", kDataMovement, 101)                         \
+  VOXRT_OP(ConstantOfShape, "ConstantOfShape", kDataMovement, 102)   \
+  VOXRT_OP(Range, "Range", kDataMovement, 103)                       \
+  VOXRT_OP(Expand, "Expand", kDataMovement, 104)                     \
+  VOXRT_OP(Tile, "Tile", kDataMovement, 105)                         \
+  VOXRT_OP(MaxPool, "MaxPool", kPooling, 120)                        \
+  VOXRT_OP(AveragePool, "AveragePool", kPooling, 121)                \
+  VOXRT_OP(GlobalAveragePool, "GlobalAveragePool", kPooling, 122)    \
+  VOXRT_OP(GlobalMaxPool, "GlobalMaxPool", kPooling, 123)            \
+  VOXRT_OP(Conv, "Conv", kDense, 140)                                \
+  VOXRT_OP(Gemm, "Gemm", kDense, 141)                                \
+  VOXRT_OP(MatMul, "MatMul", kDense, 142)                            \
+  VOXRT_OP(FusedConv, "FusedConv", kDense, 143)                      \
+  VOXRT_OP(FusedMatMul, "FusedMatMul", kDense, 144)                  \
+  VOXRT_OP(GRU, "GRU", kRecurrent, 160)                              \
+  VOXRT_OP(LSTM, "LSTM", kRecurrent, 161)                            \
+  VOXRT_OP(RNN, "RNN", kRecurrent, 162)                              \
   VOXRT_OP(If, "If", kControlFlow, 180)
 
 enum class OpKind : std::uint16_t {

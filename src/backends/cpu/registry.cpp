@@ -44,7 +44,8 @@ std::string cpu_fingerprint() {
     if (flags.empty() && line.rfind("flags", 0) == 0) flags = line.substr(line.find(':') + 2);
   }
   std::string isa;
-  for (const char* f : {"avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile"}) {
+  for (const char* f :
+       {"avx2", "fma", "avx512f", "avx512bw", "avx512_vnni", "avx512_bf16", "amx_tile"}) {
     if ((" " + flags + " ").find(std::string(" ") + f + " ") != std::string::npos) {
       isa += isa.empty() ? "" : ",";
       isa += f;

@@ -1,0 +1,180 @@
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "backends/cpu/cpu_backend.h"
+#include "builder/pass_pipeline.h"
+#include "builder/tactic_selector.h"
+#include "ir/shape_inference.h"
+#include "onnx_import/importer.h"
+#include "runtime/byte_stream.h"
+#include "runtime/engine_format.h"
+#include "voxrt/builder.h"
+
+namespace voxrt {
+namespace {
+
+void progress(const BuilderConfig& config, const char* stage, int done, int total,
+              std::string detail = {}) {
+  if (config.on_progress) config.on_progress(BuildProgress{stage, done, total, std::move(detail)});
+}
+
+Status bind_fixed_inputs(ir::Graph& graph, const BuilderConfig& config) {
+  for (const auto& [name, tensor] : config.fixed_inputs) {
+    auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
+                           [&](ir::Value* v) { return v->name == name; });
+    if (it == graph.inputs.end())
+      return not_found("--fixed-input '", name, "': the model has no input of that name");
+    ir::Value* v = *it;
+    if (v->dtype != tensor.dtype()) {
+      return invalid_argument("--fixed-input '", name, "': the input is ", dtype_name(v->dtype),
+                              ", the value is ", dtype_name(tensor.dtype()));
+    }
+    v->constant = tensor.clone();
+    v->shape = ir::sym_shape_from_dims(tensor.dims());
+    v->rank_known = true;
+    graph.inputs.erase(it);
+  }
+  return Status::ok();
+}
+
+// Dims that every profile pins to one size become known, so shape chains over them fold.
+Status apply_profiles(ir::Graph& graph, const BuilderConfig& config) {
+  for (const auto& profile : config.profiles) {
+    for (const auto& [name, range] : profile.inputs) {
+      auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
+                             [&](ir::Value* v) { return v->name == name; });
+      if (it == graph.inputs.end()) {
+        return not_found("profile '", profile.name, "': the model has no input '", name, "'");
+      }
+      ir::Value* v = *it;
+      if (v->rank_known && v->shape.size() != range.opt.size()) {
+        return invalid_argument("profile '", profile.name, "': input '", name, "' has rank ",
+                                v->shape.size(), " (", ir::sym_shape_to_string(v->shape),
+                                "), the profile gives rank ", range.opt.size());
+      }
+      for (std::size_t d = 0; v->rank_known && d < v->shape.size(); ++d) {
+        if (v->shape[d].is_known() &&
+            (range.min[d] != v->shape[d].value || range.max[d] != v->shape[d].value)) {
+          return invalid_argument("profile '", profile.name, "': input '", name, "' dim ", d,
+                                  " is fixed at ", v->shape[d].value,
+                                  " in the model, the profile asks for ", range.min[d], "..",
+                                  range.max[d]);
+        }
+      }
+    }
+  }
+  for (ir::Value* v : graph.inputs) {
+    for (std::size_t d = 0; d < v->shape.size(); ++d) {
+      if (v->shape[d].is_known() || config.profiles.empty()) continue;
+      std::optional<std::int64_t> pinned;
+      bool all = true;
+      for (const auto& profile : config.profiles) {
+        auto it = profile.inputs.find(v->name);
+        if (it == profile.inputs.end() || it->second.min[d] != it->second.max[d] ||
+            (pinned && *pinned != it->second.min[d])) {
+          all = false;
+          break;
+        }
+        pinned = it->second.min[d];
+      }
+      if (all && pinned) v->shape[d] = ir::Dim::known(*pinned);
+    }
+  }
+  return Status::ok();
+}
+
+Status check_states(const ir::Graph& graph, const BuilderConfig& config) {
+  for (const auto& s : config.states) {
+    const ir::Value* in = nullptr;
+    const ir::Value* out = nullptr;
+    for (auto* v : graph.inputs) in = v->name == s.input ? v : in;
+    for (auto* v : graph.outputs) out = v->name == s.output ? v : out;
+    if (!in)
+      return not_found("--state ", s.input, ":", s.output, ": the model has no input '", s.input,
+                       "'");
+    if (!out)
+      return not_found("--state ", s.input, ":", s.output, ": the model has no output '", s.output,
+                       "'");
+    if (in->dtype != out->dtype) {
+      return invalid_argument("--state ", s.input, ":", s.output, ": dtypes differ (",
+                              dtype_name(in->dtype), " vs ", dtype_name(out->dtype), ")");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path,
+                                                  const BuilderConfig& config,
+                                                  BuildReport* report_out) {
+  const auto start = std::chrono::steady_clock::now();
+  BuildReport local_report;
+  BuildReport& report = report_out ? *report_out : local_report;
+  VOXRT_RETURN_IF_ERROR(config.validate());
+
+  progress(config, "import", 0, 1, onnx_path);
+  VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph,
+                         onnx_import::import_model_file(onnx_path));
+  progress(config, "import", 1, 1, onnx_path);
+  std::uint64_t model_hash = 0;
+  {
+    std::ifstream in(onnx_path, std::ios::binary);
+    std::stringstream bytes;
+    bytes << in.rdbuf();
+    const std::string s = bytes.str();
+    model_hash = runtime::fnv1a64(s.data(), s.size());
+  }
+  VOXRT_RETURN_IF_ERROR(bind_fixed_inputs(*graph, config));
+  VOXRT_RETURN_IF_ERROR(apply_profiles(*graph, config));
+  VOXRT_RETURN_IF_ERROR(check_states(*graph, config));
+  VOXRT_RETURN_IF_ERROR(ir::infer_graph(*graph).with_context(onnx_path));
+
+  progress(config, "optimize", 0, 1);
+  VOXRT_RETURN_IF_ERROR(
+      builder::optimize_graph(*graph, report.pass_changes).with_context(onnx_path));
+  progress(config, "optimize", 1, 1, str_cat(report.pass_changes.size(), " rewrites"));
+
+  std::vector<std::string> warnings;
+  VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> opt_inputs,
+                         builder::make_opt_inputs(*graph, config, warnings));
+  for (auto& w : warnings) report.pass_changes.push_back("warning: " + w);
+  progress(config, "profile", 0, 1);
+  VOXRT_ASSIGN_OR_RETURN(builder::ProfilingRun run,
+                         builder::run_profiling(*graph, opt_inputs, config.threads));
+  progress(config, "profile", 1, 1);
+
+  builder::TimingCache cache;
+  if (!config.timing_cache_path.empty()) {
+    VOXRT_ASSIGN_OR_RETURN(cache, builder::TimingCache::load(config.timing_cache_path));
+  }
+  VOXRT_RETURN_IF_ERROR(builder::select_tactics(*graph, run, config, cache, report));
+  if (!config.timing_cache_path.empty())
+    VOXRT_RETURN_IF_ERROR(cache.save(config.timing_cache_path));
+
+  runtime::EngineContents contents;
+  contents.target.device = config.device;
+  contents.target.precision = config.precision;
+  contents.target.fingerprint = backends::cpu::cpu_fingerprint();
+  contents.model_hash = model_hash;
+  contents.profiles = config.profiles;
+  contents.states = config.states;
+  contents.memory_plan = builder::plan_memory(*graph, run);
+  for (const auto& [k, v] : config.metadata) graph->metadata[k] = v;
+  if (!config.states.empty()) {
+    std::string pairs;
+    for (const auto& s : config.states)
+      pairs += (pairs.empty() ? "" : ",") + s.input + ":" + s.output;
+    graph->metadata["voxrt.state_pairs"] = pairs;
+  }
+  contents.graph = std::move(graph);
+  progress(config, "serialize", 0, 1);
+  VOXRT_ASSIGN_OR_RETURN(std::string bytes, runtime::serialize_engine(contents));
+  progress(config, "serialize", 1, 1, str_cat(bytes.size(), " bytes"));
+  report.build_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return bytes;
+}
+
+}  // namespace voxrt

@@ -1,0 +1,83 @@
+#include <sstream>
+
+#include "voxrt/builder.h"
+
+namespace voxrt {
+
+std::string_view precision_name(Precision precision) {
+  switch (precision) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kTf32: return "tf32";
+    case Precision::kFp16: return "fp16";
+    case Precision::kBf16: return "bf16";
+    case Precision::kInt8: return "int8";
+  }
+  return "?";
+}
+
+Expected<Precision> precision_from_name(std::string_view name) {
+  for (Precision p :
+       {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16, Precision::kInt8}) {
+    if (precision_name(p) == name) return p;
+  }
+  return invalid_argument("precision '", name, "': expected one of fp32, tf32, fp16, bf16, int8");
+}
+
+Status BuilderConfig::validate() const {
+  if (device == DeviceKind::kCpu && precision != Precision::kFp32) {
+    return unsupported("precision ", precision_name(precision),
+                       " is not available on the CPU backend yet (fp32 only); use --device cuda "
+                       "for tf32/fp16/bf16");
+  }
+  if (device == DeviceKind::kCuda) {
+    return unsupported("the CUDA backend is not part of this build yet; build with --device cpu");
+  }
+  if (threads < 1 || threads > 256)
+    return invalid_argument("threads must be 1..256, got ", threads);
+  if (timing_iterations < 1)
+    return invalid_argument("timing_iterations must be at least 1, got ", timing_iterations);
+  for (const auto& profile : profiles) {
+    for (const auto& [name, range] : profile.inputs) {
+      if (range.min.size() != range.opt.size() || range.opt.size() != range.max.size()) {
+        return invalid_argument("profile '", profile.name, "' input '", name,
+                                "': min/opt/max ranks differ (", dims_to_string(range.min), " / ",
+                                dims_to_string(range.opt), " / ", dims_to_string(range.max), ")");
+      }
+      for (std::size_t d = 0; d < range.min.size(); ++d) {
+        if (range.min[d] < 0 || range.min[d] > range.opt[d] || range.opt[d] > range.max[d]) {
+          return invalid_argument("profile '", profile.name, "' input '", name, "' dim ", d,
+                                  ": need 0 <= min <= opt <= max, got ", range.min[d], " / ",
+                                  range.opt[d], " / ", range.max[d]);
+        }
+      }
+    }
+  }
+  for (const auto& s : states) {
+    if (s.input.empty() || s.output.empty())
+      return invalid_argument("state pair '", s.input, ":", s.output, "' has an empty name");
+  }
+  return Status::ok();
+}
+
+std::string BuilderConfig::describe() const {
+  std::ostringstream out;
+  out << "device=" << (device == DeviceKind::kCpu ? "cpu" : "cuda")
+      << " precision=" << precision_name(precision) << " threads=" << threads
+      << " autotune=" << (autotune ? "on" : "off") << " workspace=" << (workspace_limit_bytes >> 20)
+      << "MiB";
+  if (!timing_cache_path.empty()) out << " timing_cache=" << timing_cache_path;
+  for (const auto& p : profiles) {
+    out << " profile[" << p.name << "]{";
+    bool first = true;
+    for (const auto& [name, r] : p.inputs) {
+      out << (first ? "" : " ") << name << ":" << dims_to_string(r.min) << "/"
+          << dims_to_string(r.opt) << "/" << dims_to_string(r.max);
+      first = false;
+    }
+    out << "}";
+  }
+  for (const auto& s : states) out << " state=" << s.input << ":" << s.output;
+  return out.str();
+}
+
+}  // namespace voxrt

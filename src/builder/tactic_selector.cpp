@@ -1,0 +1,248 @@
+#include "builder/tactic_selector.h"
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_map>
+
+#include "backends/cpu/cpu_backend.h"
+#include "core/thread_pool.h"
+#include "runtime/plan.h"
+
+namespace voxrt::builder {
+
+Expected<std::vector<Tensor>> make_opt_inputs(const ir::Graph& graph, const BuilderConfig& config,
+                                              std::vector<std::string>& warnings) {
+  std::mt19937 rng(1234);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<Tensor> inputs;
+  for (const ir::Value* v : graph.inputs) {
+    Dims dims;
+    const ShapeRange* range = nullptr;
+    if (!config.profiles.empty()) {
+      auto it = config.profiles.front().inputs.find(v->name);
+      if (it != config.profiles.front().inputs.end()) range = &it->second;
+    }
+    if (range) {
+      dims = range->opt;
+    } else {
+      for (const ir::Dim& d : v->shape) {
+        if (d.is_known()) {
+          dims.push_back(d.value);
+        } else {
+          dims.push_back(1);
+          warnings.push_back(
+              str_cat("input '", v->name, "' dim '", d.symbol.empty() ? "?" : d.symbol,
+                      "' has no profile: tactics are timed with 1 (give --profile)"));
+        }
+      }
+    }
+    Tensor t = Tensor::uninitialized(v->dtype, dims);
+    for (std::int64_t i = 0; i < t.element_count(); ++i) {
+      switch (v->dtype) {
+        case DType::kF32: t.data<float>()[i] = normal(rng); break;
+        case DType::kF16: t.data<std::uint16_t>()[i] = float_to_half_bits(normal(rng)); break;
+        case DType::kBF16: t.data<std::uint16_t>()[i] = float_to_bfloat16_bits(normal(rng)); break;
+        // Integer inputs are usually lengths, ids or rates: 1 is valid for all of them.
+        case DType::kI64: t.data<std::int64_t>()[i] = 1; break;
+        case DType::kI32: t.data<std::int32_t>()[i] = 1; break;
+        case DType::kI8: t.data<std::int8_t>()[i] = 1; break;
+        case DType::kU8: t.data<std::uint8_t>()[i] = 1; break;
+        case DType::kBool: t.data<bool>()[i] = true; break;
+      }
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+Expected<ProfilingRun> run_profiling(const ir::Graph& graph, std::span<const Tensor> inputs,
+                                     int threads) {
+  VOXRT_ASSIGN_OR_RETURN(auto plan,
+                         runtime::Plan::compile(graph, runtime::TacticPolicy::kFirstFast));
+  ProfilingRun run;
+  runtime::StepObserver observer = [&](const ir::Node& node, std::span<const Tensor* const> ins,
+                                       std::span<const Tensor* const> outs, double elapsed_us) {
+    ProfilingRun::Record r;
+    r.node = &node;
+    for (const Tensor* t : ins) r.inputs.push_back(t ? *t : Tensor());
+    for (const Tensor* t : outs) r.outputs.push_back(t ? *t : Tensor());
+    r.elapsed_us = elapsed_us;
+    run.records.push_back(std::move(r));
+  };
+  ThreadPool pool(threads);
+  backends::KernelContext context{&pool};
+  std::vector<Tensor> outputs;
+  VOXRT_RETURN_IF_ERROR(plan->execute(inputs, outputs, context, &observer)
+                            .with_context("profiling run at the opt shapes"));
+  return run;
+}
+
+namespace {
+
+double median_us(std::vector<double> samples) {
+  std::sort(samples.begin(), samples.end());
+  return samples[samples.size() / 2];
+}
+
+Expected<double> time_tactic(const ir::Node& node, const backends::TacticInfo& tactic,
+                             const ProfilingRun::Record& rec, int iterations,
+                             backends::KernelContext& context) {
+  VOXRT_ASSIGN_OR_RETURN(auto kernel, backends::cpu::create_kernel(node, tactic.id));
+  std::vector<const Tensor*> ins;
+  for (const Tensor& t : rec.inputs) ins.push_back(t.is_valid() ? &t : nullptr);
+  std::vector<Tensor> outs;
+  std::vector<Tensor*> out_ptrs;
+  outs.reserve(rec.outputs.size());
+  for (const Tensor& t : rec.outputs) {
+    if (t.is_valid()) {
+      outs.push_back(Tensor::uninitialized(t.dtype(), t.dims()));
+      out_ptrs.push_back(&outs.back());
+    } else {
+      outs.emplace_back();
+      out_ptrs.push_back(nullptr);
+    }
+  }
+  VOXRT_RETURN_IF_ERROR(kernel->run(ins, out_ptrs, context));  // warm-up: caches, primitives
+  std::vector<double> samples;
+  for (int i = 0; i < iterations; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    VOXRT_RETURN_IF_ERROR(kernel->run(ins, out_ptrs, context));
+    samples.push_back(
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+            .count());
+  }
+  return median_us(samples);
+}
+
+}  // namespace
+
+Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderConfig& config,
+                      TimingCache& cache, BuildReport& report) {
+  std::unordered_map<const ir::Node*, const ProfilingRun::Record*> record_of;
+  for (const auto& r : run.records) record_of.emplace(r.node, &r);
+  ThreadPool pool(config.threads);
+  backends::KernelContext context{&pool};
+  const std::string fingerprint = backends::cpu::cpu_fingerprint();
+
+  // Nodes of branch graphs are tuned too: walk the graph and every subgraph.
+  std::vector<ir::Graph*> graphs{&graph};
+  std::vector<ir::Node*> nodes;
+  for (std::size_t g = 0; g < graphs.size(); ++g) {
+    for (ir::Node* n : graphs[g]->nodes()) {
+      nodes.push_back(n);
+      for (const char* branch : {"then_branch", "else_branch"}) {
+        if (auto sub = n->attrs.get_graph(branch)) graphs.push_back(sub.get());
+      }
+    }
+  }
+  int done = 0;
+  for (ir::Node* node : nodes) {
+    ++done;
+    if (node->op == ir::OpKind::kIf) continue;
+    const auto tactics = backends::cpu::tactics_for(*node);
+    if (tactics.empty())
+      continue;  // view ops run without a kernel; unsupported ones failed earlier
+    auto rec_it = record_of.find(node);
+    const backends::TacticInfo* best = tactics.size() > 1 ? &tactics[1] : &tactics[0];
+    double best_us = rec_it != record_of.end() ? rec_it->second->elapsed_us : 0;
+    if (config.autotune && rec_it != record_of.end() && tactics.size() > 1) {
+      best = nullptr;
+      std::vector<const Tensor*> ins;
+      for (const Tensor& t : rec_it->second->inputs) ins.push_back(t.is_valid() ? &t : nullptr);
+      for (const auto& tactic : tactics) {
+        const std::string key = TimingCache::key(*node, ins, tactic, fingerprint, config.threads);
+        double us = 0;
+        if (auto hit = cache.find(key)) {
+          us = *hit;
+          ++report.timing_cache_hits;
+        } else {
+          auto timed =
+              time_tactic(*node, tactic, *rec_it->second, config.timing_iterations, context);
+          if (!timed) continue;  // a tactic that fails on real data is simply not chosen
+          us = *timed;
+          cache.put(key, us);
+          ++report.tactics_timed;
+        }
+        // Ties go to the lower id, so the same cache always gives the same plan.
+        if (!best || us < best_us) {
+          best = &tactic;
+          best_us = us;
+        }
+      }
+      if (!best) return internal_error(node->describe(), ": no tactic ran on the profiling inputs");
+    }
+    node->attrs.set(runtime::kTacticAttr, static_cast<std::int64_t>(best->id));
+    node->attrs.set(runtime::kTacticNameAttr, best->name);
+    node->attrs.set(runtime::kTimeUsAttr, static_cast<float>(best_us));
+    if (config.on_progress) {
+      config.on_progress(
+          BuildProgress{"autotune", done, static_cast<int>(nodes.size()), node->name});
+    }
+  }
+  return Status::ok();
+}
+
+runtime::MemoryPlanRecord plan_memory(const ir::Graph& graph, const ProfilingRun& run) {
+  // Lifetimes of top-level intermediates in execution order, then greedy best-fit placement of
+  // the largest first: the arena a static-shape executor would need at the opt shapes.
+  struct Interval {
+    const ir::Value* value;
+    std::uint64_t bytes;
+    int first, last;
+    std::uint64_t offset = 0;
+  };
+  std::unordered_map<const ir::Value*, std::size_t> interval_of;
+  std::vector<Interval> intervals;
+  int step = 0;
+  const auto top_nodes = graph.nodes();
+  std::unordered_map<const ir::Node*, bool> is_top;
+  for (auto* n : top_nodes) is_top[n] = true;
+  for (const auto& rec : run.records) {
+    if (!is_top.count(rec.node)) continue;
+    for (const ir::Value* in : rec.node->inputs) {
+      auto it = in ? interval_of.find(in) : interval_of.end();
+      if (it != interval_of.end()) intervals[it->second].last = step;
+    }
+    for (std::size_t i = 0; i < rec.node->outputs.size(); ++i) {
+      const ir::Value* out = rec.node->outputs[i];
+      if (!out || i >= rec.outputs.size() || !rec.outputs[i].is_valid()) continue;
+      interval_of[out] = intervals.size();
+      const int last = graph.is_graph_output(out) ? 1 << 30 : step;
+      intervals.push_back({out, (rec.outputs[i].size_bytes() + 63) / 64 * 64, step, last});
+    }
+    ++step;
+  }
+  runtime::MemoryPlanRecord plan;
+  std::vector<std::size_t> order(intervals.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return intervals[a].bytes > intervals[b].bytes; });
+  std::vector<std::size_t> placed;
+  for (std::size_t idx : order) {
+    Interval& cur = intervals[idx];
+    plan.unplanned_bytes += cur.bytes;
+    // Collect overlapping placed blocks sorted by offset and take the first gap that fits.
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> busy;
+    for (std::size_t p : placed) {
+      const Interval& o = intervals[p];
+      if (o.first <= cur.last && cur.first <= o.last)
+        busy.emplace_back(o.offset, o.offset + o.bytes);
+    }
+    std::sort(busy.begin(), busy.end());
+    std::uint64_t offset = 0;
+    for (auto [b, e] : busy) {
+      if (offset + cur.bytes <= b) break;
+      offset = std::max(offset, e);
+    }
+    cur.offset = offset;
+    plan.peak_bytes = std::max(plan.peak_bytes, offset + cur.bytes);
+    placed.push_back(idx);
+  }
+  for (const auto& i : intervals) plan.offsets.emplace_back(i.value->name, i.offset);
+  for (const ir::Value* v : graph.values()) {
+    if (v->constant) plan.weights_bytes += v->constant->size_bytes();
+  }
+  return plan;
+}
+
+}  // namespace voxrt::builder

@@ -1,0 +1,36 @@
+// Chooses a tactic per node by timing every candidate on the node's real inputs at the first
+// profile's opt shapes (captured from one profiling run of the whole graph), with a timing cache.
+#pragma once
+
+#include <random>
+
+#include "builder/timing_cache.h"
+#include "runtime/engine_format.h"
+#include "voxrt/builder.h"
+
+namespace voxrt::builder {
+
+struct ProfilingRun {
+  // Every node's inputs and outputs (top-level and branch nodes), in execution order.
+  struct Record {
+    const ir::Node* node = nullptr;
+    std::vector<Tensor> inputs;
+    std::vector<Tensor> outputs;
+    double elapsed_us = 0;
+  };
+  std::vector<Record> records;
+};
+
+// Random inputs at the opt shapes (symbolic dims without a profile become 1; a warning is added).
+Expected<std::vector<Tensor>> make_opt_inputs(const ir::Graph& graph, const BuilderConfig& config,
+                                              std::vector<std::string>& warnings);
+Expected<ProfilingRun> run_profiling(const ir::Graph& graph, std::span<const Tensor> inputs,
+                                     int threads);
+
+// Writes voxrt.tactic / voxrt.tactic_name / voxrt.time_us into each node.
+Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderConfig& config,
+                      TimingCache& cache, BuildReport& report);
+
+runtime::MemoryPlanRecord plan_memory(const ir::Graph& graph, const ProfilingRun& run);
+
+}  // namespace voxrt::builder

@@ -1,0 +1,197 @@
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <set>
+#include <sstream>
+
+#include "backends/cpu/cpu_backend.h"
+#include "runtime/engine_impl.h"
+
+namespace voxrt {
+namespace {
+
+std::set<std::string> isa_flags(const std::string& fingerprint) {
+  std::set<std::string> flags;
+  const auto open = fingerprint.find('[');
+  const auto close = fingerprint.find(']');
+  if (open == std::string::npos || close == std::string::npos || close < open) return flags;
+  std::stringstream list(fingerprint.substr(open + 1, close - open - 1));
+  std::string flag;
+  while (std::getline(list, flag, ',')) {
+    if (!flag.empty()) flags.insert(flag);
+  }
+  return flags;
+}
+
+TensorInfo describe_value(const ir::Value& v) {
+  TensorInfo info;
+  info.name = v.name;
+  info.dtype = v.dtype;
+  for (const ir::Dim& d : v.shape) {
+    info.dims.push_back(d.is_known() ? d.value : -1);
+    info.dim_names.push_back(d.symbol);
+  }
+  return info;
+}
+
+Expected<std::shared_ptr<const Engine>> finish_load(std::unique_ptr<EngineImpl> impl,
+                                                    const char* image, std::size_t size) {
+  VOXRT_ASSIGN_OR_RETURN(impl->contents,
+                         runtime::deserialize_engine(image, size, impl->image_keepalive));
+  VOXRT_RETURN_IF_ERROR(check_target(impl->contents.target));
+  impl->file_bytes = size;
+  VOXRT_ASSIGN_OR_RETURN(
+      impl->plan, runtime::Plan::compile(*impl->contents.graph, runtime::TacticPolicy::kRecorded));
+  for (const ir::Value* v : impl->contents.graph->inputs)
+    impl->inputs.push_back(describe_value(*v));
+  for (const ir::Value* v : impl->contents.graph->outputs)
+    impl->outputs.push_back(describe_value(*v));
+  return Engine::create(std::move(impl));
+}
+
+}  // namespace
+
+Status check_target(const runtime::TargetRecord& target) {
+  if (target.device != DeviceKind::kCpu) {
+    return unsupported("engine target: device is ",
+                       target.device == DeviceKind::kCuda ? "cuda" : "?",
+                       " but this runtime was asked to load it on the CPU; build a CPU engine or "
+                       "load it with the CUDA runtime");
+  }
+  // Tactics may use any ISA extension the build machine had; refuse if one is missing here.
+  const auto built_with = isa_flags(target.fingerprint);
+  const auto here = isa_flags(backends::cpu::cpu_fingerprint());
+  std::string missing;
+  for (const auto& f : built_with) {
+    if (!here.count(f)) missing += (missing.empty() ? "" : ",") + f;
+  }
+  if (!missing.empty()) {
+    return version_mismatch("engine target: fingerprint '", target.fingerprint,
+                            "' needs CPU features [", missing, "] that this machine ('",
+                            backends::cpu::cpu_fingerprint(), "') lacks; rebuild the engine here");
+  }
+  if (target.builder_version != runtime::kBuilderVersion) {
+    return version_mismatch("engine target: builder_version is '", target.builder_version,
+                            "', this runtime is '", runtime::kBuilderVersion,
+                            "'; rebuild the engine");
+  }
+  return Status::ok();
+}
+
+Expected<int> EngineImpl::select_profile(std::span<const Tensor> run_inputs) const {
+  const auto& profiles = contents.profiles;
+  if (profiles.empty()) return -1;
+  std::string why;
+  for (std::size_t p = 0; p < profiles.size(); ++p) {
+    bool fits = true;
+    for (std::size_t i = 0; i < run_inputs.size() && fits; ++i) {
+      auto it = profiles[p].inputs.find(inputs[i].name);
+      if (it == profiles[p].inputs.end()) continue;
+      const Dims& dims = run_inputs[i].dims();
+      const ShapeRange& r = it->second;
+      if (dims.size() != r.min.size()) {
+        fits = false;
+        why += str_cat("\n  profile '", profiles[p].name, "': input '", inputs[i].name,
+                       "' has rank ", dims.size(), ", the profile has rank ", r.min.size());
+        continue;
+      }
+      for (std::size_t d = 0; d < dims.size(); ++d) {
+        if (dims[d] < r.min[d] || dims[d] > r.max[d]) {
+          fits = false;
+          why += str_cat("\n  profile '", profiles[p].name, "': input '", inputs[i].name, "' is ",
+                         dims_to_string(dims), ", allowed ", dims_to_string(r.min), " .. ",
+                         dims_to_string(r.max));
+          break;
+        }
+      }
+    }
+    if (fits) return static_cast<int>(p);
+  }
+  return out_of_range("the input shapes fit no optimization profile of the engine:", why);
+}
+
+Expected<std::vector<Tensor>> ExecutionContextImpl::run(std::span<const Tensor> inputs,
+                                                        const runtime::StepObserver* observer) {
+  if (inputs.size() != engine_.inputs.size()) {
+    std::string names;
+    for (const auto& i : engine_.inputs) names += (names.empty() ? "" : ", ") + i.name;
+    return invalid_argument("the engine takes ", engine_.inputs.size(), " inputs (", names,
+                            "), got ", inputs.size());
+  }
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].is_valid())
+      return invalid_argument("input '", engine_.inputs[i].name, "' is missing");
+  }
+  VOXRT_ASSIGN_OR_RETURN(int profile, engine_.select_profile(inputs));
+  (void)profile;
+  std::vector<Tensor> outputs;
+  VOXRT_RETURN_IF_ERROR(engine_.plan->execute(inputs, outputs, context_, observer));
+  return outputs;
+}
+
+// ---- public API ------------------------------------------------------------------------------
+
+Engine::Engine(std::unique_ptr<EngineImpl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+std::shared_ptr<const Engine> Engine::create(std::unique_ptr<EngineImpl> impl) {
+  return std::shared_ptr<const Engine>(new Engine(std::move(impl)));
+}
+
+Expected<std::shared_ptr<const Engine>> Engine::load_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return io_error(path, ": cannot open the engine file: ", std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || st.st_size <= 0) {
+    ::close(fd);
+    return io_error(path, ": the engine file is empty or cannot be read");
+  }
+  const auto size = static_cast<std::size_t>(st.st_size);
+  void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (mapped == MAP_FAILED) return io_error(path, ": mmap failed: ", std::strerror(errno));
+  auto impl = std::make_unique<EngineImpl>();
+  impl->image_keepalive = std::shared_ptr<void>(mapped, [size](void* p) { ::munmap(p, size); });
+  auto engine = finish_load(std::move(impl), static_cast<const char*>(mapped), size);
+  if (!engine) return engine.status().with_context(path);
+  return engine;
+}
+
+Expected<std::shared_ptr<const Engine>> Engine::load_bytes(std::string bytes) {
+  auto impl = std::make_unique<EngineImpl>();
+  // Weights alias the bytes: copy them into 64-byte aligned storage that the engine keeps.
+  Tensor image = Tensor::uninitialized(DType::kU8, {static_cast<std::int64_t>(bytes.size())});
+  std::memcpy(image.raw_data(), bytes.data(), bytes.size());
+  auto holder = std::make_shared<Tensor>(image);
+  impl->image_keepalive = holder;
+  return finish_load(std::move(impl), static_cast<const char*>(holder->raw_data()), bytes.size());
+}
+
+const std::vector<TensorInfo>& Engine::inputs() const {
+  return impl_->inputs;
+}
+const std::vector<TensorInfo>& Engine::outputs() const {
+  return impl_->outputs;
+}
+const std::map<std::string, std::string>& Engine::metadata() const {
+  return impl_->contents.graph->metadata;
+}
+
+Expected<std::unique_ptr<ExecutionContext>> Engine::create_context(int threads) const {
+  if (threads < 1 || threads > 256)
+    return invalid_argument("create_context: threads must be 1..256, got ", threads);
+  return std::unique_ptr<ExecutionContext>(
+      new ExecutionContext(std::make_unique<ExecutionContextImpl>(*impl_, threads)));
+}
+
+ExecutionContext::ExecutionContext(std::unique_ptr<ExecutionContextImpl> impl)
+    : impl_(std::move(impl)) {}
+ExecutionContext::~ExecutionContext() = default;
+
+Expected<std::vector<Tensor>> ExecutionContext::run(std::span<const Tensor> inputs) {
+  return impl_->run(inputs);
+}
+
+}  // namespace voxrt
