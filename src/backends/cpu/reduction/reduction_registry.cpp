@@ -1,11 +1,57 @@
+// The CPU reduction family's table: which tactics run a node and which factory builds them.
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/reduction/reduction_kernels.h"
 
 namespace voxrt::backends::cpu {
+namespace {
 
-std::vector<TacticInfo> reduction_tactics(const ir::Node& node) { return {}; }
+bool family_supports(const ir::Node& node) {
+  switch (node.op) {
+    case ir::OpKind::kReduceMean:
+    case ir::OpKind::kReduceSum:
+    case ir::OpKind::kReduceMax:
+    case ir::OpKind::kReduceMin:
+    case ir::OpKind::kReduceProd:
+    case ir::OpKind::kReduceL2:
+    case ir::OpKind::kReduceSumSquare:
+    case ir::OpKind::kReduceLogSumExp:
+    case ir::OpKind::kArgMax: return reduction::reduce_supports(node);
+    case ir::OpKind::kSoftmax:
+    case ir::OpKind::kLogSoftmax: return reduction::softmax_supports(node);
+    case ir::OpKind::kLayerNormalization: return reduction::layer_norm_supports(node);
+    case ir::OpKind::kBatchNormalization: return reduction::batch_norm_supports(node);
+    default: return false;
+  }
+}
+
+}  // namespace
+
+std::vector<TacticInfo> reduction_tactics(const ir::Node& node) {
+  if (!family_supports(node)) return {};
+  return {TacticInfo{kReferenceTactic, "reference"},
+          TacticInfo{reduction::kVectorizedTactic, "vectorized"}};
+}
 
 Expected<std::unique_ptr<Kernel>> make_reduction_kernel(const ir::Node& node, TacticId tactic) {
-  return unsupported(node.describe(), ": no CPU kernel yet");
+  if (!family_supports(node)) {
+    if (!node.input(0)) return invalid_argument(node.describe(), ": input 0 is missing");
+    return unsupported(node.describe(),
+                       ": the CPU backend has no kernel for this op with input dtype ",
+                       dtype_name(node.input(0)->dtype));
+  }
+  if (tactic != kReferenceTactic && tactic != reduction::kVectorizedTactic) {
+    return unsupported(node.describe(), ": unknown reduction tactic ", tactic,
+                       " (expected 0 reference or 1 vectorized)");
+  }
+  switch (node.op) {
+    case ir::OpKind::kSoftmax:
+    case ir::OpKind::kLogSoftmax: return reduction::make_softmax_kernel(node, tactic);
+    case ir::OpKind::kLayerNormalization: return reduction::make_layer_norm_kernel(node, tactic);
+    case ir::OpKind::kBatchNormalization: return reduction::make_batch_norm_kernel(node, tactic);
+    default:
+      return tactic == kReferenceTactic ? reduction::make_reference_reduce_kernel(node)
+                                        : reduction::make_vectorized_reduce_kernel(node);
+  }
 }
 
 }  // namespace voxrt::backends::cpu
