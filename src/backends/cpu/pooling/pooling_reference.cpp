@@ -1,0 +1,86 @@
+// The pooling oracle: for every output position, walk every kernel tap and test it against the
+// input bounds. Generic over the number of spatial axes; no precomputation.
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu/pooling/pooling_kernels.h"
+
+namespace voxrt::backends::cpu::pooling {
+
+namespace {
+
+class ReferencePoolKernel final : public Kernel {
+ public:
+  explicit ReferencePoolKernel(const ir::Node& node) : is_max_(is_max_pool(node.op)) {
+    node_.op = node.op;
+    node_.name = node.name;
+    node_.attrs = node.attrs;
+    node_.opset = node.opset;
+  }
+
+  Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
+             KernelContext&) const override {
+    const Tensor& in = *inputs[0];
+    Tensor& out = *outputs[0];
+    VOXRT_ASSIGN_OR_RETURN(ir::PoolGeometry g, run_time_geometry(node_, in, out));
+    const std::size_t n = g.input.size();
+    const std::int64_t planes = in.dim(0) * in.dim(1);
+    const std::int64_t in_plane = element_count(g.input);
+    const std::int64_t out_plane = element_count(g.output);
+    const std::int64_t taps = element_count(g.kernel);
+    std::vector<std::int64_t> o_index(n), k_index(n);
+    for (std::int64_t p = 0; p < planes; ++p) {
+      const float* src = in.data<float>() + p * in_plane;
+      float* dst = out.data<float>() + p * out_plane;
+      for (std::int64_t o = 0; o < out_plane; ++o) {
+        unravel(o, g.output, o_index);
+        float best = std::numeric_limits<float>::lowest();
+        double sum = 0;
+        std::int64_t valid = 0, padded = 0;
+        for (std::int64_t k = 0; k < taps; ++k) {
+          unravel(k, g.kernel, k_index);
+          std::int64_t offset = 0;
+          bool inside = true, inside_padding = true;
+          for (std::size_t a = 0; a < n; ++a) {
+            const std::int64_t pos =
+                o_index[a] * g.strides[a] - g.pad_begin[a] + k_index[a] * g.dilations[a];
+            inside = inside && pos >= 0 && pos < g.input[a];
+            inside_padding =
+                inside_padding && pos >= -g.pad_begin[a] && pos < g.input[a] + g.pad_end[a];
+            offset = offset * g.input[a] + pos;
+          }
+          if (inside_padding) ++padded;
+          if (!inside) continue;
+          ++valid;
+          best = std::max(best, src[offset]);
+          sum += src[offset];
+        }
+        const std::int64_t divisor = g.count_include_pad ? padded : valid;
+        dst[o] = is_max_   ? best
+                 : divisor ? static_cast<float>(sum / static_cast<double>(divisor))
+                           : 0.0f;
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  static void unravel(std::int64_t flat, const std::vector<std::int64_t>& dims,
+                      std::vector<std::int64_t>& index) {
+    for (std::size_t d = dims.size(); d-- > 0;) {
+      index[d] = flat % dims[d];
+      flat /= dims[d];
+    }
+  }
+
+  ir::Node node_;
+  bool is_max_;
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> make_reference_pool_kernel(const ir::Node& node) {
+  return std::make_unique<ReferencePoolKernel>(node);
+}
+
+}  // namespace voxrt::backends::cpu::pooling
