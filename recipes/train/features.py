@@ -1,0 +1,52 @@
+"""The model's features: Kaldi fbank through torchaudio, with settings that are also written into
+the ONNX metadata (FEATURE_METADATA) so voxrt's own fbank reproduces them.
+
+Input samples are in int16 scale (-32768..32767), as Kaldi reads wav files: SAMPLE_SCALE says so.
+"""
+import numpy as np
+import torch
+import torchaudio
+
+torch.set_num_threads(1)
+
+FBANK_SETTINGS = dict(
+    num_mel_bins=80, sample_frequency=16000.0, frame_length=25.0, frame_shift=10.0,
+    dither=0.0, preemphasis_coefficient=0.97, window_type="povey", remove_dc_offset=True,
+    snip_edges=True, low_freq=20.0, high_freq=0.0, energy_floor=1.0, use_energy=False,
+    use_log_fbank=True, use_power=True, raw_energy=True, round_to_power_of_two=True)
+SAMPLE_SCALE = 32768.0
+
+FEATURE_METADATA = {
+    "voxrt.feature.type": "fbank",
+    "voxrt.feature.num_bins": "80",
+    "voxrt.feature.sample_rate_hz": "16000",
+    "voxrt.feature.frame_length_ms": "25",
+    "voxrt.feature.frame_shift_ms": "10",
+    "voxrt.feature.dither": "0",
+    "voxrt.feature.preemphasis": "0.97",
+    "voxrt.feature.window": "povey",
+    "voxrt.feature.remove_dc_offset": "1",
+    "voxrt.feature.snip_edges": "1",
+    "voxrt.feature.low_freq_hz": "20",
+    "voxrt.feature.high_freq_hz": "0",
+    "voxrt.feature.sample_scale": "32768",
+    "voxrt.feature.use_power": "1",
+    "voxrt.feature.log_floor": "1.1920928955078125e-07",
+    "voxrt.feature.round_to_power_of_two": "1",
+}
+
+
+def fbank(samples_int16_scale):
+    """samples: 1-D array of 16 kHz samples in int16 scale -> float32 [frames, 80] (not normalised)."""
+    waveform = torch.as_tensor(np.asarray(samples_int16_scale, dtype=np.float32)).unsqueeze(0)
+    return torchaudio.compliance.kaldi.fbank(waveform, **FBANK_SETTINGS).numpy()
+
+
+def read_wav_int16(path):
+    """Reads a 16-bit PCM wav (mono, 16 kHz) without torchaudio backends (none in some images)."""
+    import wave
+    with wave.open(path, "rb") as f:
+        if f.getsampwidth() != 2 or f.getnchannels() != 1 or f.getframerate() != 16000:
+            raise ValueError(f"{path}: expected 16 kHz mono s16, found {f.getframerate()} Hz, "
+                             f"{f.getnchannels()} channels, {8 * f.getsampwidth()} bit")
+        return np.frombuffer(f.readframes(f.getnframes()), dtype=np.int16).astype(np.float32)
