@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import wave
@@ -240,6 +241,8 @@ def main():
     parser.add_argument("--snr-db", default="20,10,5", help="test: noisy conditions")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    # SIGTERM (the trainer is done) ends the worker pool too, through the `with Pool` exit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     with open(args.text) as f:
         sentences = [line.strip() for line in f if line.strip()]
     rng = random.Random(args.seed)
@@ -279,6 +282,7 @@ def main():
                     print(f"synth {done + 1}/{len(jobs)} {total_frames / 360000:.2f} h", flush=True)
             if pending:
                 write_shard()
+            open(os.path.join(args.out, "DONE"), "w").close()
             print(f"train: {shard_number} shards, {total_frames / 360000:.2f} h, "
                   f"{failures} failed", flush=True)
         else:

@@ -5,7 +5,11 @@ Input samples are in int16 scale (-32768..32767), as Kaldi reads wav files: SAMP
 """
 import numpy as np
 import torch
-import torchaudio
+
+try:
+    from torchaudio.compliance import kaldi
+except ImportError:  # torchaudio builds without the compliance module
+    import kaldi_fbank_fallback as kaldi
 
 torch.set_num_threads(1)
 
@@ -39,7 +43,7 @@ FEATURE_METADATA = {
 def fbank(samples_int16_scale):
     """samples: 1-D array of 16 kHz samples in int16 scale -> float32 [frames, 80] (not normalised)."""
     waveform = torch.as_tensor(np.asarray(samples_int16_scale, dtype=np.float32)).unsqueeze(0)
-    return torchaudio.compliance.kaldi.fbank(waveform, **FBANK_SETTINGS).numpy()
+    return kaldi.fbank(waveform, **FBANK_SETTINGS).numpy()
 
 
 def read_wav_int16(path):

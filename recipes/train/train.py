@@ -153,10 +153,15 @@ def main():
             log_file.flush()
 
     store = ShardStore(args.data, device, args.max_utt_frames)
-    while store.refresh() < args.min_shards and len(store.loaded) < args.min_shards:
+    # Wait for the first shards (synthesis writes DONE when it has finished early).
+    store.refresh()
+    while len(store.loaded) < args.min_shards and not os.path.exists(
+            os.path.join(args.data, "DONE")):
         time.sleep(2)
-        if time.time() - start_time > args.train_seconds:
-            sys.exit("no shards appeared in " + args.data)
+        store.refresh()
+        if time.time() - start_time > 600:
+            sys.exit(f"fewer than {args.min_shards} shards appeared in {args.data}")
+    store.refresh()
     if args.resume:
         model, info = checkpoint.load(args.resume, device)
         model.train()
@@ -170,11 +175,16 @@ def main():
         model = StreamingDS2(**config).to(device)
         mean, inv_std = compute_stats(store)
         progress = {"steps": 0, "train_seconds": 0.0, "utterances_seen": 0, "audio_hours_seen": 0.0}
+    if device == "cuda":
+        log(f"gpu {torch.cuda.get_device_name(0)}, torch {torch.__version__}")
     log(f"device {device}, params {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M, "
         f"shards {len(store.loaded)}, utts {len(store.lengths)}")
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-2)
     use_amp = device == "cuda"
-    scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
+    if hasattr(torch, "amp") and hasattr(torch.amp, "GradScaler"):
+        scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+    else:  # torch 1.13
+        scaler = torch.cuda.amp.GradScaler(enabled=use_amp)
     ctc = nn.CTCLoss(blank=0, reduction="mean", zero_infinity=True)
     session_steps, last_save, epoch = 0, time.time(), 0
     train_start = time.time()
