@@ -1,0 +1,58 @@
+// Reading audio into mono float samples in [-1, 1]: files through libsndfile (any format and
+// channel count it reads), raw PCM (s16le / f32le) from memory, a stream, or chunk by chunk.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "voxrt/status.h"
+
+namespace voxrt::audio {
+
+struct AudioClip {
+  // Mono samples in [-1, 1]; channels are averaged.
+  std::vector<float> samples;
+  int sample_rate_hz = 0;
+  // Channels in the source before the downmix.
+  int source_channels = 0;
+};
+
+enum class PcmEncoding : std::uint8_t { kS16LE, kF32LE };
+
+// "s16le" / "f32le" (also "s16", "f32").
+Expected<PcmEncoding> parse_pcm_encoding(std::string_view name);
+int pcm_bytes_per_sample(PcmEncoding encoding);
+
+// Any file libsndfile reads (WAV, FLAC, OGG, AIFF, ...), downmixed to mono.
+Expected<AudioClip> read_audio_file(const std::string& path);
+
+// Whole buffers of interleaved raw PCM; `source_name` goes into error messages.
+Expected<std::vector<float>> decode_pcm(std::span<const std::uint8_t> bytes, PcmEncoding encoding,
+                                        int channels, std::string_view source_name);
+
+// Reads raw PCM until end of file (e.g. stdin).
+Expected<AudioClip> read_pcm_stream(std::FILE* input, PcmEncoding encoding, int sample_rate_hz,
+                                    int channels, std::string_view source_name);
+
+// Raw PCM arriving in arbitrary byte chunks (network packets): a partial sample frame at the end
+// of one chunk is carried over to the next.
+class PcmChunkDecoder {
+ public:
+  static Expected<PcmChunkDecoder> create(PcmEncoding encoding, int channels);
+  // Appends the mono samples completed by `bytes` to `samples_out`.
+  void push(std::span<const std::uint8_t> bytes, std::vector<float>& samples_out);
+  // Bytes of an incomplete sample frame still waiting for the next chunk.
+  std::size_t pending_bytes() const { return pending_.size(); }
+
+ private:
+  PcmChunkDecoder(PcmEncoding encoding, int channels) : encoding_(encoding), channels_(channels) {}
+  PcmEncoding encoding_;
+  int channels_;
+  std::vector<std::uint8_t> pending_;
+};
+
+}  // namespace voxrt::audio

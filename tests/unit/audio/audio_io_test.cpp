@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "audio/audio_io.h"
+#include "audio_test_support.h"
+
+namespace voxrt::audio {
+namespace {
+
+using testing::make_wav_s16;
+using testing::write_file;
+
+TEST(ReadAudioFile, StereoIsAveragedToMono) {
+  const std::vector<std::int16_t> interleaved = {1000, 3000, -32768, 32767, 0, 16384};
+  const std::string path = write_file("stereo.wav", make_wav_s16(interleaved, 22050, 2));
+  auto clip = read_audio_file(path);
+  ASSERT_TRUE(clip) << clip.status().to_string();
+  EXPECT_EQ(clip->sample_rate_hz, 22050);
+  EXPECT_EQ(clip->source_channels, 2);
+  ASSERT_EQ(clip->samples.size(), 3u);
+  EXPECT_FLOAT_EQ(clip->samples[0], 2000.0f / 32768.0f);
+  EXPECT_NEAR(clip->samples[1], (-32768.0f + 32767.0f) / 2 / 32768.0f, 1e-7);
+  EXPECT_FLOAT_EQ(clip->samples[2], 8192.0f / 32768.0f);
+}
+
+TEST(ReadAudioFile, PocketsphinxWavMatchesItsRawSamples) {
+  auto wavs = testing::pocketsphinx_wavs();
+  ASSERT_FALSE(wavs.empty());
+  auto clip = read_audio_file(wavs[0]);
+  ASSERT_TRUE(clip) << clip.status().to_string();
+  EXPECT_EQ(clip->sample_rate_hz, 16000);
+  EXPECT_GT(clip->samples.size(), 16000u);
+  float peak = 0.0f;
+  for (float s : clip->samples) peak = std::max(peak, std::fabs(s));
+  EXPECT_GT(peak, 0.01f);
+  EXPECT_LE(peak, 1.0f);
+}
+
+TEST(ReadAudioFile, MissingFileIsAnErrorNamingIt) {
+  auto clip = read_audio_file("/nonexistent/voxrt.wav");
+  ASSERT_FALSE(clip);
+  EXPECT_NE(clip.status().message().find("/nonexistent/voxrt.wav"), std::string::npos);
+}
+
+TEST(ReadAudioFile, TruncatedHeaderIsAnError) {
+  std::vector<std::uint8_t> bytes = make_wav_s16({1, 2, 3, 4}, 16000, 1);
+  for (std::size_t keep : {0, 4, 12, 20, 30, 40}) {
+    std::vector<std::uint8_t> truncated(bytes.begin(), bytes.begin() + keep);
+    const std::string path = write_file("truncated_" + std::to_string(keep) + ".wav", truncated);
+    auto clip = read_audio_file(path);
+    EXPECT_FALSE(clip) << "kept " << keep << " bytes";
+    if (!clip) {
+      EXPECT_NE(clip.status().message().find(path), std::string::npos);
+    }
+  }
+}
+
+TEST(ReadAudioFile, ZeroChannelsIsAnError) {
+  const std::string path = write_file("zero_channels.wav", make_wav_s16({1, 2, 3, 4}, 16000, 0));
+  auto clip = read_audio_file(path);
+  ASSERT_FALSE(clip);
+  EXPECT_NE(clip.status().message().find("zero_channels.wav"), std::string::npos);
+}
+
+TEST(ReadAudioFile, GarbageIsAnError) {
+  std::vector<std::uint8_t> garbage(1000);
+  for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<std::uint8_t>(i * 37);
+  EXPECT_FALSE(read_audio_file(write_file("garbage.wav", garbage)));
+}
+
+TEST(DecodePcm, S16AndF32) {
+  const std::vector<std::uint8_t> s16 = {0x00, 0x40, 0x00, 0xC0};  // 16384, -16384
+  auto mono = decode_pcm(s16, PcmEncoding::kS16LE, 1, "test");
+  ASSERT_TRUE(mono);
+  EXPECT_EQ(*mono, (std::vector<float>{0.5f, -0.5f}));
+  auto stereo = decode_pcm(s16, PcmEncoding::kS16LE, 2, "test");
+  ASSERT_TRUE(stereo);
+  EXPECT_EQ(*stereo, (std::vector<float>{0.0f}));
+  const float values[2] = {0.25f, -1.5f};
+  std::vector<std::uint8_t> f32(8);
+  std::memcpy(f32.data(), values, 8);
+  auto floats = decode_pcm(f32, PcmEncoding::kF32LE, 1, "test");
+  ASSERT_TRUE(floats);
+  EXPECT_EQ(*floats, (std::vector<float>{0.25f, -1.5f}));
+}
+
+TEST(DecodePcm, BadInputIsAnErrorThatSaysWhat) {
+  const std::vector<std::uint8_t> three_bytes = {1, 2, 3};
+  auto odd = decode_pcm(three_bytes, PcmEncoding::kS16LE, 1, "stdin");
+  ASSERT_FALSE(odd);
+  EXPECT_NE(odd.status().message().find("stdin: expected a multiple of 2 bytes"), std::string::npos)
+      << odd.status().message();
+  EXPECT_FALSE(decode_pcm(three_bytes, PcmEncoding::kS16LE, 0, "stdin"));
+  EXPECT_FALSE(parse_pcm_encoding("mp3"));
+  EXPECT_TRUE(parse_pcm_encoding("f32le"));
+}
+
+TEST(PcmChunkDecoder, SplitSamplesAreCarriedOver) {
+  std::vector<std::uint8_t> bytes;
+  std::vector<float> expected;
+  for (int i = 0; i < 101; ++i) {
+    const std::int16_t left = static_cast<std::int16_t>(i * 300 - 15000);
+    const std::int16_t right = static_cast<std::int16_t>(-i * 7);
+    testing::put_u16(bytes, static_cast<std::uint16_t>(left));
+    testing::put_u16(bytes, static_cast<std::uint16_t>(right));
+    expected.push_back((left / 32768.0f + right / 32768.0f) / 2);
+  }
+  auto decoder = PcmChunkDecoder::create(PcmEncoding::kS16LE, 2);
+  ASSERT_TRUE(decoder);
+  std::vector<float> samples;
+  std::size_t position = 0;
+  for (std::size_t chunk = 1; position < bytes.size(); chunk = chunk % 7 + 1) {
+    const std::size_t size = std::min(chunk, bytes.size() - position);
+    decoder->push(std::span(bytes.data() + position, size), samples);
+    position += size;
+  }
+  EXPECT_EQ(decoder->pending_bytes(), 0u);
+  EXPECT_EQ(samples, expected);
+}
+
+TEST(ReadPcmStream, ReadsAFile) {
+  const std::string path = write_file("raw.s16", {0x00, 0x40, 0x00, 0xC0, 0x00, 0x00});
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(file, nullptr);
+  auto clip = read_pcm_stream(file, PcmEncoding::kS16LE, 8000, 1, path);
+  std::fclose(file);
+  ASSERT_TRUE(clip) << clip.status().to_string();
+  EXPECT_EQ(clip->samples, (std::vector<float>{0.5f, -0.5f, 0.0f}));
+  EXPECT_EQ(clip->sample_rate_hz, 8000);
+}
+
+}  // namespace
+}  // namespace voxrt::audio
