@@ -1,11 +1,52 @@
+// The recurrent family (GRU, LSTM, RNN): which tactics can run a node, and their kernels.
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/recurrent/recurrent_kernels.h"
 
 namespace voxrt::backends::cpu {
+namespace {
 
-std::vector<TacticInfo> recurrent_tactics(const ir::Node& node) { return {}; }
+// The kernels compute in f32 only; every floating input must be f32.
+bool all_f32(const ir::Node& node) {
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    const ir::Value* value = node.inputs[i];
+    if (!value || i == 4) continue;  // sequence_lens is an integer tensor
+    if (value->dtype != DType::kF32) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<TacticInfo> recurrent_tactics(const ir::Node& node) {
+  auto spec = recurrent::parse_recurrent_spec(node);
+  if (!spec || !all_f32(node)) return {};
+  std::vector<TacticInfo> tactics = {{recurrent::kReferenceTacticId, "reference"},
+                                     {recurrent::kBlasTacticId, "blas"}};
+  if (recurrent::onednn_can_run(node, *spec)) {
+    tactics.push_back({recurrent::kOnednnTacticId, "onednn"});
+  }
+  if (recurrent::packed_available()) tactics.push_back({recurrent::kPackedTacticId, "packed"});
+  return tactics;
+}
 
 Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, TacticId tactic) {
-  return unsupported(node.describe(), ": no CPU kernel yet");
+  VOXRT_ASSIGN_OR_RETURN(recurrent::RecurrentSpec spec, recurrent::parse_recurrent_spec(node));
+  if (!all_f32(node)) {
+    return unsupported(node.describe(), ": recurrent kernels need f32 X, W, R, B and states");
+  }
+  switch (tactic) {
+    case recurrent::kReferenceTacticId: return recurrent::make_reference_kernel(spec);
+    case recurrent::kBlasTacticId: return recurrent::make_blas_kernel(node, spec);
+    case recurrent::kOnednnTacticId:
+      if (!recurrent::onednn_can_run(node, spec)) {
+        return unsupported(node.describe(), ": the onednn tactic needs default activations, no ",
+                           "clip, no peepholes or input_forget, and constant weights");
+      }
+      return recurrent::make_onednn_kernel(node, spec);
+    case recurrent::kPackedTacticId: return recurrent::make_packed_kernel(node, spec);
+    default: break;
+  }
+  return unsupported(node.describe(), ": unknown recurrent tactic ", tactic);
 }
 
 }  // namespace voxrt::backends::cpu

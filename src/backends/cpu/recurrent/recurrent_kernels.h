@@ -1,0 +1,31 @@
+// Factories of the recurrent tactics; recurrent_registry.cpp maps tactic ids to them.
+#pragma once
+
+#include <memory>
+
+#include "backends/cpu/recurrent/recurrent_spec.h"
+#include "backends/kernel.h"
+
+namespace voxrt::backends::cpu::recurrent {
+
+// Tactic ids (stored in engine files: append only).
+inline constexpr TacticId kReferenceTacticId = 0;
+inline constexpr TacticId kBlasTacticId = 1;
+inline constexpr TacticId kOnednnTacticId = 2;
+inline constexpr TacticId kPackedTacticId = 3;
+
+// Naive loops straight from the ONNX formulas: the test oracle.
+std::unique_ptr<Kernel> make_reference_kernel(const RecurrentSpec& spec);
+// OpenBLAS sgemm for the input projection of all steps and for each step's recurrence.
+Expected<std::unique_ptr<Kernel>> make_blas_kernel(const ir::Node& node, const RecurrentSpec& spec);
+// oneDNN RNN primitives; only for what they can express (onednn_can_run).
+bool onednn_can_run(const ir::Node& node, const RecurrentSpec& spec);
+Expected<std::unique_ptr<Kernel>> make_onednn_kernel(const ir::Node& node,
+                                                     const RecurrentSpec& spec);
+// Hand-written AVX2/FMA kernel: gate-interleaved packed weights, the hidden dimension split
+// across threads with one barrier per step. Needs a CPU with AVX2 and FMA.
+bool packed_available();
+Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
+                                                     const RecurrentSpec& spec);
+
+}  // namespace voxrt::backends::cpu::recurrent

@@ -1,0 +1,469 @@
+// Tactic "packed": hand-written AVX2/FMA GRU / LSTM / RNN for small batches (streaming speech:
+// batch 1, a few hundred hidden units). Per step the cost is reading R once, so:
+//  - R is packed gate-interleaved by blocks of 8 units (recurrent_packing.h) and streamed
+//    contiguously; each thread owns a range of unit blocks and computes every gate of them;
+//  - the input projection X.W^T of all steps is done up front by the same threads, each for its
+//    own unit blocks, so no synchronisation is needed before the recurrence;
+//  - per step, one spin barrier (two for GRU without linear_before_reset, whose candidate needs
+//    r (.) h of every unit); bidirectional layers run their directions on separate thread groups.
+// Scratch lives on the calling thread's stack/heap per call: the kernel is const and reentrant.
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "backends/cpu/recurrent/recurrent_kernels.h"
+#include "backends/cpu/recurrent/recurrent_packing.h"
+#include "backends/cpu/recurrent/recurrent_vector_math.h"
+#include "core/thread_pool.h"
+
+namespace voxrt::backends::cpu::recurrent {
+namespace {
+
+constexpr int kLanes = static_cast<int>(kUnitBlock);
+
+// Rows of one register tile for `gates` side-by-side panels (accumulators rows*gates <= 12).
+constexpr int max_tile_rows(int gates) {
+  return gates == 1 ? 8 : gates == 2 ? 6 : gates == 3 ? 4 : 3;
+}
+
+// out[m][g*8 .. g*8+8) = init[g*8 ..] + sum_k a[m][k] * panel[k][g][0..8) for M rows.
+template <int G, int M>
+VOXRT_AVX2 void tile_multiply(const float* const* a, std::int64_t depth, const float* panel,
+                              const float* init, float* const* out) {
+  __m256 acc[M][G];
+#pragma GCC unroll 12
+  for (int m = 0; m < M; ++m) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      acc[m][g] = init ? _mm256_loadu_ps(init + g * kLanes) : _mm256_setzero_ps();
+    }
+  }
+  std::int64_t k = 0;
+  if constexpr (M == 1) {
+    // One row (batch 1): a second set of accumulators hides the FMA latency.
+    __m256 acc2[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc2[g] = _mm256_setzero_ps();
+    for (; k + 1 < depth; k += 2) {
+      const __m256 a0 = _mm256_broadcast_ss(a[0] + k);
+      const __m256 a1 = _mm256_broadcast_ss(a[0] + k + 1);
+      const float* p0 = panel + k * G * kLanes;
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        acc[0][g] = _mm256_fmadd_ps(a0, _mm256_load_ps(p0 + g * kLanes), acc[0][g]);
+        acc2[g] = _mm256_fmadd_ps(a1, _mm256_load_ps(p0 + (G + g) * kLanes), acc2[g]);
+      }
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) acc[0][g] = _mm256_add_ps(acc[0][g], acc2[g]);
+  }
+  for (; k < depth; ++k) {
+    const float* p = panel + k * G * kLanes;
+    __m256 weights[G];
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) weights[g] = _mm256_load_ps(p + g * kLanes);
+#pragma GCC unroll 12
+    for (int m = 0; m < M; ++m) {
+      const __m256 value = _mm256_broadcast_ss(a[m] + k);
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) acc[m][g] = _mm256_fmadd_ps(value, weights[g], acc[m][g]);
+    }
+  }
+#pragma GCC unroll 12
+  for (int m = 0; m < M; ++m) {
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) _mm256_storeu_ps(out[m] + g * kLanes, acc[m][g]);
+  }
+}
+
+// Any number of rows, in tiles of max_tile_rows(G).
+template <int G>
+VOXRT_AVX2 void rows_multiply(const float* const* a, int rows, std::int64_t depth,
+                              const float* panel, const float* init, float* const* out) {
+  constexpr int kTile = max_tile_rows(G);
+  int m = 0;
+  for (; m + kTile <= rows; m += kTile) tile_multiply<G, kTile>(a + m, depth, panel, init, out + m);
+  switch (rows - m) {
+    case 0: break;
+    case 1: tile_multiply<G, 1>(a + m, depth, panel, init, out + m); break;
+    case 2:
+      if constexpr (kTile > 2) tile_multiply<G, 2>(a + m, depth, panel, init, out + m);
+      break;
+    case 3:
+      if constexpr (kTile > 3) tile_multiply<G, 3>(a + m, depth, panel, init, out + m);
+      break;
+    case 4:
+      if constexpr (kTile > 4) tile_multiply<G, 4>(a + m, depth, panel, init, out + m);
+      break;
+    case 5:
+      if constexpr (kTile > 5) tile_multiply<G, 5>(a + m, depth, panel, init, out + m);
+      break;
+    case 6:
+      if constexpr (kTile > 6) tile_multiply<G, 6>(a + m, depth, panel, init, out + m);
+      break;
+    case 7:
+      if constexpr (kTile > 7) tile_multiply<G, 7>(a + m, depth, panel, init, out + m);
+      break;
+    default: break;
+  }
+}
+
+VOXRT_AVX2 void panels_multiply(int gates, const float* const* a, int rows, std::int64_t depth,
+                                const float* panel, const float* init, float* const* out) {
+  switch (gates) {
+    case 1: rows_multiply<1>(a, rows, depth, panel, init, out); break;
+    case 2: rows_multiply<2>(a, rows, depth, panel, init, out); break;
+    case 3: rows_multiply<3>(a, rows, depth, panel, init, out); break;
+    default: rows_multiply<4>(a, rows, depth, panel, init, out); break;
+  }
+}
+
+VOXRT_AVX2 inline __m256 clip256(const RecurrentSpec& spec, __m256 x) {
+  if (!spec.has_clip) return x;
+  return _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-spec.clip)), _mm256_set1_ps(spec.clip));
+}
+
+// Input projection plus recurrent term of one gate of a unit block.
+VOXRT_AVX2 inline __m256 gate_sum(const float* projection, const float* recurrent, int gate) {
+  return _mm256_add_ps(_mm256_loadu_ps(projection + gate * kLanes),
+                       _mm256_loadu_ps(recurrent + gate * kLanes));
+}
+
+// Writes the first `count` lanes of v to out (count < 8 only in the last unit block).
+VOXRT_AVX2 inline void store_lanes(float* out, __m256 v, std::int64_t count) {
+  if (count == kLanes) {
+    _mm256_storeu_ps(out, v);
+    return;
+  }
+  alignas(32) float lanes[kLanes];
+  _mm256_store_ps(lanes, v);
+  std::memcpy(out, lanes, static_cast<std::size_t>(count) * sizeof(float));
+}
+
+// Everything the threads of one call share, per direction.
+struct DirectionScratch {
+  std::unique_ptr<float[]> projection;  // [rows][blocks][gates][8]
+  std::unique_ptr<float[]> h;           // [2][batch][blocks*8], double-buffered
+  std::unique_ptr<float[]> c;           // [batch][blocks*8] (LSTM)
+  std::unique_ptr<float[]> reset_h;     // [batch][blocks*8] (GRU without linear_before_reset)
+};
+
+struct CallPlan {
+  const RecurrentSpec* spec;
+  const RecurrentIo* io;
+  const PackedWeights* weights;
+  LayoutStrides strides;
+  std::int64_t blocks, padded_hidden, max_length;
+  std::vector<DirectionScratch>* scratch;
+};
+
+struct WorkerRange {
+  std::int64_t block_begin, block_end;
+  SpinBarrier* barrier;
+};
+
+VOXRT_AVX2 void project_inputs(const CallPlan& plan, int d, const WorkerRange& range) {
+  const RecurrentSpec& spec = *plan.spec;
+  const PackedDirection& weights = plan.weights->directions[static_cast<std::size_t>(d)];
+  const std::int64_t rows = plan.io->seq_length * plan.io->batch;
+  const std::int64_t row_stride = plan.blocks * spec.gates * kLanes;
+  const float* x = plan.io->x->data<float>();
+  float* projection = (*plan.scratch)[static_cast<std::size_t>(d)].projection.get();
+  constexpr int kChunk = 24;
+  const float* a[kChunk];
+  float* out[kChunk];
+  for (std::int64_t block = range.block_begin; block < range.block_end; ++block) {
+    const float* bias = weights.projection_bias.data() + block * spec.gates * kLanes;
+    for (std::int64_t row0 = 0; row0 < rows; row0 += kChunk) {
+      const int count = static_cast<int>(std::min<std::int64_t>(kChunk, rows - row0));
+      for (int m = 0; m < count; ++m) {
+        a[m] = x + (row0 + m) * spec.input_size;
+        out[m] = projection + (row0 + m) * row_stride + block * spec.gates * kLanes;
+      }
+      panels_multiply(spec.gates, a, count, spec.input_size, weights.w.panel(block), bias, out);
+    }
+  }
+}
+
+VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, const WorkerRange& range) {
+  const RecurrentSpec& spec = *plan.spec;
+  const RecurrentIo& io = *plan.io;
+  const PackedDirection& weights = plan.weights->directions[static_cast<std::size_t>(d)];
+  DirectionScratch& scratch = (*plan.scratch)[static_cast<std::size_t>(d)];
+  const std::int64_t batch = io.batch, padded = plan.padded_hidden, hidden = spec.hidden_size;
+  const std::int64_t row_stride = plan.blocks * spec.gates * kLanes;
+  const int gates = spec.gates;
+  const bool split_candidate = spec.cell == CellKind::kGru && !spec.linear_before_reset;
+  const int r_gates = weights.r.gates;
+  const Activation& f = spec.activation(d, 0);
+  const Activation& g = spec.activation(d, spec.cell == CellKind::kRnn ? 0 : 1);
+  const Activation& h_act = spec.activation(d, spec.cell == CellKind::kLstm ? 2 : 0);
+  const bool reverse = spec.is_reverse(d);
+  const std::int64_t own_blocks = range.block_end - range.block_begin;
+
+  std::vector<const float*> a(static_cast<std::size_t>(batch));
+  std::vector<float*> out(static_cast<std::size_t>(batch));
+  std::vector<std::int64_t> active, times;
+  // Recurrent pre-activations of the active rows for one block: [batch][gates][8].
+  auto acc = std::make_unique<float[]>(static_cast<std::size_t>(batch * gates * kLanes));
+  // GRU without linear_before_reset keeps z between its two phases: [batch][own blocks][8].
+  std::unique_ptr<float[]> z_keep;
+  if (split_candidate) {
+    z_keep = std::make_unique<float[]>(static_cast<std::size_t>(batch * own_blocks * kLanes));
+  }
+  float* y = io.y ? io.y->data<float>() : nullptr;
+  const float* projection = scratch.projection.get();
+  int current = 0;
+
+  for (std::int64_t step = 0; step < plan.max_length; ++step) {
+    const float* h_prev = scratch.h.get() + current * batch * padded;
+    float* h_next = scratch.h.get() + (1 - current) * batch * padded;
+    active.clear();
+    times.clear();
+    for (std::int64_t b = 0; b < batch; ++b) {
+      const std::int64_t length = io.lengths[static_cast<std::size_t>(b)];
+      if (step < length) {
+        active.push_back(b);
+        times.push_back(reverse ? length - 1 - step : step);
+      } else {
+        // Finished entries carry their state forward into the other buffer.
+        std::memcpy(h_next + b * padded + range.block_begin * kLanes,
+                    h_prev + b * padded + range.block_begin * kLanes,
+                    static_cast<std::size_t>(own_blocks * kLanes) * sizeof(float));
+      }
+    }
+    const int rows = static_cast<int>(active.size());
+    for (int m = 0; m < rows; ++m) {
+      a[m] = h_prev + active[m] * padded;
+      out[m] = acc.get() + m * gates * kLanes;
+    }
+
+    for (std::int64_t block = range.block_begin; block < range.block_end; ++block) {
+      panels_multiply(r_gates, a.data(), rows, hidden, weights.r.panel(block), nullptr, out.data());
+      const std::int64_t unit0 = block * kLanes;
+      const std::int64_t count = std::min<std::int64_t>(kLanes, hidden - unit0);
+      for (int m = 0; m < rows; ++m) {
+        const std::int64_t b = active[m];
+        const float* xp =
+            projection + plan.strides.x_row(times[m], b) * row_stride + block * gates * kLanes;
+        const float* rec = out[m];
+        const __m256 h_old = _mm256_loadu_ps(h_prev + b * padded + unit0);
+        __m256 h_new;
+        switch (spec.cell) {
+          case CellKind::kRnn:
+            h_new = apply_activation256(f, clip256(spec, gate_sum(xp, rec, 0)));
+            break;
+          case CellKind::kGru: {
+            const __m256 z = apply_activation256(f, clip256(spec, gate_sum(xp, rec, 0)));
+            const __m256 r = apply_activation256(f, clip256(spec, gate_sum(xp, rec, 1)));
+            if (split_candidate) {
+              _mm256_storeu_ps(z_keep.get() + (b * own_blocks + block - range.block_begin) * kLanes,
+                               z);
+              _mm256_storeu_ps(scratch.reset_h.get() + b * padded + unit0, _mm256_mul_ps(r, h_old));
+              continue;
+            }
+            const __m256 rec_h =
+                _mm256_add_ps(_mm256_loadu_ps(rec + 2 * kLanes),
+                              _mm256_loadu_ps(weights.candidate_r_bias.data() + block * kLanes));
+            const __m256 candidate = apply_activation256(
+                g, clip256(spec, _mm256_fmadd_ps(r, rec_h, _mm256_loadu_ps(xp + 2 * kLanes))));
+            // (1 - z) * candidate + z * h_old = candidate + z * (h_old - candidate)
+            h_new = _mm256_fmadd_ps(z, _mm256_sub_ps(h_old, candidate), candidate);
+            break;
+          }
+          case CellKind::kLstm: {
+            const float* peep = weights.peephole.data() + block * 3 * kLanes;
+            float* c_ptr = scratch.c.get() + b * padded + unit0;
+            const __m256 c_old = _mm256_loadu_ps(c_ptr);
+            const __m256 i_gate = apply_activation256(
+                f,
+                clip256(spec, _mm256_fmadd_ps(_mm256_loadu_ps(peep), c_old, gate_sum(xp, rec, 0))));
+            const __m256 f_gate =
+                spec.input_forget
+                    ? _mm256_sub_ps(_mm256_set1_ps(1.0f), i_gate)
+                    : apply_activation256(
+                          f, clip256(spec, _mm256_fmadd_ps(_mm256_loadu_ps(peep + 2 * kLanes),
+                                                           c_old, gate_sum(xp, rec, 2))));
+            const __m256 c_gate = apply_activation256(g, clip256(spec, gate_sum(xp, rec, 3)));
+            const __m256 c_new = _mm256_fmadd_ps(f_gate, c_old, _mm256_mul_ps(i_gate, c_gate));
+            const __m256 o_gate =
+                apply_activation256(f, clip256(spec, _mm256_fmadd_ps(_mm256_loadu_ps(peep + kLanes),
+                                                                     c_new, gate_sum(xp, rec, 1))));
+            _mm256_storeu_ps(c_ptr, c_new);
+            h_new = _mm256_mul_ps(o_gate, apply_activation256(h_act, c_new));
+            break;
+          }
+        }
+        _mm256_storeu_ps(h_next + b * padded + unit0, h_new);
+        if (y) store_lanes(y + plan.strides.y_offset(times[m], d, b) + unit0, h_new, count);
+      }
+    }
+
+    if (split_candidate) {
+      // Phase 2 of GRU (linear_before_reset = 0): candidate from R_h . (r (.) h) of all units.
+      range.barrier->arrive_and_wait();
+      for (int m = 0; m < rows; ++m) a[m] = scratch.reset_h.get() + active[m] * padded;
+      for (std::int64_t block = range.block_begin; block < range.block_end; ++block) {
+        panels_multiply(1, a.data(), rows, hidden, weights.r_candidate.panel(block), nullptr,
+                        out.data());
+        const std::int64_t unit0 = block * kLanes;
+        const std::int64_t count = std::min<std::int64_t>(kLanes, hidden - unit0);
+        for (int m = 0; m < rows; ++m) {
+          const std::int64_t b = active[m];
+          const float* xp =
+              projection + plan.strides.x_row(times[m], b) * row_stride + block * gates * kLanes;
+          const __m256 candidate = apply_activation256(
+              g, clip256(spec,
+                         _mm256_add_ps(_mm256_loadu_ps(xp + 2 * kLanes), _mm256_loadu_ps(out[m]))));
+          const __m256 z =
+              _mm256_loadu_ps(z_keep.get() + (b * own_blocks + block - range.block_begin) * kLanes);
+          const __m256 h_old = _mm256_loadu_ps(h_prev + b * padded + unit0);
+          const __m256 h_new = _mm256_fmadd_ps(z, _mm256_sub_ps(h_old, candidate), candidate);
+          _mm256_storeu_ps(h_next + b * padded + unit0, h_new);
+          if (y) store_lanes(y + plan.strides.y_offset(times[m], d, b) + unit0, h_new, count);
+        }
+      }
+    }
+    range.barrier->arrive_and_wait();
+    current = 1 - current;
+  }
+
+  // Final states of this worker's units.
+  const float* h_final = scratch.h.get() + current * batch * padded;
+  const std::int64_t unit_begin = range.block_begin * kLanes;
+  const std::int64_t unit_end = std::min(range.block_end * kLanes, hidden);
+  if (unit_end <= unit_begin) return;
+  const std::size_t bytes = static_cast<std::size_t>(unit_end - unit_begin) * sizeof(float);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    if (io.y_h) {
+      std::memcpy(io.y_h->data<float>() + plan.strides.state_offset(d, b) + unit_begin,
+                  h_final + b * padded + unit_begin, bytes);
+    }
+    if (io.y_c) {
+      std::memcpy(io.y_c->data<float>() + plan.strides.state_offset(d, b) + unit_begin,
+                  scratch.c.get() + b * padded + unit_begin, bytes);
+    }
+  }
+}
+
+class PackedKernel final : public Kernel {
+ public:
+  PackedKernel(RecurrentSpec spec, std::optional<PackedWeights> weights)
+      : spec_(std::move(spec)), weights_(std::move(weights)) {}
+
+  Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
+             KernelContext& context) const override {
+    VOXRT_ASSIGN_OR_RETURN(RecurrentIo io, bind_recurrent_io(spec_, inputs, outputs));
+    std::optional<PackedWeights> call_weights;
+    if (!weights_) call_weights = pack_weights(spec_, *io.w, *io.r, io.b, io.p);
+    const PackedWeights& weights = weights_ ? *weights_ : *call_weights;
+    zero_y_past_lengths(spec_, io);
+
+    CallPlan plan{&spec_,
+                  &io,
+                  &weights,
+                  layout_strides(spec_, io),
+                  weights.blocks,
+                  weights.blocks * kUnitBlock,
+                  0,
+                  nullptr};
+    plan.max_length = *std::max_element(io.lengths.begin(), io.lengths.end());
+    if (io.batch == 0) return Status::ok();
+    std::vector<DirectionScratch> scratch(static_cast<std::size_t>(spec_.num_directions));
+    plan.scratch = &scratch;
+    const std::int64_t state_floats = io.batch * plan.padded_hidden;
+    const LayoutStrides& strides = plan.strides;
+    for (int d = 0; d < spec_.num_directions; ++d) {
+      DirectionScratch& s = scratch[static_cast<std::size_t>(d)];
+      s.projection = std::make_unique_for_overwrite<float[]>(
+          static_cast<std::size_t>(io.seq_length * io.batch * plan.blocks * spec_.gates * kLanes));
+      s.h = std::make_unique<float[]>(static_cast<std::size_t>(2 * state_floats));
+      s.c = std::make_unique<float[]>(static_cast<std::size_t>(state_floats));
+      if (spec_.cell == CellKind::kGru) {
+        s.reset_h = std::make_unique<float[]>(static_cast<std::size_t>(state_floats));
+      }
+      for (std::int64_t b = 0; b < io.batch; ++b) {
+        const std::size_t bytes = static_cast<std::size_t>(spec_.hidden_size) * sizeof(float);
+        if (io.initial_h) {
+          std::memcpy(s.h.get() + b * plan.padded_hidden,
+                      io.initial_h->data<float>() + strides.state_offset(d, b), bytes);
+        }
+        if (io.initial_c) {
+          std::memcpy(s.c.get() + b * plan.padded_hidden,
+                      io.initial_c->data<float>() + strides.state_offset(d, b), bytes);
+        }
+      }
+    }
+
+    // Thread plan: two groups (one per direction) when there are threads for both, else one
+    // group that walks the directions in turn. Within a group, unit blocks are split evenly.
+    const std::int64_t max_workers = spec_.num_directions * plan.blocks;
+    const int workers =
+        static_cast<int>(std::min<std::int64_t>(std::max(context.pool->threads(), 1), max_workers));
+    const int groups = spec_.num_directions == 2 && workers >= 2 ? 2 : 1;
+    std::vector<std::unique_ptr<SpinBarrier>> barriers;
+    for (int group = 0; group < groups; ++group) {
+      const int members = workers * (group + 1) / groups - workers * group / groups;
+      barriers.push_back(std::make_unique<SpinBarrier>(members));
+    }
+    auto work = [&](int worker) {
+      const int group = groups == 2 && worker >= workers / 2 ? 1 : 0;
+      const int first = workers * group / groups;
+      const int members = workers * (group + 1) / groups - first;
+      const int rank = worker - first;
+      WorkerRange range{plan.blocks * rank / members, plan.blocks * (rank + 1) / members,
+                        barriers[static_cast<std::size_t>(group)].get()};
+      for (int d = 0; d < spec_.num_directions; ++d) {
+        if (groups == 2 && d != group) continue;
+        project_inputs(plan, d, range);
+        run_recurrence(plan, d, range);
+      }
+    };
+    if (workers == 1) {
+      work(0);
+    } else {
+      // One range per worker (count == workers <= threads), so every barrier party runs at once.
+      context.pool->parallel_for(workers, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t w = begin; w < end; ++w) work(static_cast<int>(w));
+      });
+    }
+    return Status::ok();
+  }
+
+ private:
+  RecurrentSpec spec_;
+  std::optional<PackedWeights> weights_;
+};
+
+bool is_constant_input(const ir::Node& node, std::size_t index) {
+  const ir::Value* value = node.input(index);
+  return !value || value->is_constant();
+}
+
+}  // namespace
+
+bool packed_available() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
+                                                     const RecurrentSpec& spec) {
+  if (!packed_available()) {
+    return unsupported(node.describe(), ": the packed tactic needs a CPU with AVX2 and FMA");
+  }
+  std::optional<PackedWeights> weights;
+  const std::size_t p_index = 7;
+  const bool constant_weights = is_constant_input(node, 1) && is_constant_input(node, 2) &&
+                                is_constant_input(node, 3) &&
+                                (spec.cell != CellKind::kLstm || is_constant_input(node, p_index));
+  if (constant_weights) {
+    const ir::Value* b = node.input(3);
+    const ir::Value* p = spec.cell == CellKind::kLstm ? node.input(p_index) : nullptr;
+    weights = pack_weights(spec, *node.input(1)->constant, *node.input(2)->constant,
+                           b ? &*b->constant : nullptr, p ? &*p->constant : nullptr);
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<PackedKernel>(spec, std::move(weights)));
+}
+
+}  // namespace voxrt::backends::cpu::recurrent

@@ -1,0 +1,83 @@
+#include "backends/cpu/recurrent/recurrent_packing.h"
+
+namespace voxrt::backends::cpu::recurrent {
+namespace {
+
+// Packs rows [gate * hidden + unit] for the listed gates of a [G*H, depth] matrix.
+PackedPanels pack_panels(const float* matrix, std::int64_t hidden, std::int64_t depth,
+                         const std::vector<int>& gates, std::int64_t blocks) {
+  PackedPanels packed;
+  packed.gates = static_cast<int>(gates.size());
+  packed.depth = depth;
+  packed.blocks = blocks;
+  packed.data = Tensor::zeros(DType::kF32, {blocks * depth * packed.gates * kUnitBlock});
+  float* out = packed.data.data<float>();
+  for (std::int64_t block = 0; block < blocks; ++block) {
+    for (std::int64_t k = 0; k < depth; ++k) {
+      for (int g = 0; g < packed.gates; ++g) {
+        for (std::int64_t lane = 0; lane < kUnitBlock; ++lane) {
+          const std::int64_t unit = block * kUnitBlock + lane;
+          const std::int64_t index = ((block * depth + k) * packed.gates + g) * kUnitBlock + lane;
+          out[index] = unit < hidden ? matrix[(gates[g] * hidden + unit) * depth + k] : 0.0f;
+        }
+      }
+    }
+  }
+  return packed;
+}
+
+}  // namespace
+
+PackedWeights pack_weights(const RecurrentSpec& spec, const Tensor& w, const Tensor& r,
+                           const Tensor* b, const Tensor* p) {
+  const std::int64_t hidden = spec.hidden_size;
+  const std::int64_t input = spec.input_size;
+  const std::int64_t gate_rows = spec.gates * hidden;
+  PackedWeights packed;
+  packed.blocks = (hidden + kUnitBlock - 1) / kUnitBlock;
+  const std::int64_t blocks = packed.blocks;
+  const bool split_candidate = spec.cell == CellKind::kGru && !spec.linear_before_reset;
+  std::vector<int> all_gates;
+  for (int g = 0; g < spec.gates; ++g) all_gates.push_back(g);
+
+  for (int d = 0; d < spec.num_directions; ++d) {
+    PackedDirection dir;
+    const float* w_d = w.data<float>() + d * gate_rows * input;
+    const float* r_d = r.data<float>() + d * gate_rows * hidden;
+    dir.w = pack_panels(w_d, hidden, input, all_gates, blocks);
+    if (split_candidate) {
+      dir.r = pack_panels(r_d, hidden, hidden, {0, 1}, blocks);
+      dir.r_candidate = pack_panels(r_d, hidden, hidden, {2}, blocks);
+    } else {
+      dir.r = pack_panels(r_d, hidden, hidden, all_gates, blocks);
+    }
+    dir.projection_bias.assign(static_cast<std::size_t>(blocks * spec.gates * kUnitBlock), 0.0f);
+    dir.candidate_r_bias.assign(static_cast<std::size_t>(blocks * kUnitBlock), 0.0f);
+    dir.peephole.assign(static_cast<std::size_t>(blocks * 3 * kUnitBlock), 0.0f);
+    for (std::int64_t unit = 0; unit < hidden; ++unit) {
+      const std::int64_t block = unit / kUnitBlock, lane = unit % kUnitBlock;
+      if (b) {
+        const float* wb = b->data<float>() + d * 2 * gate_rows;
+        const float* rb = wb + gate_rows;
+        for (int g = 0; g < spec.gates; ++g) {
+          const std::int64_t row = g * hidden + unit;
+          const bool r_bias_inside =
+              spec.cell == CellKind::kGru && g == 2 && spec.linear_before_reset;
+          dir.projection_bias[(block * spec.gates + g) * kUnitBlock + lane] =
+              wb[row] + (r_bias_inside ? 0.0f : rb[row]);
+          if (r_bias_inside) dir.candidate_r_bias[block * kUnitBlock + lane] = rb[row];
+        }
+      }
+      if (p) {
+        for (int g = 0; g < 3; ++g) {
+          dir.peephole[(block * 3 + g) * kUnitBlock + lane] =
+              p->data<float>()[d * 3 * hidden + g * hidden + unit];
+        }
+      }
+    }
+    packed.directions.push_back(std::move(dir));
+  }
+  return packed;
+}
+
+}  // namespace voxrt::backends::cpu::recurrent

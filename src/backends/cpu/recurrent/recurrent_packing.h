@@ -1,0 +1,47 @@
+// Gate-interleaved packed weights for the packed tactic. Hidden units are grouped in blocks of 8
+// (one AVX register); a block's panel holds, for every k, the 8 units of each gate side by side:
+// panel[k][gate][unit]. One thread owning a range of unit blocks thus reads one contiguous
+// stretch of R per step and has every gate of its units at hand for the fused nonlinearity.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "backends/cpu/recurrent/recurrent_spec.h"
+
+namespace voxrt::backends::cpu::recurrent {
+
+inline constexpr std::int64_t kUnitBlock = 8;
+
+struct PackedPanels {
+  int gates = 0;            // gates side by side in a panel row
+  std::int64_t depth = 0;   // k extent (input_size or hidden_size)
+  std::int64_t blocks = 0;  // unit blocks
+  Tensor data;              // [blocks][depth][gates][8], 64-byte aligned
+
+  const float* panel(std::int64_t block) const {
+    return data.data<float>() + block * depth * gates * kUnitBlock;
+  }
+};
+
+struct PackedDirection {
+  PackedPanels w;            // all gates, depth = input_size
+  PackedPanels r;            // all gates, or GRU z, r only when !linear_before_reset
+  PackedPanels r_candidate;  // GRU without linear_before_reset: the h gate, applied to r (.) h
+  // [blocks][gates][8]: W bias plus R bias, except the GRU h gate with linear_before_reset,
+  // whose R bias sits inside r (.) (...) and lives in candidate_r_bias instead.
+  std::vector<float> projection_bias;
+  std::vector<float> candidate_r_bias;  // [blocks][8]
+  std::vector<float> peephole;          // [blocks][3][8] (i, o, f), zeros when absent
+};
+
+struct PackedWeights {
+  std::vector<PackedDirection> directions;
+  std::int64_t blocks = 0;
+};
+
+// w: [D, G*H, I], r: [D, G*H, H], b: [D, 2*G*H] or null, p: [D, 3*H] or null.
+PackedWeights pack_weights(const RecurrentSpec& spec, const Tensor& w, const Tensor& r,
+                           const Tensor* b, const Tensor* p);
+
+}  // namespace voxrt::backends::cpu::recurrent

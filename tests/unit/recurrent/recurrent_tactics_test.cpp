@@ -1,0 +1,190 @@
+// Every recurrent tactic against the reference kernel on random inputs, across the attributes
+// PyTorch and ONNX's node tests use.
+#include <gtest/gtest.h>
+
+#include "unit/recurrent/recurrent_harness.h"
+
+namespace voxrt::recurrent_test {
+namespace {
+
+using backends::TacticId;
+
+// Tolerance: different summation orders and vector exp/tanh differ in the last bits, and
+// errors compound over steps; 1e-4 relative is far below any real mistake (a wrong gate, bias
+// or step gives errors of order 1e-1).
+constexpr double kAtol = 2e-5, kRtol = 1e-4;
+
+void expect_tactics_match_reference(const RecurrentCase& c, const std::vector<int>& thread_counts) {
+  RecurrentFixture fixture;
+  build_fixture(c, fixture);
+  auto reference = run_tactic(fixture, 0, 1);
+  ASSERT_TRUE(reference.has_value()) << c.describe() << ": " << reference.status().to_string();
+  const auto tactics = backends::cpu::tactics_for(*fixture.node);
+  ASSERT_GE(tactics.size(), 2u) << c.describe();
+  EXPECT_EQ(tactics[0].name, "reference");
+  for (const auto& tactic : tactics) {
+    if (tactic.id == 0) continue;
+    for (int threads : thread_counts) {
+      auto result = run_tactic(fixture, tactic.id, threads);
+      ASSERT_TRUE(result.has_value())
+          << c.describe() << " tactic " << tactic.name << ": " << result.status().to_string();
+      for (std::size_t i = 0; i < reference->size(); ++i) {
+        if (!(*reference)[i].is_valid()) continue;
+        EXPECT_LE(worst_error_ratio((*result)[i], (*reference)[i], kAtol, kRtol), 1.0)
+            << c.describe() << " tactic " << tactic.name << " threads " << threads << " output "
+            << i;
+      }
+    }
+  }
+}
+
+// The cross product of cell, direction, batch and hidden size, with the optional features
+// rotating through it so that each appears with every cell and direction.
+TEST(RecurrentTactics, MatchReferenceAcrossAttributes) {
+  const ir::OpKind ops[] = {ir::OpKind::kRNN, ir::OpKind::kGRU, ir::OpKind::kLSTM};
+  const char* directions[] = {"forward", "reverse", "bidirectional"};
+  const std::int64_t batches[] = {1, 3};
+  const std::int64_t hiddens[] = {1, 7, 64};
+  std::uint32_t index = 0;
+  for (ir::OpKind op : ops) {
+    for (const char* direction : directions) {
+      for (std::int64_t batch : batches) {
+        for (std::int64_t hidden : hiddens) {
+          RecurrentCase c;
+          c.op = op;
+          c.direction = direction;
+          c.batch = batch;
+          c.hidden = hidden;
+          c.input = 3 + index % 11;
+          c.seq = 2 + index % 6;
+          c.seed = 100 + index;
+          c.bias = index % 4 != 3;
+          c.initial_states = index % 3 != 0;
+          if (index % 5 == 1 || index % 5 == 3) {
+            c.lengths.assign(static_cast<std::size_t>(batch), static_cast<std::int32_t>(c.seq));
+            if (batch > 1) c.lengths[1] = 1;  // ragged: entry 1 stops early
+            if (index % 5 == 3) c.lengths[0] = static_cast<std::int32_t>(c.seq) - 1;
+          }
+          c.peepholes = op == ir::OpKind::kLSTM && index % 2 == 0;
+          if (index % 7 == 2) c.clip = 0.7f;
+          c.layout = index % 4 == 1 ? 1 : 0;
+          c.linear_before_reset = index % 2;
+          c.all_outputs = index % 6 != 5;
+          expect_tactics_match_reference(c, {1, 2});
+          ++index;
+        }
+      }
+    }
+  }
+}
+
+TEST(RecurrentTactics, GruLinearBeforeResetBothWaysEveryDirection) {
+  std::uint32_t seed = 500;
+  for (const char* direction : {"forward", "reverse", "bidirectional"}) {
+    for (int lbr : {0, 1}) {
+      RecurrentCase c;
+      c.direction = direction;
+      c.linear_before_reset = lbr;
+      c.hidden = 33;
+      c.input = 19;
+      c.seq = 9;
+      c.batch = 5;
+      c.initial_states = true;
+      c.lengths = {9, 4, 0, 9, 7};  // includes an empty sequence
+      c.seed = seed++;
+      expect_tactics_match_reference(c, {1, 2, 3});
+    }
+  }
+}
+
+TEST(RecurrentTactics, LargerLayersAndThreadCounts) {
+  // Shapes like the DS2 layers, shortened in time; several unit blocks per thread.
+  RecurrentCase gru;
+  gru.hidden = 96;
+  gru.input = 131;
+  gru.seq = 12;
+  gru.batch = 2;
+  gru.linear_before_reset = 1;
+  gru.seed = 900;
+  expect_tactics_match_reference(gru, {1, 2, 4});
+  RecurrentCase lstm = gru;
+  lstm.op = ir::OpKind::kLSTM;
+  lstm.direction = "bidirectional";
+  lstm.seed = 901;
+  expect_tactics_match_reference(lstm, {1, 2, 3});
+}
+
+TEST(RecurrentTactics, LstmInputForgetAndPeepholes) {
+  for (const char* direction : {"forward", "bidirectional"}) {
+    RecurrentCase c;
+    c.op = ir::OpKind::kLSTM;
+    c.direction = direction;
+    c.input_forget = 1;
+    c.peepholes = true;
+    c.initial_states = true;
+    c.hidden = 13;
+    c.seed = 42;
+    expect_tactics_match_reference(c, {1, 2});
+  }
+}
+
+TEST(RecurrentTactics, NonDefaultActivations) {
+  struct Acts {
+    ir::OpKind op;
+    std::vector<std::string> names;
+    std::vector<float> alpha, beta;
+  };
+  const std::vector<Acts> cases = {
+      {ir::OpKind::kRNN, {"Relu"}, {}, {}},
+      {ir::OpKind::kRNN, {"LeakyRelu", "Elu"}, {0.1f, 0.7f}, {}},
+      {ir::OpKind::kRNN, {"Softsign"}, {}, {}},
+      {ir::OpKind::kRNN, {"ThresholdedRelu"}, {0.05f}, {}},
+      {ir::OpKind::kGRU, {"HardSigmoid", "ScaledTanh"}, {0.3f, 0.9f}, {0.4f, 1.2f}},
+      {ir::OpKind::kGRU, {"Sigmoid", "Softplus"}, {}, {}},
+      {ir::OpKind::kLSTM, {"HardSigmoid", "Affine", "Tanh"}, {0.25f, 0.5f}, {0.5f, 0.1f}},
+      {ir::OpKind::kLSTM, {"Sigmoid", "Elu", "Softsign"}, {0.9f}, {}},
+  };
+  std::uint32_t seed = 700;
+  for (const Acts& acts : cases) {
+    RecurrentCase c;
+    c.op = acts.op;
+    c.direction =
+        acts.names.size() == 2 && acts.op == ir::OpKind::kRNN ? "bidirectional" : "forward";
+    c.activations = acts.names;
+    c.activation_alpha = acts.alpha;
+    c.activation_beta = acts.beta;
+    c.hidden = 11;
+    c.initial_states = true;
+    c.seed = seed++;
+    expect_tactics_match_reference(c, {1, 2});
+  }
+}
+
+TEST(RecurrentTactics, WeightsKnownOnlyAtRunTime) {
+  // ONNX's node tests feed W, R and B as graph inputs: kernels must pack them per call.
+  for (ir::OpKind op : {ir::OpKind::kGRU, ir::OpKind::kLSTM, ir::OpKind::kRNN}) {
+    RecurrentCase c;
+    c.op = op;
+    c.direction = "bidirectional";
+    c.constant_weights = false;
+    c.initial_states = true;
+    c.peepholes = true;
+    c.seed = 77;
+    expect_tactics_match_reference(c, {1, 2});
+  }
+}
+
+TEST(RecurrentTactics, UnsupportedActivationIsAClearError) {
+  RecurrentCase c;
+  c.activations = {"Sigmoid", "Gelu"};
+  RecurrentFixture fixture;
+  build_fixture(c, fixture);
+  EXPECT_TRUE(backends::cpu::tactics_for(*fixture.node).empty());
+  auto kernel = backends::cpu::create_kernel(*fixture.node, 0);
+  ASSERT_FALSE(kernel.has_value());
+  EXPECT_NE(kernel.status().message().find("Gelu"), std::string::npos);
+  EXPECT_NE(kernel.status().message().find("rnn_under_test"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace voxrt::recurrent_test
