@@ -43,6 +43,24 @@ def load(folder, device="cpu"):
     state = {}
     for k in range(info["parts"]):
         with np.load(os.path.join(folder, f"model_part{k}.npz")) as part:
-            state.update({name: torch.from_numpy(part[name].copy()) for name in part.files})
+            for name in part.files:
+                array = part[name]
+                if array.dtype == np.float16:  # half-size resume copies (save_half)
+                    array = array.astype(np.float32)
+                state[name] = torch.from_numpy(array.copy())
     model.load_state_dict(state)
     return model.to(device).eval(), info
+
+
+def save_half(source_folder, folder):
+    """Copies a checkpoint with float16 weights (half the bytes, for carrying it to a resume run)."""
+    import shutil
+    os.makedirs(folder, exist_ok=True)
+    shutil.copy(os.path.join(source_folder, "checkpoint.json"), folder)
+    with open(os.path.join(folder, "checkpoint.json")) as f:
+        parts = json.load(f)["parts"]
+    for k in range(parts):
+        with np.load(os.path.join(source_folder, f"model_part{k}.npz")) as part:
+            np.savez(os.path.join(folder, f"model_part{k}.npz"),
+                     **{n: part[n].astype(np.float16) if part[n].dtype == np.float32 else part[n]
+                        for n in part.files})
