@@ -20,7 +20,8 @@ Status EnergyVadConfig::validate() const {
     return invalid_argument("energy VAD ", to_string(),
                             ": expected threshold_db > 0 and 0 <= hysteresis_db < threshold_db");
   }
-  if (min_speech_ms < 0 || min_silence_ms < 0 || !(noise_floor_rise_db_per_s >= 0)) {
+  if (min_speech_ms < 0 || min_silence_ms < 0 || max_onset_gap_ms < 0 ||
+      !(noise_floor_rise_db_per_s >= 0)) {
     return invalid_argument("energy VAD ", to_string(),
                             ": expected non-negative min_speech_ms, min_silence_ms and rise rate");
   }
@@ -33,7 +34,8 @@ std::string EnergyVadConfig::to_string() const {
       << " threshold_db=" << threshold_db << " hysteresis_db=" << hysteresis_db
       << " min_energy_dbfs=" << min_energy_dbfs
       << " noise_floor_rise_db_per_s=" << noise_floor_rise_db_per_s
-      << " min_speech_ms=" << min_speech_ms << " min_silence_ms=" << min_silence_ms << "}";
+      << " min_speech_ms=" << min_speech_ms << " max_onset_gap_ms=" << max_onset_gap_ms
+      << " min_silence_ms=" << min_silence_ms << "}";
   return out.str();
 }
 
@@ -49,6 +51,7 @@ void EnergyVad::reset() {
   floor_initialised_ = false;
   in_speech_ = false;
   speech_run_frames_ = 0;
+  onset_gap_frames_ = 0;
   silence_run_frames_ = 0;
   run_start_frame_ = 0;
   last_speech_frame_ = 0;
@@ -73,14 +76,17 @@ void EnergyVad::process_frame(double energy_dbfs, std::vector<VadEvent>& events)
   if (!in_speech_) {
     if (loud) {
       if (speech_run_frames_ == 0) run_start_frame_ = frame;
+      onset_gap_frames_ = 0;
       if (++speech_run_frames_ >= min_speech_frames) {
         in_speech_ = true;
         silence_run_frames_ = 0;
         last_speech_frame_ = frame;
         events.push_back({VadEvent::Kind::kSpeechStart, run_start_frame_ * frame_samples});
       }
-    } else {
+    } else if (speech_run_frames_ > 0 &&
+               ++onset_gap_frames_ * config_.frame_ms > config_.max_onset_gap_ms) {
       speech_run_frames_ = 0;
+      onset_gap_frames_ = 0;
     }
     return;
   }
@@ -92,6 +98,7 @@ void EnergyVad::process_frame(double energy_dbfs, std::vector<VadEvent>& events)
   if (++silence_run_frames_ >= min_silence_frames) {
     in_speech_ = false;
     speech_run_frames_ = 0;
+    onset_gap_frames_ = 0;
     events.push_back({VadEvent::Kind::kSpeechEnd, (last_speech_frame_ + 1) * frame_samples});
   }
 }

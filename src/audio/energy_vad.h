@@ -26,6 +26,9 @@ struct EnergyVadConfig {
   // minima between words rather than the speech itself.
   double noise_floor_rise_db_per_s = 3.0;
   int min_speech_ms = 100;
+  // Quiet gaps up to this long do not break the run of loud frames that starts speech, so a
+  // fricative onset followed by a stop closure ("sp...") dates the start from the fricative.
+  int max_onset_gap_ms = 80;
   int min_silence_ms = 300;
 
   Status validate() const;
@@ -70,7 +73,8 @@ class EnergyVad {
   double noise_floor_db_ = 0.0;
   bool floor_initialised_ = false;
   bool in_speech_ = false;
-  int speech_run_frames_ = 0;   // consecutive speech-level frames while not in speech
+  int speech_run_frames_ = 0;   // loud frames in the candidate onset while not in speech
+  int onset_gap_frames_ = 0;    // consecutive quiet frames inside the candidate onset
   int silence_run_frames_ = 0;  // consecutive quiet frames while in speech
   std::int64_t run_start_frame_ = 0;
   std::int64_t last_speech_frame_ = 0;
