@@ -4,7 +4,7 @@
 # whatever shards exist, then evaluates on the test set. Everything that must come back goes to
 # $OUT (checkpoint parts < 16 MB each, logs, eval.json).
 #
-#   OUT=/tmp/out TRAIN_SECONDS=450 [RESUME=out/model_ckpt] [SEED=1] recipes/device_train.sh
+#   OUT=/tmp/out TRAIN_SECONDS=450 [RESUME=out/model_ckpt] [SEED=1] [EVAL=0] recipes/device_train.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-/tmp/voxrt-out}"
@@ -46,6 +46,7 @@ if [ -n "${RESUME:-}" ]; then resume_args=(--resume "$RESUME"); fi
 train_rc=$?
 kill "$synth_pid" 2>/dev/null; wait "$synth_pid" 2>/dev/null
 tail -3 "$OUT/synth.log"
+if [ "${EVAL:-1}" = 0 ]; then exit $train_rc; fi
 manifests=()
 for condition in clean snr20 snr10 snr5; do
   manifests+=(--manifest "$condition=$WORK/test/$condition/manifest.tsv")
