@@ -40,6 +40,10 @@ function(voxrt_test name)
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/tests)
   add_test(NAME ${name} COMMAND ${name})
+  if("unit" IN_LIST ARG_LABELS)
+    # The sanitizer job builds only these.
+    add_dependencies(voxrt_unit_tests ${name})
+  endif()
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}"
     ENVIRONMENT "VOXRT_SOURCE_DIR=${PROJECT_SOURCE_DIR};VOXRT_BINARY_DIR=${PROJECT_BINARY_DIR}")
 endfunction()

@@ -14,7 +14,7 @@ packages=(
   # audio and text
   libsndfile1-dev libsoxr-dev libsentencepiece-dev
   # server, JSON, metrics
-  libboost-dev libboost-system-dev nlohmann-json3-dev prometheus-cpp-dev
+  libboost-dev libboost-system-dev nlohmann-json3-dev prometheus-cpp-dev libcli11-dev
   # tests
   libgtest-dev libgmock-dev libbenchmark-dev
   # model export and references at test time

@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "backends/cpu/cpu_backend.h"
+#include "builder/build_graph.h"
 #include "builder/pass_pipeline.h"
 #include "builder/tactic_selector.h"
 #include "ir/shape_inference.h"
@@ -106,17 +107,11 @@ Status check_states(const ir::Graph& graph, const BuilderConfig& config) {
 
 }  // namespace
 
-Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path,
-                                                  const BuilderConfig& config,
+Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path, const BuilderConfig& config,
                                                   BuildReport* report_out) {
-  const auto start = std::chrono::steady_clock::now();
-  BuildReport local_report;
-  BuildReport& report = report_out ? *report_out : local_report;
   VOXRT_RETURN_IF_ERROR(config.validate());
-
   progress(config, "import", 0, 1, onnx_path);
-  VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph,
-                         onnx_import::import_model_file(onnx_path));
+  VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx_import::import_model_file(onnx_path));
   progress(config, "import", 1, 1, onnx_path);
   std::uint64_t model_hash = 0;
   {
@@ -126,14 +121,28 @@ Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path,
     const std::string s = bytes.str();
     model_hash = runtime::fnv1a64(s.data(), s.size());
   }
+  auto engine = builder::build_engine_from_graph(std::move(graph), model_hash, config, report_out);
+  if (!engine) return engine.status().with_context(onnx_path);
+  return engine;
+}
+
+}  // namespace voxrt
+
+namespace voxrt::builder {
+
+Expected<std::string> build_engine_from_graph(std::unique_ptr<ir::Graph> graph, std::uint64_t model_hash,
+                                              const BuilderConfig& config, BuildReport* report_out) {
+  const auto start = std::chrono::steady_clock::now();
+  BuildReport local_report;
+  BuildReport& report = report_out ? *report_out : local_report;
+  VOXRT_RETURN_IF_ERROR(config.validate());
   VOXRT_RETURN_IF_ERROR(bind_fixed_inputs(*graph, config));
   VOXRT_RETURN_IF_ERROR(apply_profiles(*graph, config));
   VOXRT_RETURN_IF_ERROR(check_states(*graph, config));
-  VOXRT_RETURN_IF_ERROR(ir::infer_graph(*graph).with_context(onnx_path));
+  VOXRT_RETURN_IF_ERROR(ir::infer_graph(*graph));
 
   progress(config, "optimize", 0, 1);
-  VOXRT_RETURN_IF_ERROR(
-      builder::optimize_graph(*graph, report.pass_changes).with_context(onnx_path));
+  VOXRT_RETURN_IF_ERROR(builder::optimize_graph(*graph, report.pass_changes));
   progress(config, "optimize", 1, 1, str_cat(report.pass_changes.size(), " rewrites"));
 
   std::vector<std::string> warnings;
@@ -177,4 +186,4 @@ Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path,
   return bytes;
 }
 
-}  // namespace voxrt
+}  // namespace voxrt::builder

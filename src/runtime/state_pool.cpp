@@ -1,0 +1,157 @@
+#include "runtime/state_pool.h"
+
+#include <cstring>
+
+#include "runtime/engine_impl.h"
+
+namespace voxrt {
+
+Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Engine> engine, int capacity) {
+  if (capacity < 1 || capacity > (1 << 20)) return invalid_argument("StatePool: capacity must be 1..2^20, got ", capacity);
+  auto pool = std::unique_ptr<StatePool>(new StatePool());
+  pool->engine_ = engine;
+  pool->capacity_ = capacity;
+  const auto& pairs = engine->impl().contents.states;
+  if (pairs.empty()) return failed_precondition("StatePool: the engine has no state pairs (build it with --state IN:OUT)");
+  std::vector<bool> input_is_state(engine->inputs().size(), false), output_is_state(engine->outputs().size(), false);
+  for (const auto& pair : pairs) {
+    State s;
+    bool found_in = false, found_out = false;
+    for (std::size_t i = 0; i < engine->inputs().size(); ++i) {
+      if (engine->inputs()[i].name == pair.input) {
+        s.input_index = i;
+        found_in = true;
+      }
+    }
+    for (std::size_t i = 0; i < engine->outputs().size(); ++i) {
+      if (engine->outputs()[i].name == pair.output) {
+        s.output_index = i;
+        found_out = true;
+      }
+    }
+    if (!found_in || !found_out) return corrupt("StatePool: state pair ", pair.input, ":", pair.output, " names no engine tensor");
+    const TensorInfo& info = engine->inputs()[s.input_index];
+    if (info.dims.empty()) return invalid_argument("StatePool: state '", info.name, "' is a scalar; states must be batch-first");
+    for (std::size_t d = 1; d < info.dims.size(); ++d) {
+      if (info.dims[d] < 0) {
+        return invalid_argument("StatePool: state '", info.name, "' dim ", d,
+                                " is dynamic; every dim but the batch (dim 0) must be static");
+      }
+      s.row_dims.push_back(info.dims[d]);
+    }
+    s.row_bytes = static_cast<std::size_t>(element_count(s.row_dims)) * dtype_size_bytes(info.dtype);
+    Dims storage_dims = s.row_dims;
+    storage_dims.insert(storage_dims.begin(), capacity);
+    s.storage = Tensor::zeros(info.dtype, storage_dims);
+    input_is_state[s.input_index] = true;
+    output_is_state[s.output_index] = true;
+    pool->states_.push_back(std::move(s));
+  }
+  for (std::size_t i = 0; i < input_is_state.size(); ++i) {
+    if (!input_is_state[i]) {
+      pool->stream_input_indices_.push_back(i);
+      pool->stream_inputs_.push_back(engine->inputs()[i]);
+    }
+  }
+  for (std::size_t i = 0; i < output_is_state.size(); ++i) {
+    if (!output_is_state[i]) {
+      pool->stream_output_indices_.push_back(i);
+      pool->stream_outputs_.push_back(engine->outputs()[i]);
+    }
+  }
+  pool->acquired_.assign(static_cast<std::size_t>(capacity), false);
+  pool->free_slots_.reserve(static_cast<std::size_t>(capacity));
+  for (int slot = capacity - 1; slot >= 0; --slot) pool->free_slots_.push_back(slot);
+  return pool;
+}
+
+Expected<int> StatePool::acquire() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (free_slots_.empty()) return resource_exhausted("StatePool: all ", capacity_, " slots are in use");
+  const int slot = free_slots_.back();
+  free_slots_.pop_back();
+  acquired_[static_cast<std::size_t>(slot)] = true;
+  for (State& s : states_) std::memset(static_cast<char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slot), 0, s.row_bytes);
+  return slot;
+}
+
+Status StatePool::release(int slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot < 0 || slot >= capacity_ || !acquired_[static_cast<std::size_t>(slot)]) {
+    return invalid_argument("StatePool: slot ", slot, " is not acquired");
+  }
+  acquired_[static_cast<std::size_t>(slot)] = false;
+  free_slots_.push_back(slot);
+  return Status::ok();
+}
+
+int StatePool::in_use() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return capacity_ - static_cast<int>(free_slots_.size());
+}
+
+Expected<std::vector<Tensor>> StatePool::run_batch(ExecutionContext& context, std::span<const int> slots,
+                                                   std::span<const Tensor> inputs) {
+  const auto batch = static_cast<std::int64_t>(slots.size());
+  if (batch == 0) return invalid_argument("StatePool::run_batch: no slots");
+  if (inputs.size() != stream_input_indices_.size()) {
+    return invalid_argument("StatePool::run_batch: expected ", stream_input_indices_.size(), " non-state inputs, got ",
+                            inputs.size());
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<bool> seen(static_cast<std::size_t>(capacity_), false);
+    for (int slot : slots) {
+      if (slot < 0 || slot >= capacity_ || !acquired_[static_cast<std::size_t>(slot)]) {
+        return invalid_argument("StatePool::run_batch: slot ", slot, " is not acquired");
+      }
+      if (seen[static_cast<std::size_t>(slot)]) return invalid_argument("StatePool::run_batch: slot ", slot, " appears twice");
+      seen[static_cast<std::size_t>(slot)] = true;
+    }
+  }
+  std::vector<Tensor> all_inputs(engine_->inputs().size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].rank() == 0 || inputs[i].dim(0) != batch) {
+      return invalid_argument("StatePool::run_batch: input '", stream_inputs_[i].name, "' must have batch dim 0 = ", batch,
+                              ", got ", dims_to_string(inputs[i].dims()));
+    }
+    all_inputs[stream_input_indices_[i]] = inputs[i];
+  }
+  for (const State& s : states_) {
+    Dims dims = s.row_dims;
+    dims.insert(dims.begin(), batch);
+    Tensor gathered = Tensor::uninitialized(s.storage.dtype(), dims);
+    for (std::int64_t b = 0; b < batch; ++b) {
+      std::memcpy(static_cast<char*>(gathered.raw_data()) + s.row_bytes * static_cast<std::size_t>(b),
+                  static_cast<const char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slots[static_cast<std::size_t>(b)]),
+                  s.row_bytes);
+    }
+    all_inputs[s.input_index] = std::move(gathered);
+  }
+  VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, context.run(all_inputs));
+  for (State& s : states_) {
+    const Tensor& next = outputs[s.output_index];
+    if (next.size_bytes() != s.row_bytes * static_cast<std::size_t>(batch)) {
+      return internal_error("StatePool: state output '", engine_->outputs()[s.output_index].name, "' is ",
+                            dims_to_string(next.dims()), ", expected ", batch, " rows of ", dims_to_string(s.row_dims));
+    }
+    for (std::int64_t b = 0; b < batch; ++b) {
+      std::memcpy(static_cast<char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slots[static_cast<std::size_t>(b)]),
+                  static_cast<const char*>(next.raw_data()) + s.row_bytes * static_cast<std::size_t>(b), s.row_bytes);
+    }
+  }
+  std::vector<Tensor> stream_outputs;
+  for (std::size_t i : stream_output_indices_) stream_outputs.push_back(std::move(outputs[i]));
+  return stream_outputs;
+}
+
+Expected<Tensor> StatePool::read_state(int slot, std::size_t index) const {
+  if (index >= states_.size()) return out_of_range("StatePool::read_state: no state ", index);
+  if (slot < 0 || slot >= capacity_) return out_of_range("StatePool::read_state: no slot ", slot);
+  const State& s = states_[index];
+  Tensor t = Tensor::uninitialized(s.storage.dtype(), s.row_dims);
+  std::memcpy(t.raw_data(), static_cast<const char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slot), s.row_bytes);
+  return t;
+}
+
+}  // namespace voxrt

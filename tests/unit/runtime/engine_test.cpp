@@ -1,0 +1,225 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "builder/build_graph.h"
+#include "runtime/engine_format.h"
+#include "runtime/state_pool.h"
+#include "test_graphs.h"
+#include "voxrt/engine.h"
+
+namespace voxrt {
+namespace {
+
+std::string build_cell(BuilderConfig config = {}) {
+  config.autotune = false;
+  config.states = {{"state_in", "state_out"}};
+  auto bytes = builder::build_engine_from_graph(testing::make_streaming_cell(), 42, config);
+  EXPECT_TRUE(bytes.has_value()) << bytes.status().to_string();
+  return bytes ? *bytes : std::string();
+}
+
+Tensor random_tensor(Dims dims, std::mt19937& rng) {
+  std::normal_distribution<float> normal;
+  Tensor t = Tensor::uninitialized(DType::kF32, std::move(dims));
+  for (auto& v : t.span<float>()) v = normal(rng);
+  return t;
+}
+
+// The cell computed by hand, for one row.
+void cell_reference(const float* x, float* state, float* y) {
+  const float w[4] = {0.5f, -1.0f, 2.0f, 0.25f};
+  for (int i = 0; i < 4; ++i) {
+    state[i] = std::tanh(x[i] * w[i] + state[i]);
+    y[i] = state[i] * 2;
+  }
+}
+
+TEST(Engine, BuildSerializeLoadRun) {
+  auto engine = Engine::load_bytes(build_cell());
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  ASSERT_EQ((*engine)->inputs().size(), 2u);
+  EXPECT_EQ((*engine)->inputs()[0].dims[0], -1);  // symbolic batch stays dynamic
+  EXPECT_EQ((*engine)->metadata().at("voxrt.model_family"), "test_cell");
+  auto context = (*engine)->create_context(1);
+  ASSERT_TRUE(context.has_value());
+  std::mt19937 rng(1);
+  Tensor x = random_tensor({3, 4}, rng), s = random_tensor({3, 4}, rng);
+  auto out = (*context)->run(std::vector<Tensor>{x, s});
+  ASSERT_TRUE(out.has_value()) << out.status().to_string();
+  for (int b = 0; b < 3; ++b) {
+    float state[4], y[4];
+    std::copy_n(s.data<float>() + b * 4, 4, state);
+    cell_reference(x.data<float>() + b * 4, state, y);
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NEAR((*out)[0].data<float>()[b * 4 + i], y[i], 1e-6);
+      EXPECT_NEAR((*out)[1].data<float>()[b * 4 + i], state[i], 1e-6);
+    }
+  }
+}
+
+TEST(Engine, RefusesBadInputsWithoutCrashing) {
+  auto engine = Engine::load_bytes(build_cell());
+  ASSERT_TRUE(engine.has_value());
+  auto context = (*engine)->create_context(1);
+  std::mt19937 rng(2);
+  auto wrong_dim = (*context)->run(std::vector<Tensor>{random_tensor({2, 5}, rng), random_tensor({2, 5}, rng)});
+  ASSERT_FALSE(wrong_dim.has_value());
+  EXPECT_NE(wrong_dim.status().message().find("dim 1 must be 4"), std::string::npos) << wrong_dim.status().message();
+  auto too_few = (*context)->run(std::vector<Tensor>{random_tensor({2, 4}, rng)});
+  EXPECT_FALSE(too_few.has_value());
+  auto wrong_dtype = (*context)->run(std::vector<Tensor>{Tensor::zeros(DType::kI64, {2, 4}), random_tensor({2, 4}, rng)});
+  EXPECT_FALSE(wrong_dtype.has_value());
+}
+
+TEST(EngineFile, CorruptTruncatedAndForeignFilesAreRefusedWithTheField) {
+  const std::string good = build_cell();
+  ASSERT_FALSE(good.empty());
+  {
+    auto e = Engine::load_bytes(good.substr(0, good.size() - 7));
+    ASSERT_FALSE(e.has_value());
+    EXPECT_NE(e.status().message().find("truncated"), std::string::npos) << e.status().message();
+  }
+  {
+    std::string flipped = good;
+    flipped[flipped.size() / 2] ^= 0x40;
+    auto e = Engine::load_bytes(flipped);
+    ASSERT_FALSE(e.has_value());
+    EXPECT_NE(e.status().message().find("checksum"), std::string::npos) << e.status().message();
+  }
+  {
+    std::string magic = good;
+    magic[0] = 'X';
+    auto e = Engine::load_bytes(magic);
+    ASSERT_FALSE(e.has_value());
+    EXPECT_NE(e.status().message().find("magic"), std::string::npos);
+  }
+  {
+    std::string version = good;
+    version[8] = 99;
+    auto e = Engine::load_bytes(version);
+    ASSERT_FALSE(e.has_value());
+    EXPECT_EQ(e.status().code(), StatusCode::kVersionMismatch);
+    EXPECT_NE(e.status().message().find("format_version"), std::string::npos);
+  }
+  for (std::size_t cut : {0ul, 8ul, 39ul, 100ul}) {
+    auto e = Engine::load_bytes(good.substr(0, std::min(cut, good.size())));
+    EXPECT_FALSE(e.has_value());
+  }
+}
+
+TEST(EngineFile, ForeignTargetIsRefusedNamingTheField) {
+  // Re-serialize with a fingerprint that needs an ISA flag no CPU has.
+  std::string bytes = build_cell();
+  auto parsed = runtime::deserialize_engine(bytes.data(), bytes.size(), std::make_shared<int>(0));
+  ASSERT_TRUE(parsed.has_value());
+  parsed->target.fingerprint = "x86_64 [avx2,imaginary_isa] test cpu";
+  auto reserialized = runtime::serialize_engine(*parsed);
+  ASSERT_TRUE(reserialized.has_value());
+  auto e = Engine::load_bytes(*reserialized);
+  ASSERT_FALSE(e.has_value());
+  EXPECT_NE(e.status().message().find("imaginary_isa"), std::string::npos) << e.status().message();
+}
+
+TEST(StatePool, BatchedStreamsEqualStreamsRunAlone) {
+  auto loaded = Engine::load_bytes(build_cell());
+  ASSERT_TRUE(loaded.has_value());
+  std::shared_ptr<const Engine> engine = *loaded;
+  auto pool = StatePool::create(engine, 8);
+  ASSERT_TRUE(pool.has_value()) << pool.status().to_string();
+  auto context = engine->create_context(1);
+  std::mt19937 rng(3);
+  const int streams = 5, steps = 6;
+  std::vector<int> slots;
+  for (int i = 0; i < streams; ++i) slots.push_back(*(*pool)->acquire());
+  std::vector<std::vector<float>> ref_state(streams, std::vector<float>(4, 0.f));
+  for (int step = 0; step < steps; ++step) {
+    // A different subset and order each step: results must not depend on batch composition.
+    std::vector<int> active;
+    for (int i = 0; i < streams; ++i) {
+      if ((i + step) % 3 != 0) active.push_back(i);
+    }
+    if (step % 2) std::reverse(active.begin(), active.end());
+    Tensor x = random_tensor({static_cast<std::int64_t>(active.size()), 4}, rng);
+    std::vector<int> batch_slots;
+    for (int i : active) batch_slots.push_back(slots[static_cast<std::size_t>(i)]);
+    auto out = (*pool)->run_batch(**context, batch_slots, std::vector<Tensor>{x});
+    ASSERT_TRUE(out.has_value()) << out.status().to_string();
+    ASSERT_EQ(out->size(), 1u);
+    for (std::size_t b = 0; b < active.size(); ++b) {
+      float y[4];
+      cell_reference(x.data<float>() + b * 4, ref_state[static_cast<std::size_t>(active[b])].data(), y);
+      for (int k = 0; k < 4; ++k) EXPECT_NEAR((*out)[0].data<float>()[b * 4 + k], y[k], 1e-6);
+    }
+  }
+  for (int i = 0; i < streams; ++i) {
+    auto state = (*pool)->read_state(slots[static_cast<std::size_t>(i)], 0);
+    for (int k = 0; k < 4; ++k) EXPECT_NEAR(state->data<float>()[k], ref_state[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)], 1e-6);
+  }
+  // Release and reacquire: the slot starts from zeros again; over-acquiring is refused.
+  ASSERT_TRUE((*pool)->release(slots[0]).is_ok());
+  EXPECT_FALSE((*pool)->release(slots[0]).is_ok());
+  auto again = (*pool)->acquire();
+  ASSERT_TRUE(again.has_value());
+  auto fresh = (*pool)->read_state(*again, 0);
+  for (float v : fresh->span<float>()) EXPECT_EQ(v, 0.f);
+  while ((*pool)->in_use() < 8) ASSERT_TRUE((*pool)->acquire().has_value());
+  auto full = (*pool)->acquire();
+  ASSERT_FALSE(full.has_value());
+  EXPECT_EQ(full.status().code(), StatusCode::kResourceExhausted);
+}
+
+TEST(Engine, ManyThreadsShareOneEngine) {
+  auto loaded = Engine::load_bytes(build_cell());
+  ASSERT_TRUE(loaded.has_value());
+  std::shared_ptr<const Engine> engine = *loaded;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      auto context = engine->create_context(1);
+      std::mt19937 rng(static_cast<unsigned>(100 + t));
+      for (int i = 0; i < 200; ++i) {
+        Tensor x = random_tensor({2, 4}, rng), s = random_tensor({2, 4}, rng);
+        auto out = (*context)->run(std::vector<Tensor>{x, s});
+        if (!out) {
+          ++failures;
+          continue;
+        }
+        for (int b = 0; b < 2; ++b) {
+          float state[4], y[4];
+          std::copy_n(s.data<float>() + b * 4, 4, state);
+          cell_reference(x.data<float>() + b * 4, state, y);
+          for (int k = 0; k < 4; ++k) {
+            if (std::fabs((*out)[0].data<float>()[b * 4 + k] - y[k]) > 1e-6) ++failures;
+          }
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST(Builder, ProfilesAreValidatedAndStored) {
+  BuilderConfig config;
+  config.autotune = false;
+  config.profiles = {OptimizationProfile{"p0", {{"x", ShapeRange{{1, 4}, {2, 4}, {8, 4}}}, {"state_in", ShapeRange{{1, 4}, {2, 4}, {8, 4}}}}}};
+  auto bytes = builder::build_engine_from_graph(testing::make_streaming_cell(), 1, config);
+  ASSERT_TRUE(bytes.has_value()) << bytes.status().to_string();
+  auto engine = Engine::load_bytes(*bytes);
+  ASSERT_TRUE(engine.has_value());
+  auto context = (*engine)->create_context(1);
+  std::mt19937 rng(4);
+  auto too_big = (*context)->run(std::vector<Tensor>{random_tensor({9, 4}, rng), random_tensor({9, 4}, rng)});
+  ASSERT_FALSE(too_big.has_value());
+  EXPECT_NE(too_big.status().message().find("profile"), std::string::npos) << too_big.status().message();
+  EXPECT_TRUE((*context)->run(std::vector<Tensor>{random_tensor({8, 4}, rng), random_tensor({8, 4}, rng)}).has_value());
+  config.profiles[0].inputs["x"].min = {3, 4};  // min > opt
+  EXPECT_FALSE(builder::build_engine_from_graph(testing::make_streaming_cell(), 1, config).has_value());
+}
+
+}  // namespace
+}  // namespace voxrt

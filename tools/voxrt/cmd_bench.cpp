@@ -1,0 +1,207 @@
+// voxrt bench: latency percentiles and throughput of an engine in the style of trtexec, with
+// an optional per-layer profile.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "commands.h"
+#include "runtime/engine_impl.h"
+#include "shape_args.h"
+
+namespace voxrt::cli {
+namespace {
+
+struct BenchArgs {
+  std::string engine_path;
+  std::vector<std::string> shapes;
+  int iterations = 0;
+  double duration_s = 3.0;
+  double warmup_ms = 200.0;
+  int threads = 1;
+  bool json = false;
+  bool profile = false;
+};
+
+double percentile(const std::vector<double>& sorted, double p) {
+  const double at = p / 100.0 * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(at));
+  const auto hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - static_cast<double>(lo));
+}
+
+Expected<std::vector<Tensor>> make_inputs(const Engine& engine, const std::map<std::string, Dims>& shapes) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<Tensor> inputs;
+  for (const auto& info : engine.inputs()) {
+    Dims dims;
+    auto it = shapes.find(info.name);
+    if (it != shapes.end()) {
+      dims = it->second;
+    } else {
+      // Without --shapes, take the first profile's opt shape or the static dims.
+      const auto& profiles = engine.impl().contents.profiles;
+      auto p = profiles.empty() ? profiles.end() : profiles.begin();
+      if (p != profiles.end() && p->inputs.count(info.name)) {
+        dims = p->inputs.at(info.name).opt;
+      } else {
+        for (std::size_t d = 0; d < info.dims.size(); ++d) {
+          if (info.dims[d] < 0) {
+            return invalid_argument("input '", info.name, "' dim ", d, " ('", info.dim_names[d],
+                                    "') is dynamic: give --shapes ", info.name, ":...");
+          }
+          dims.push_back(info.dims[d]);
+        }
+      }
+    }
+    Tensor t = Tensor::uninitialized(info.dtype, dims);
+    for (std::int64_t i = 0; i < t.element_count(); ++i) {
+      if (info.dtype == DType::kF32) {
+        t.data<float>()[i] = normal(rng);
+      } else if (info.dtype == DType::kI64) {
+        t.data<std::int64_t>()[i] = 1;
+      } else {
+        std::memset(static_cast<char*>(t.raw_data()) + i * dtype_size_bytes(info.dtype), 0, dtype_size_bytes(info.dtype));
+      }
+    }
+    inputs.push_back(std::move(t));
+  }
+  return inputs;
+}
+
+int run_bench(const BenchArgs& args) {
+  auto engine = Engine::load_file(args.engine_path);
+  if (!engine) {
+    std::cerr << "error: " << engine.status().message() << "\n";
+    return 1;
+  }
+  auto shapes = parse_shapes(args.shapes);
+  if (!shapes) {
+    std::cerr << "error: " << shapes.status().message() << "\n";
+    return 2;
+  }
+  auto inputs = make_inputs(**engine, *shapes);
+  if (!inputs) {
+    std::cerr << "error: " << inputs.status().message() << "\n";
+    return 2;
+  }
+  auto context = (*engine)->create_context(args.threads);
+  if (!context) {
+    std::cerr << "error: " << context.status().message() << "\n";
+    return 1;
+  }
+  using clock = std::chrono::steady_clock;
+  auto one = [&]() -> Expected<double> {
+    const auto start = clock::now();
+    auto out = (*context)->run(*inputs);
+    if (!out) return out.status();
+    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
+  };
+  const auto warm_start = clock::now();
+  do {
+    auto t = one();
+    if (!t) {
+      std::cerr << "error: " << t.status().message() << "\n";
+      return 1;
+    }
+  } while (std::chrono::duration<double, std::milli>(clock::now() - warm_start).count() < args.warmup_ms);
+
+  std::vector<double> times_ms;
+  const auto start = clock::now();
+  for (;;) {
+    auto t = one();
+    if (!t) {
+      std::cerr << "error: " << t.status().message() << "\n";
+      return 1;
+    }
+    times_ms.push_back(*t);
+    const double elapsed_s = std::chrono::duration<double>(clock::now() - start).count();
+    if (args.iterations > 0 ? static_cast<int>(times_ms.size()) >= args.iterations : elapsed_s >= args.duration_s) break;
+  }
+  const double wall_s = std::chrono::duration<double>(clock::now() - start).count();
+  std::vector<double> sorted = times_ms;
+  std::sort(sorted.begin(), sorted.end());
+  double mean = 0;
+  for (double t : sorted) mean += t;
+  mean /= static_cast<double>(sorted.size());
+  double var = 0;
+  for (double t : sorted) var += (t - mean) * (t - mean);
+  const double cov = sorted.size() > 1 ? std::sqrt(var / static_cast<double>(sorted.size() - 1)) / mean : 0;
+
+  nlohmann::json layers = nlohmann::json::array();
+  if (args.profile) {
+    std::map<const ir::Node*, std::vector<double>> per_node;
+    std::vector<const ir::Node*> order;
+    runtime::StepObserver observer = [&](const ir::Node& n, std::span<const Tensor* const>, std::span<const Tensor* const>,
+                                         double us) {
+      if (!per_node.count(&n)) order.push_back(&n);
+      per_node[&n].push_back(us);
+    };
+    for (int i = 0; i < 20; ++i) {
+      auto out = (*context)->impl().run(*inputs, &observer);
+      if (!out) {
+        std::cerr << "error: " << out.status().message() << "\n";
+        return 1;
+      }
+    }
+    for (const ir::Node* n : order) {
+      auto v = per_node[n];
+      std::sort(v.begin(), v.end());
+      layers.push_back({{"name", n->name}, {"op", std::string(ir::op_name(n->op))},
+                        {"tactic", n->attrs.get_string(runtime::kTacticNameAttr, "view")}, {"median_us", v[v.size() / 2]}});
+    }
+  }
+  nlohmann::json j = {
+      {"latency_ms",
+       {{"min", sorted.front()}, {"mean", mean}, {"median", percentile(sorted, 50)}, {"p90", percentile(sorted, 90)},
+        {"p95", percentile(sorted, 95)}, {"p99", percentile(sorted, 99)}, {"max", sorted.back()}}},
+      {"throughput_per_s", static_cast<double>(sorted.size()) / wall_s},
+      {"cov", cov},
+      {"iterations", sorted.size()},
+      {"threads", args.threads},
+  };
+  if (args.profile) j["layers"] = layers;
+  if (args.json) {
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << std::fixed << std::setprecision(3) << "iterations " << sorted.size() << " in " << wall_s << " s, threads "
+            << args.threads << "\nlatency ms: min " << sorted.front() << "  mean " << mean << "  median "
+            << percentile(sorted, 50) << "  p90 " << percentile(sorted, 90) << "  p95 " << percentile(sorted, 95)
+            << "  p99 " << percentile(sorted, 99) << "  max " << sorted.back() << "\nthroughput "
+            << j["throughput_per_s"].get<double>() << " /s, coefficient of variation " << cov * 100 << " %\n";
+  if (cov > 0.1) std::cout << "warning: latency varies by more than 10 %: other load on the machine?\n";
+  for (const auto& l : layers) {
+    std::cout << "  " << std::left << std::setw(28) << l["name"].get<std::string>().substr(0, 27) << std::setw(16)
+              << l["op"].get<std::string>() << std::setw(16) << l["tactic"].get<std::string>() << std::right
+              << std::setw(10) << l["median_us"].get<double>() << " us\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "Measure an engine's latency and throughput");
+  cmd->footer(
+      "Warms up, then runs for --duration seconds (or --iterations runs) with random inputs and prints\n"
+      "min/mean/median/p90/p95/p99 latency, throughput and the coefficient of variation.\n"
+      "Example:\n  voxrt bench ds2.engine --shapes x:1x1x161x200 --threads 2 --json");
+  cmd->add_option("engine", args->engine_path, "Engine file")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--shapes", args->shapes, "NAME:DIMS for dynamic inputs (default: the first profile's opt)");
+  cmd->add_option("--iterations", args->iterations, "Timed runs (overrides --duration)");
+  cmd->add_option("--duration", args->duration_s, "Seconds to run")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup_ms, "Warm-up milliseconds")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "Kernel threads")->capture_default_str();
+  cmd->add_flag("--profile", args->profile, "Also print the median time of every layer");
+  cmd->add_flag("--json", args->json, "Print one JSON object");
+  cmd->callback([args, &exit_code] { exit_code = run_bench(*args); });
+}
+
+}  // namespace voxrt::cli

@@ -1,0 +1,15 @@
+// The voxrt command line: one subcommand per file, each registering itself on the app here.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace voxrt::cli {
+
+// Each adds its subcommand; the callback stores the process exit code in `exit_code`.
+void add_build_command(CLI::App& app, int& exit_code);
+void add_inspect_command(CLI::App& app, int& exit_code);
+void add_run_command(CLI::App& app, int& exit_code);
+void add_check_command(CLI::App& app, int& exit_code);
+void add_bench_command(CLI::App& app, int& exit_code);
+
+}  // namespace voxrt::cli
