@@ -1,0 +1,35 @@
+#include "decode/decoding_result.h"
+
+#include <cmath>
+
+namespace voxrt::decode {
+
+DecodingResult make_result(const Vocabulary& vocabulary, std::vector<TokenSpan> tokens,
+                           const TimeBase& time_base, double score, bool is_final) {
+  DecodingResult result;
+  std::vector<int> ids;
+  ids.reserve(tokens.size());
+  for (const TokenSpan& token : tokens) ids.push_back(token.id);
+  result.text = vocabulary.detokenize(ids);
+  for (const WordSpan& span : vocabulary.split_words(ids)) {
+    WordResult word;
+    word.word = span.text;
+    const TokenSpan& first = tokens[static_cast<std::size_t>(span.first_token)];
+    const TokenSpan& last = tokens[static_cast<std::size_t>(span.last_token)];
+    word.start_s = time_base.seconds(first.start_frame);
+    word.end_s = time_base.seconds(last.end_frame + 1);
+    double posterior_sum = 0.0;
+    for (int i = span.first_token; i <= span.last_token; ++i) {
+      posterior_sum +=
+          std::exp(static_cast<double>(tokens[static_cast<std::size_t>(i)].peak_log_posterior));
+    }
+    word.confidence = static_cast<float>(posterior_sum / (span.last_token - span.first_token + 1));
+    result.words.push_back(std::move(word));
+  }
+  result.tokens = std::move(tokens);
+  result.score = score;
+  result.is_final = is_final;
+  return result;
+}
+
+}  // namespace voxrt::decode
