@@ -1,11 +1,70 @@
+// The dense family's tactic table: Conv / FusedConv and Gemm / MatMul / FusedMatMul, fp32 only.
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/dense/dense_common.h"
+#include "backends/cpu/dense/dense_kernels.h"
 
 namespace voxrt::backends::cpu {
 
-std::vector<TacticInfo> dense_tactics(const ir::Node& node) { return {}; }
+using dense::kTacticIm2ColOpenBlas;
+using dense::kTacticOneDnnConv;
+using dense::kTacticOneDnnConvBlocked;
+using dense::kTacticOneDnnMatMul;
+using dense::kTacticOpenBlas;
+
+namespace {
+
+bool is_conv(ir::OpKind op) { return op == ir::OpKind::kConv || op == ir::OpKind::kFusedConv; }
+
+bool is_matmul(ir::OpKind op) {
+  return op == ir::OpKind::kGemm || op == ir::OpKind::kMatMul || op == ir::OpKind::kFusedMatMul;
+}
+
+}  // namespace
+
+std::vector<TacticInfo> dense_tactics(const ir::Node& node) {
+  if (!is_conv(node.op) && !is_matmul(node.op)) return {};
+  if (node.inputs.size() < 2 || !node.input(0) || !node.input(1) || !dense::all_inputs_f32(node)) return {};
+  if (!dense::read_activation(node).has_value()) return {};
+  std::vector<TacticInfo> tactics{{kReferenceTactic, "reference"}};
+  if (is_conv(node.op)) {
+    const ir::Value* w = node.input(1);
+    if (w->rank_known && (w->shape.size() < 3 || w->shape.size() > 5)) return {};
+    tactics.push_back({kTacticIm2ColOpenBlas, "im2col_openblas"});
+    if (w->is_constant()) {
+      tactics.push_back({kTacticOneDnnConv, "onednn"});
+      tactics.push_back({kTacticOneDnnConvBlocked, "onednn_blocked"});
+    }
+    return tactics;
+  }
+  tactics.push_back({kTacticOpenBlas, "openblas"});
+  tactics.push_back({kTacticOneDnnMatMul, "onednn"});
+  return tactics;
+}
 
 Expected<std::unique_ptr<Kernel>> make_dense_kernel(const ir::Node& node, TacticId tactic) {
-  return unsupported(node.describe(), ": no CPU kernel yet");
+  bool offered = false;
+  for (const TacticInfo& info : dense_tactics(node)) offered = offered || info.id == tactic;
+  if (!offered) {
+    return unsupported(node.describe(), ": dense tactic ", tactic,
+                       " cannot run this node (fp32 only; oneDNN Conv needs constant weights)");
+  }
+  if (is_conv(node.op)) {
+    switch (tactic) {
+      case kReferenceTactic: return dense::make_conv_reference_kernel(node);
+      case kTacticIm2ColOpenBlas: return dense::make_conv_im2col_kernel(node);
+      case kTacticOneDnnConv: return dense::make_conv_onednn_kernel(node, false);
+      case kTacticOneDnnConvBlocked: return dense::make_conv_onednn_kernel(node, true);
+      default: break;
+    }
+  } else {
+    switch (tactic) {
+      case kReferenceTactic: return dense::make_matmul_reference_kernel(node);
+      case kTacticOpenBlas: return dense::make_matmul_openblas_kernel(node);
+      case kTacticOneDnnMatMul: return dense::make_matmul_onednn_kernel(node);
+      default: break;
+    }
+  }
+  return internal_error(node.describe(), ": dense tactic ", tactic, " is listed but has no factory");
 }
 
 }  // namespace voxrt::backends::cpu

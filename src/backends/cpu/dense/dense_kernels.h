@@ -1,0 +1,24 @@
+// Factories of the dense CPU kernels, one per tactic; dense_registry.cpp picks among them.
+#pragma once
+
+#include <memory>
+
+#include "backends/kernel.h"
+#include "ir/graph.h"
+
+namespace voxrt::backends::cpu::dense {
+
+// A copy of what a kernel needs from its node after the graph is gone: op, name, attributes.
+ir::Node detached_node(const ir::Node& node);
+
+Expected<std::unique_ptr<Kernel>> make_conv_reference_kernel(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_conv_im2col_kernel(const ir::Node& node);
+// blocked_activations: let oneDNN choose the layouts of X and Y too, reordering around the call.
+Expected<std::unique_ptr<Kernel>> make_conv_onednn_kernel(const ir::Node& node, bool blocked_activations);
+
+// Gemm, MatMul and FusedMatMul share one implementation per tactic.
+Expected<std::unique_ptr<Kernel>> make_matmul_reference_kernel(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_matmul_openblas_kernel(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_matmul_onednn_kernel(const ir::Node& node);
+
+}  // namespace voxrt::backends::cpu::dense

@@ -1,0 +1,60 @@
+#include "backends/cpu/dense/onednn_common.h"
+
+namespace voxrt::backends::cpu::dense {
+
+const dnnl::engine& onednn_engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& onednn_thread_stream() {
+  // Streams are not meant to be shared between threads; CPU streams are cheap, one per thread.
+  thread_local dnnl::stream stream(onednn_engine());
+  return stream;
+}
+
+void append_activation_post_op(const Activation& activation, dnnl::post_ops& ops) {
+  using dnnl::algorithm;
+  switch (activation.kind) {
+    case ActivationKind::kNone: return;
+    case ActivationKind::kRelu: ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f); return;
+    case ActivationKind::kLeakyRelu:
+      ops.append_eltwise(1.0f, algorithm::eltwise_relu, activation.alpha, 0.0f);
+      return;
+    case ActivationKind::kClip:
+      ops.append_eltwise(1.0f, algorithm::eltwise_clip, activation.alpha, activation.beta);
+      return;
+    case ActivationKind::kSigmoid: ops.append_eltwise(1.0f, algorithm::eltwise_logistic, 0.0f, 0.0f); return;
+    case ActivationKind::kTanh: ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0.0f, 0.0f); return;
+    case ActivationKind::kGeluErf: ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f); return;
+  }
+}
+
+void execute_primitive(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory>& args,
+                       std::size_t scratchpad_bytes, int threads) {
+  if (scratchpad_bytes > 0) {
+    const dnnl::memory::desc scratch_md({static_cast<dnnl::memory::dim>(scratchpad_bytes)},
+                                        dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
+    args[DNNL_ARG_SCRATCHPAD] =
+        dnnl::memory(scratch_md, onednn_engine(), thread_scratch_bytes(scratchpad_bytes, 7));
+  }
+  set_onednn_threads(threads);
+  dnnl::stream& stream = onednn_thread_stream();
+  primitive.execute(stream, args);
+  stream.wait();
+}
+
+dnnl::memory::format_tag plain_tag(std::size_t rank) {
+  using tag = dnnl::memory::format_tag;
+  switch (rank) {
+    case 1: return tag::a;
+    case 2: return tag::ab;
+    case 3: return tag::abc;
+    case 4: return tag::abcd;
+    case 5: return tag::abcde;
+    case 6: return tag::abcdef;
+    default: return tag::undef;
+  }
+}
+
+}  // namespace voxrt::backends::cpu::dense

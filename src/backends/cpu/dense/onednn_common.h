@@ -1,0 +1,28 @@
+// oneDNN plumbing shared by the oneDNN dense kernels: the CPU engine, a stream per thread,
+// post-ops for the fused activations, and execution with caller-owned scratchpad (primitives
+// are created with scratchpad_mode::user, so one primitive can run on many threads at once).
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <unordered_map>
+
+#include "backends/cpu/dense/dense_common.h"
+
+namespace voxrt::backends::cpu::dense {
+
+const dnnl::engine& onednn_engine();
+dnnl::stream& onednn_thread_stream();
+
+// Appends the activation as an eltwise post-op (nothing for kNone).
+void append_activation_post_op(const Activation& activation, dnnl::post_ops& ops);
+
+// Runs `primitive` on the calling thread with `threads` OpenMP threads; the scratchpad of
+// `scratchpad_bytes` comes from per-thread storage (scratch slot 7, kept for oneDNN).
+void execute_primitive(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory>& args,
+                       std::size_t scratchpad_bytes, int threads);
+
+// Plain row-major format tag for a tensor of `rank` dims (abc..., as dims are ordered).
+dnnl::memory::format_tag plain_tag(std::size_t rank);
+
+}  // namespace voxrt::backends::cpu::dense

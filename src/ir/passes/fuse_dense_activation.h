@@ -1,0 +1,18 @@
+// Fuses an activation (and, for Conv, an Add of a per-channel constant bias) into the dense op
+// that feeds it:
+//   Conv / FusedConv [+ Add(per-channel constant)] [+ act]  -> FusedConv(X, W, B', act)
+//   MatMul / FusedMatMul / Gemm + act                        -> FusedMatMul(..., act)
+// act: Relu, Clip with constant bounds (PyTorch's Hardtanh), LeakyRelu, Sigmoid, Tanh, and the
+// erf form of GELU, x * 0.5 * (1 + Erf(x / sqrt(2))) in any multiplication order, with Div by
+// sqrt(2) or Mul by 1/sqrt(2). Intermediates must have no other consumer and not be graph outputs.
+#pragma once
+
+#include <memory>
+
+#include "ir/passes/pass.h"
+
+namespace voxrt::ir {
+
+std::unique_ptr<Pass> make_fuse_dense_activation_pass();
+
+}  // namespace voxrt::ir
