@@ -9,7 +9,8 @@
 
 namespace voxrt::builder {
 
-Expected<std::string> build_engine_from_graph(std::unique_ptr<ir::Graph> graph, std::uint64_t model_hash,
-                                              const BuilderConfig& config, BuildReport* report = nullptr);
+Expected<std::string> build_engine_from_graph(std::unique_ptr<ir::Graph> graph,
+                                              std::uint64_t model_hash, const BuilderConfig& config,
+                                              BuildReport* report = nullptr);
 
 }  // namespace voxrt::builder

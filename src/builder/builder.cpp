@@ -107,11 +107,13 @@ Status check_states(const ir::Graph& graph, const BuilderConfig& config) {
 
 }  // namespace
 
-Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path, const BuilderConfig& config,
+Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path,
+                                                  const BuilderConfig& config,
                                                   BuildReport* report_out) {
   VOXRT_RETURN_IF_ERROR(config.validate());
   progress(config, "import", 0, 1, onnx_path);
-  VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, onnx_import::import_model_file(onnx_path));
+  VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph,
+                         onnx_import::import_model_file(onnx_path));
   progress(config, "import", 1, 1, onnx_path);
   std::uint64_t model_hash = 0;
   {
@@ -130,8 +132,9 @@ Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path, 
 
 namespace voxrt::builder {
 
-Expected<std::string> build_engine_from_graph(std::unique_ptr<ir::Graph> graph, std::uint64_t model_hash,
-                                              const BuilderConfig& config, BuildReport* report_out) {
+Expected<std::string> build_engine_from_graph(std::unique_ptr<ir::Graph> graph,
+                                              std::uint64_t model_hash, const BuilderConfig& config,
+                                              BuildReport* report_out) {
   const auto start = std::chrono::steady_clock::now();
   BuildReport local_report;
   BuildReport& report = report_out ? *report_out : local_report;

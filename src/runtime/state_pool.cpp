@@ -6,14 +6,19 @@
 
 namespace voxrt {
 
-Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Engine> engine, int capacity) {
-  if (capacity < 1 || capacity > (1 << 20)) return invalid_argument("StatePool: capacity must be 1..2^20, got ", capacity);
+Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Engine> engine,
+                                                       int capacity) {
+  if (capacity < 1 || capacity > (1 << 20))
+    return invalid_argument("StatePool: capacity must be 1..2^20, got ", capacity);
   auto pool = std::unique_ptr<StatePool>(new StatePool());
   pool->engine_ = engine;
   pool->capacity_ = capacity;
   const auto& pairs = engine->impl().contents.states;
-  if (pairs.empty()) return failed_precondition("StatePool: the engine has no state pairs (build it with --state IN:OUT)");
-  std::vector<bool> input_is_state(engine->inputs().size(), false), output_is_state(engine->outputs().size(), false);
+  if (pairs.empty())
+    return failed_precondition(
+        "StatePool: the engine has no state pairs (build it with --state IN:OUT)");
+  std::vector<bool> input_is_state(engine->inputs().size(), false),
+      output_is_state(engine->outputs().size(), false);
   for (const auto& pair : pairs) {
     State s;
     bool found_in = false, found_out = false;
@@ -29,9 +34,13 @@ Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Eng
         found_out = true;
       }
     }
-    if (!found_in || !found_out) return corrupt("StatePool: state pair ", pair.input, ":", pair.output, " names no engine tensor");
+    if (!found_in || !found_out)
+      return corrupt("StatePool: state pair ", pair.input, ":", pair.output,
+                     " names no engine tensor");
     const TensorInfo& info = engine->inputs()[s.input_index];
-    if (info.dims.empty()) return invalid_argument("StatePool: state '", info.name, "' is a scalar; states must be batch-first");
+    if (info.dims.empty())
+      return invalid_argument("StatePool: state '", info.name,
+                              "' is a scalar; states must be batch-first");
     for (std::size_t d = 1; d < info.dims.size(); ++d) {
       if (info.dims[d] < 0) {
         return invalid_argument("StatePool: state '", info.name, "' dim ", d,
@@ -39,7 +48,8 @@ Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Eng
       }
       s.row_dims.push_back(info.dims[d]);
     }
-    s.row_bytes = static_cast<std::size_t>(element_count(s.row_dims)) * dtype_size_bytes(info.dtype);
+    s.row_bytes =
+        static_cast<std::size_t>(element_count(s.row_dims)) * dtype_size_bytes(info.dtype);
     Dims storage_dims = s.row_dims;
     storage_dims.insert(storage_dims.begin(), capacity);
     s.storage = Tensor::zeros(info.dtype, storage_dims);
@@ -67,11 +77,15 @@ Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Eng
 
 Expected<int> StatePool::acquire() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (free_slots_.empty()) return resource_exhausted("StatePool: all ", capacity_, " slots are in use");
+  if (free_slots_.empty())
+    return resource_exhausted("StatePool: all ", capacity_, " slots are in use");
   const int slot = free_slots_.back();
   free_slots_.pop_back();
   acquired_[static_cast<std::size_t>(slot)] = true;
-  for (State& s : states_) std::memset(static_cast<char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slot), 0, s.row_bytes);
+  for (State& s : states_)
+    std::memset(
+        static_cast<char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slot), 0,
+        s.row_bytes);
   return slot;
 }
 
@@ -90,13 +104,14 @@ int StatePool::in_use() const {
   return capacity_ - static_cast<int>(free_slots_.size());
 }
 
-Expected<std::vector<Tensor>> StatePool::run_batch(ExecutionContext& context, std::span<const int> slots,
+Expected<std::vector<Tensor>> StatePool::run_batch(ExecutionContext& context,
+                                                   std::span<const int> slots,
                                                    std::span<const Tensor> inputs) {
   const auto batch = static_cast<std::int64_t>(slots.size());
   if (batch == 0) return invalid_argument("StatePool::run_batch: no slots");
   if (inputs.size() != stream_input_indices_.size()) {
-    return invalid_argument("StatePool::run_batch: expected ", stream_input_indices_.size(), " non-state inputs, got ",
-                            inputs.size());
+    return invalid_argument("StatePool::run_batch: expected ", stream_input_indices_.size(),
+                            " non-state inputs, got ", inputs.size());
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -105,15 +120,17 @@ Expected<std::vector<Tensor>> StatePool::run_batch(ExecutionContext& context, st
       if (slot < 0 || slot >= capacity_ || !acquired_[static_cast<std::size_t>(slot)]) {
         return invalid_argument("StatePool::run_batch: slot ", slot, " is not acquired");
       }
-      if (seen[static_cast<std::size_t>(slot)]) return invalid_argument("StatePool::run_batch: slot ", slot, " appears twice");
+      if (seen[static_cast<std::size_t>(slot)])
+        return invalid_argument("StatePool::run_batch: slot ", slot, " appears twice");
       seen[static_cast<std::size_t>(slot)] = true;
     }
   }
   std::vector<Tensor> all_inputs(engine_->inputs().size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].rank() == 0 || inputs[i].dim(0) != batch) {
-      return invalid_argument("StatePool::run_batch: input '", stream_inputs_[i].name, "' must have batch dim 0 = ", batch,
-                              ", got ", dims_to_string(inputs[i].dims()));
+      return invalid_argument("StatePool::run_batch: input '", stream_inputs_[i].name,
+                              "' must have batch dim 0 = ", batch, ", got ",
+                              dims_to_string(inputs[i].dims()));
     }
     all_inputs[stream_input_indices_[i]] = inputs[i];
   }
@@ -122,9 +139,11 @@ Expected<std::vector<Tensor>> StatePool::run_batch(ExecutionContext& context, st
     dims.insert(dims.begin(), batch);
     Tensor gathered = Tensor::uninitialized(s.storage.dtype(), dims);
     for (std::int64_t b = 0; b < batch; ++b) {
-      std::memcpy(static_cast<char*>(gathered.raw_data()) + s.row_bytes * static_cast<std::size_t>(b),
-                  static_cast<const char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slots[static_cast<std::size_t>(b)]),
-                  s.row_bytes);
+      std::memcpy(
+          static_cast<char*>(gathered.raw_data()) + s.row_bytes * static_cast<std::size_t>(b),
+          static_cast<const char*>(s.storage.raw_data()) +
+              s.row_bytes * static_cast<std::size_t>(slots[static_cast<std::size_t>(b)]),
+          s.row_bytes);
     }
     all_inputs[s.input_index] = std::move(gathered);
   }
@@ -132,12 +151,16 @@ Expected<std::vector<Tensor>> StatePool::run_batch(ExecutionContext& context, st
   for (State& s : states_) {
     const Tensor& next = outputs[s.output_index];
     if (next.size_bytes() != s.row_bytes * static_cast<std::size_t>(batch)) {
-      return internal_error("StatePool: state output '", engine_->outputs()[s.output_index].name, "' is ",
-                            dims_to_string(next.dims()), ", expected ", batch, " rows of ", dims_to_string(s.row_dims));
+      return internal_error("StatePool: state output '", engine_->outputs()[s.output_index].name,
+                            "' is ", dims_to_string(next.dims()), ", expected ", batch, " rows of ",
+                            dims_to_string(s.row_dims));
     }
     for (std::int64_t b = 0; b < batch; ++b) {
-      std::memcpy(static_cast<char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slots[static_cast<std::size_t>(b)]),
-                  static_cast<const char*>(next.raw_data()) + s.row_bytes * static_cast<std::size_t>(b), s.row_bytes);
+      std::memcpy(
+          static_cast<char*>(s.storage.raw_data()) +
+              s.row_bytes * static_cast<std::size_t>(slots[static_cast<std::size_t>(b)]),
+          static_cast<const char*>(next.raw_data()) + s.row_bytes * static_cast<std::size_t>(b),
+          s.row_bytes);
     }
   }
   std::vector<Tensor> stream_outputs;
@@ -150,7 +173,10 @@ Expected<Tensor> StatePool::read_state(int slot, std::size_t index) const {
   if (slot < 0 || slot >= capacity_) return out_of_range("StatePool::read_state: no slot ", slot);
   const State& s = states_[index];
   Tensor t = Tensor::uninitialized(s.storage.dtype(), s.row_dims);
-  std::memcpy(t.raw_data(), static_cast<const char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slot), s.row_bytes);
+  std::memcpy(
+      t.raw_data(),
+      static_cast<const char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slot),
+      s.row_bytes);
   return t;
 }
 

@@ -17,7 +17,8 @@ class StatePool {
  public:
   // Needs the engine's state pairs (voxrt build --state) with batch-first state inputs whose
   // other dims are static.
-  static Expected<std::unique_ptr<StatePool>> create(std::shared_ptr<const Engine> engine, int capacity);
+  static Expected<std::unique_ptr<StatePool>> create(std::shared_ptr<const Engine> engine,
+                                                     int capacity);
 
   Expected<int> acquire();
   Status release(int slot);
@@ -41,9 +42,9 @@ class StatePool {
   struct State {
     std::size_t input_index = 0;
     std::size_t output_index = 0;
-    Dims row_dims;          // per-stream dims (batch dim removed)
+    Dims row_dims;  // per-stream dims (batch dim removed)
     std::size_t row_bytes = 0;
-    Tensor storage;         // [capacity, row_dims...]
+    Tensor storage;  // [capacity, row_dims...]
   };
 
   std::shared_ptr<const Engine> engine_;

@@ -24,11 +24,14 @@ bool onnxruntime_available() {
          std::system("command -v node >/dev/null 2>&1") == 0;
 }
 
-Expected<OrtResult> run_onnxruntime(const std::string& onnx_path, const std::vector<std::string>& input_names,
-                                    const std::vector<Tensor>& inputs, const std::vector<std::string>& output_names,
+Expected<OrtResult> run_onnxruntime(const std::string& onnx_path,
+                                    const std::vector<std::string>& input_names,
+                                    const std::vector<Tensor>& inputs,
+                                    const std::vector<std::string>& output_names,
                                     const OrtRunOptions& options) {
   if (!onnxruntime_available()) {
-    return failed_precondition("onnxruntime-node is not installed: run scripts/fetch-third-party.sh");
+    return failed_precondition(
+        "onnxruntime-node is not installed: run scripts/fetch-third-party.sh");
   }
   char pattern[] = "/tmp/voxrt-ort-XXXXXX";
   if (!::mkdtemp(pattern)) return io_error("cannot create a temporary folder for onnxruntime");
@@ -42,13 +45,17 @@ Expected<OrtResult> run_onnxruntime(const std::string& onnx_path, const std::vec
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const std::string file = str_cat("in_", i, ".bin");
     std::ofstream out(dir / file, std::ios::binary);
-    out.write(static_cast<const char*>(inputs[i].raw_data()), static_cast<std::streamsize>(inputs[i].size_bytes()));
-    manifest["inputs"].push_back(
-        {{"name", input_names[i]}, {"dtype", dtype_name(inputs[i].dtype())}, {"dims", inputs[i].dims()}, {"file", file}});
+    out.write(static_cast<const char*>(inputs[i].raw_data()),
+              static_cast<std::streamsize>(inputs[i].size_bytes()));
+    manifest["inputs"].push_back({{"name", input_names[i]},
+                                  {"dtype", dtype_name(inputs[i].dtype())},
+                                  {"dims", inputs[i].dims()},
+                                  {"file", file}});
   }
   std::ofstream(dir / "manifest.json") << manifest.dump();
   const std::string command =
-      str_cat("node '", (source_root() / "tools/ort/ort_run.js").string(), "' '", dir.string(), "' 2>'", (dir / "stderr.txt").string(), "'");
+      str_cat("node '", (source_root() / "tools/ort/ort_run.js").string(), "' '", dir.string(),
+              "' 2>'", (dir / "stderr.txt").string(), "'");
   const int rc = std::system(command.c_str());
   auto cleanup = [&] {
     std::error_code ec;
@@ -67,7 +74,8 @@ Expected<OrtResult> run_onnxruntime(const std::string& onnx_path, const std::vec
       auto dtype = dtype_from_name(o["dtype"].get<std::string>());
       if (!dtype) {
         cleanup();
-        return unsupported("onnxruntime output '", o["name"].get<std::string>(), "' has dtype ", o["dtype"].dump());
+        return unsupported("onnxruntime output '", o["name"].get<std::string>(), "' has dtype ",
+                           o["dtype"].dump());
       }
       Dims dims = o["dims"].get<Dims>();
       Tensor t = Tensor::uninitialized(*dtype, dims);

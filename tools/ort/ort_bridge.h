@@ -23,8 +23,10 @@ struct OrtResult {
 // True when .third_party has onnxruntime-node and node is on PATH.
 bool onnxruntime_available();
 
-Expected<OrtResult> run_onnxruntime(const std::string& onnx_path, const std::vector<std::string>& input_names,
-                                    const std::vector<Tensor>& inputs, const std::vector<std::string>& output_names,
+Expected<OrtResult> run_onnxruntime(const std::string& onnx_path,
+                                    const std::vector<std::string>& input_names,
+                                    const std::vector<Tensor>& inputs,
+                                    const std::vector<std::string>& output_names,
                                     const OrtRunOptions& options = {});
 
 }  // namespace voxrt::ort

@@ -34,7 +34,8 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - static_cast<double>(lo));
 }
 
-Expected<std::vector<Tensor>> make_inputs(const Engine& engine, const std::map<std::string, Dims>& shapes) {
+Expected<std::vector<Tensor>> make_inputs(const Engine& engine,
+                                          const std::map<std::string, Dims>& shapes) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<Tensor> inputs;
@@ -66,7 +67,8 @@ Expected<std::vector<Tensor>> make_inputs(const Engine& engine, const std::map<s
       } else if (info.dtype == DType::kI64) {
         t.data<std::int64_t>()[i] = 1;
       } else {
-        std::memset(static_cast<char*>(t.raw_data()) + i * dtype_size_bytes(info.dtype), 0, dtype_size_bytes(info.dtype));
+        std::memset(static_cast<char*>(t.raw_data()) + i * dtype_size_bytes(info.dtype), 0,
+                    dtype_size_bytes(info.dtype));
       }
     }
     inputs.push_back(std::move(t));
@@ -109,7 +111,8 @@ int run_bench(const BenchArgs& args) {
       std::cerr << "error: " << t.status().message() << "\n";
       return 1;
     }
-  } while (std::chrono::duration<double, std::milli>(clock::now() - warm_start).count() < args.warmup_ms);
+  } while (std::chrono::duration<double, std::milli>(clock::now() - warm_start).count() <
+           args.warmup_ms);
 
   std::vector<double> times_ms;
   const auto start = clock::now();
@@ -121,7 +124,9 @@ int run_bench(const BenchArgs& args) {
     }
     times_ms.push_back(*t);
     const double elapsed_s = std::chrono::duration<double>(clock::now() - start).count();
-    if (args.iterations > 0 ? static_cast<int>(times_ms.size()) >= args.iterations : elapsed_s >= args.duration_s) break;
+    if (args.iterations > 0 ? static_cast<int>(times_ms.size()) >= args.iterations
+                            : elapsed_s >= args.duration_s)
+      break;
   }
   const double wall_s = std::chrono::duration<double>(clock::now() - start).count();
   std::vector<double> sorted = times_ms;
@@ -131,14 +136,15 @@ int run_bench(const BenchArgs& args) {
   mean /= static_cast<double>(sorted.size());
   double var = 0;
   for (double t : sorted) var += (t - mean) * (t - mean);
-  const double cov = sorted.size() > 1 ? std::sqrt(var / static_cast<double>(sorted.size() - 1)) / mean : 0;
+  const double cov =
+      sorted.size() > 1 ? std::sqrt(var / static_cast<double>(sorted.size() - 1)) / mean : 0;
 
   nlohmann::json layers = nlohmann::json::array();
   if (args.profile) {
     std::map<const ir::Node*, std::vector<double>> per_node;
     std::vector<const ir::Node*> order;
-    runtime::StepObserver observer = [&](const ir::Node& n, std::span<const Tensor* const>, std::span<const Tensor* const>,
-                                         double us) {
+    runtime::StepObserver observer = [&](const ir::Node& n, std::span<const Tensor* const>,
+                                         std::span<const Tensor* const>, double us) {
       if (!per_node.count(&n)) order.push_back(&n);
       per_node[&n].push_back(us);
     };
@@ -152,14 +158,21 @@ int run_bench(const BenchArgs& args) {
     for (const ir::Node* n : order) {
       auto v = per_node[n];
       std::sort(v.begin(), v.end());
-      layers.push_back({{"name", n->name}, {"op", std::string(ir::op_name(n->op))},
-                        {"tactic", n->attrs.get_string(runtime::kTacticNameAttr, "view")}, {"median_us", v[v.size() / 2]}});
+      layers.push_back({{"name", n->name},
+                        {"op", std::string(ir::op_name(n->op))},
+                        {"tactic", n->attrs.get_string(runtime::kTacticNameAttr, "view")},
+                        {"median_us", v[v.size() / 2]}});
     }
   }
   nlohmann::json j = {
       {"latency_ms",
-       {{"min", sorted.front()}, {"mean", mean}, {"median", percentile(sorted, 50)}, {"p90", percentile(sorted, 90)},
-        {"p95", percentile(sorted, 95)}, {"p99", percentile(sorted, 99)}, {"max", sorted.back()}}},
+       {{"min", sorted.front()},
+        {"mean", mean},
+        {"median", percentile(sorted, 50)},
+        {"p90", percentile(sorted, 90)},
+        {"p95", percentile(sorted, 95)},
+        {"p99", percentile(sorted, 99)},
+        {"max", sorted.back()}}},
       {"throughput_per_s", static_cast<double>(sorted.size()) / wall_s},
       {"cov", cov},
       {"iterations", sorted.size()},
@@ -170,16 +183,20 @@ int run_bench(const BenchArgs& args) {
     std::cout << j.dump(2) << "\n";
     return 0;
   }
-  std::cout << std::fixed << std::setprecision(3) << "iterations " << sorted.size() << " in " << wall_s << " s, threads "
-            << args.threads << "\nlatency ms: min " << sorted.front() << "  mean " << mean << "  median "
-            << percentile(sorted, 50) << "  p90 " << percentile(sorted, 90) << "  p95 " << percentile(sorted, 95)
-            << "  p99 " << percentile(sorted, 99) << "  max " << sorted.back() << "\nthroughput "
-            << j["throughput_per_s"].get<double>() << " /s, coefficient of variation " << cov * 100 << " %\n";
-  if (cov > 0.1) std::cout << "warning: latency varies by more than 10 %: other load on the machine?\n";
+  std::cout << std::fixed << std::setprecision(3) << "iterations " << sorted.size() << " in "
+            << wall_s << " s, threads " << args.threads << "\nlatency ms: min " << sorted.front()
+            << "  mean " << mean << "  median " << percentile(sorted, 50) << "  p90 "
+            << percentile(sorted, 90) << "  p95 " << percentile(sorted, 95) << "  p99 "
+            << percentile(sorted, 99) << "  max " << sorted.back() << "\nthroughput "
+            << j["throughput_per_s"].get<double>() << " /s, coefficient of variation " << cov * 100
+            << " %\n";
+  if (cov > 0.1)
+    std::cout << "warning: latency varies by more than 10 %: other load on the machine?\n";
   for (const auto& l : layers) {
-    std::cout << "  " << std::left << std::setw(28) << l["name"].get<std::string>().substr(0, 27) << std::setw(16)
-              << l["op"].get<std::string>() << std::setw(16) << l["tactic"].get<std::string>() << std::right
-              << std::setw(10) << l["median_us"].get<double>() << " us\n";
+    std::cout << "  " << std::left << std::setw(28) << l["name"].get<std::string>().substr(0, 27)
+              << std::setw(16) << l["op"].get<std::string>() << std::setw(16)
+              << l["tactic"].get<std::string>() << std::right << std::setw(10)
+              << l["median_us"].get<double>() << " us\n";
   }
   return 0;
 }
@@ -190,11 +207,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Measure an engine's latency and throughput");
   cmd->footer(
-      "Warms up, then runs for --duration seconds (or --iterations runs) with random inputs and prints\n"
+      "Warms up, then runs for --duration seconds (or --iterations runs) with random inputs and "
+      "prints\n"
       "min/mean/median/p90/p95/p99 latency, throughput and the coefficient of variation.\n"
       "Example:\n  voxrt bench ds2.engine --shapes x:1x1x161x200 --threads 2 --json");
   cmd->add_option("engine", args->engine_path, "Engine file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--shapes", args->shapes, "NAME:DIMS for dynamic inputs (default: the first profile's opt)");
+  cmd->add_option("--shapes", args->shapes,
+                  "NAME:DIMS for dynamic inputs (default: the first profile's opt)");
   cmd->add_option("--iterations", args->iterations, "Timed runs (overrides --duration)");
   cmd->add_option("--duration", args->duration_s, "Seconds to run")->capture_default_str();
   cmd->add_option("--warmup", args->warmup_ms, "Warm-up milliseconds")->capture_default_str();

@@ -78,7 +78,9 @@ int run_build(const BuildArgs& args) {
   config.autotune = !args.no_autotune;
   config.timing_iterations = args.timing_iterations;
   ProgressBar bar;
-  config.on_progress = [&](const BuildProgress& p) { bar.update(p.stage, p.done, p.total, p.detail); };
+  config.on_progress = [&](const BuildProgress& p) {
+    bar.update(p.stage, p.done, p.total, p.detail);
+  };
   if (args.verbose) std::cerr << "config: " << config.describe() << "\n";
 
   BuildReport report;
@@ -107,9 +109,10 @@ int run_build(const BuildArgs& args) {
     if (args.verbose) {
       for (const auto& c : report.pass_changes) std::cerr << "  " << c << "\n";
     }
-    std::cerr << "built " << args.engine_path << " (" << engine->size() << " bytes) in " << report.build_seconds
-              << " s: " << report.pass_changes.size() << " rewrites, " << report.tactics_timed << " tactics timed, "
-              << report.timing_cache_hits << " timing-cache hits\n";
+    std::cerr << "built " << args.engine_path << " (" << engine->size() << " bytes) in "
+              << report.build_seconds << " s: " << report.pass_changes.size() << " rewrites, "
+              << report.tactics_timed << " tactics timed, " << report.timing_cache_hits
+              << " timing-cache hits\n";
   }
   return 0;
 }
@@ -118,27 +121,40 @@ int run_build(const BuildArgs& args) {
 
 void add_build_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<BuildArgs>();
-  CLI::App* cmd = app.add_subcommand("build", "Compile an ONNX model into an engine for this machine");
+  CLI::App* cmd =
+      app.add_subcommand("build", "Compile an ONNX model into an engine for this machine");
   cmd->footer(
       "The engine records the target it was built for, the chosen kernels (tactics) and the\n"
       "optimization profiles; the runtime loads it without ONNX.\n\n"
       "Examples:\n"
-      "  voxrt build --onnx ds2.onnx --engine ds2.engine --profile x:1x1x161x100/1x1x161x200/8x1x161x400\n"
-      "  voxrt build --onnx stream.onnx --engine stream.engine --state h_in:h_out --timing-cache cpu.cache\n"
-      "  voxrt build --onnx silero_vad.onnx --engine vad.engine --fixed-input sr=16000 --state state:stateN\n"
+      "  voxrt build --onnx ds2.onnx --engine ds2.engine --profile "
+      "x:1x1x161x100/1x1x161x200/8x1x161x400\n"
+      "  voxrt build --onnx stream.onnx --engine stream.engine --state h_in:h_out --timing-cache "
+      "cpu.cache\n"
+      "  voxrt build --onnx silero_vad.onnx --engine vad.engine --fixed-input sr=16000 --state "
+      "state:stateN\n"
       "Repeating --profile for the same input adds another optimization profile.");
-  cmd->add_option("--onnx", args->onnx_path, "ONNX model to compile")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--onnx", args->onnx_path, "ONNX model to compile")
+      ->required()
+      ->check(CLI::ExistingFile);
   cmd->add_option("--engine", args->engine_path, "Engine file to write")->required();
-  cmd->add_option("--profile", args->profiles, "NAME:MIN/OPT/MAX shapes of a dynamic input, e.g. x:1x80x16/1x80x64/8x80x400");
-  cmd->add_option("--state", args->states, "IN:OUT streaming state pair kept by the runtime's slot pool");
-  cmd->add_option("--fixed-input", args->fixed_inputs, "NAME=VALUE binds a scalar input at build time (folds branches)");
+  cmd->add_option("--profile", args->profiles,
+                  "NAME:MIN/OPT/MAX shapes of a dynamic input, e.g. x:1x80x16/1x80x64/8x80x400");
+  cmd->add_option("--state", args->states,
+                  "IN:OUT streaming state pair kept by the runtime's slot pool");
+  cmd->add_option("--fixed-input", args->fixed_inputs,
+                  "NAME=VALUE binds a scalar input at build time (folds branches)");
   cmd->add_option("--metadata", args->metadata, "KEY=VALUE added to the engine metadata");
   cmd->add_option("--timing-cache", args->timing_cache, "Timing cache file (read, then updated)");
-  cmd->add_option("--precision", args->precision, "fp32 | tf32 | fp16 | bf16 | int8")->capture_default_str();
+  cmd->add_option("--precision", args->precision, "fp32 | tf32 | fp16 | bf16 | int8")
+      ->capture_default_str();
   cmd->add_option("--device", args->device, "cpu | cuda")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "Threads used to time tactics (match the deployment)")->capture_default_str();
-  cmd->add_option("--timing-iterations", args->timing_iterations, "Timed runs per tactic (median)")->capture_default_str();
-  cmd->add_flag("--no-autotune", args->no_autotune, "Take the first fast tactic instead of timing (fast builds)");
+  cmd->add_option("--threads", args->threads, "Threads used to time tactics (match the deployment)")
+      ->capture_default_str();
+  cmd->add_option("--timing-iterations", args->timing_iterations, "Timed runs per tactic (median)")
+      ->capture_default_str();
+  cmd->add_flag("--no-autotune", args->no_autotune,
+                "Take the first fast tactic instead of timing (fast builds)");
   cmd->add_flag("--verbose,-v", args->verbose, "Print the config and every graph rewrite");
   cmd->add_flag("--json", args->json, "Print a JSON build report on stdout");
   cmd->callback([args, &exit_code] { exit_code = run_build(*args); });

@@ -43,7 +43,8 @@ int run_check(const CheckArgs& args) {
   for (std::size_t i = 0; i < infos.size(); ++i) {
     auto t = onnx_import::read_tensor_proto_file(str_cat(args.data_dir, "/input_", i, ".pb"));
     if (!t) {
-      std::cerr << "error: input " << i << " ('" << infos[i].name << "'): " << t.status().message() << "\n";
+      std::cerr << "error: input " << i << " ('" << infos[i].name << "'): " << t.status().message()
+                << "\n";
       return 1;
     }
     inputs.push_back(std::move(*t));
@@ -97,18 +98,19 @@ int run_check(const CheckArgs& args) {
                        {"max_rel_error", c.max_rel_error},
                        {"mismatches", c.mismatches}});
     if (!args.json) {
-      std::cout << (c.within_tolerance ? "PASS " : "FAIL ") << std::left << std::setw(24) << name << " "
-                << c.describe() << "\n";
+      std::cout << (c.within_tolerance ? "PASS " : "FAIL ") << std::left << std::setw(24) << name
+                << " " << c.describe() << "\n";
     }
   }
   if (args.json) {
-    std::cout << nlohmann::json{{"model", args.onnx_path}, {"reference", reference}, {"rtol", args.rtol},
-                                {"atol", args.atol}, {"pass", all_ok}, {"outputs", results}}
+    std::cout << nlohmann::json{{"model", args.onnx_path}, {"reference", reference},
+                                {"rtol", args.rtol},       {"atol", args.atol},
+                                {"pass", all_ok},          {"outputs", results}}
                      .dump(2)
               << "\n";
   } else {
-    std::cout << (all_ok ? "PASSED" : "FAILED") << ": " << expected.size() << " output(s) vs " << reference
-              << " (rtol " << args.rtol << ", atol " << args.atol << ")\n";
+    std::cout << (all_ok ? "PASSED" : "FAILED") << ": " << expected.size() << " output(s) vs "
+              << reference << " (rtol " << args.rtol << ", atol " << args.atol << ")\n";
   }
   return all_ok ? 0 : 1;
 }
@@ -117,15 +119,20 @@ int run_check(const CheckArgs& args) {
 
 void add_check_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CheckArgs>();
-  CLI::App* cmd = app.add_subcommand("check", "Build a model and compare its outputs with a reference");
+  CLI::App* cmd =
+      app.add_subcommand("check", "Build a model and compare its outputs with a reference");
   cmd->footer(
       "DIR holds input_K.pb (and optionally output_K.pb) TensorProto files, the layout of ONNX's\n"
-      "backend tests. Without expected outputs the reference is onnxruntime (scripts/fetch-third-party.sh).\n"
+      "backend tests. Without expected outputs the reference is onnxruntime "
+      "(scripts/fetch-third-party.sh).\n"
       "Exit status 0 only when every output is within tolerance.\n"
-      "Example:\n  voxrt check /usr/share/libonnx-testdata/data/node/test_gru_defaults/model.onnx \\\n"
+      "Example:\n  voxrt check /usr/share/libonnx-testdata/data/node/test_gru_defaults/model.onnx "
+      "\\\n"
       "    --data /usr/share/libonnx-testdata/data/node/test_gru_defaults/test_data_set_0");
   cmd->add_option("onnx", args->onnx_path, "ONNX model")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--data", args->data_dir, "Folder with input_K.pb [and output_K.pb]")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--data", args->data_dir, "Folder with input_K.pb [and output_K.pb]")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--rtol", args->rtol, "Relative tolerance")->capture_default_str();
   cmd->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
   cmd->add_flag("--autotune", args->autotune, "Time tactics as voxrt build does (slower)");

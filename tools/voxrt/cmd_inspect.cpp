@@ -14,14 +14,16 @@ std::string shape_text(const TensorInfo& t) {
   std::string s;
   for (std::size_t i = 0; i < t.dims.size(); ++i) {
     if (i) s += "x";
-    s += t.dims[i] >= 0 ? std::to_string(t.dims[i]) : (t.dim_names[i].empty() ? "?" : t.dim_names[i]);
+    s += t.dims[i] >= 0 ? std::to_string(t.dims[i])
+                        : (t.dim_names[i].empty() ? "?" : t.dim_names[i]);
   }
   return s.empty() ? "scalar" : s;
 }
 
 nlohmann::json io_json(const std::vector<TensorInfo>& list) {
   nlohmann::json a = nlohmann::json::array();
-  for (const auto& t : list) a.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", shape_text(t)}});
+  for (const auto& t : list)
+    a.push_back({{"name", t.name}, {"dtype", dtype_name(t.dtype)}, {"shape", shape_text(t)}});
   return a;
 }
 
@@ -39,24 +41,30 @@ int run_inspect(const std::string& path, bool json, bool all_metadata) {
   for (const ir::Node* n : *order) {
     const double us = n->attrs.get_float(runtime::kTimeUsAttr, 0);
     total_us += us;
-    layers.push_back({{"name", n->name},
-                      {"op", std::string(ir::op_name(n->op))},
-                      {"origin", n->origin},
-                      {"tactic", n->attrs.get_string(runtime::kTacticNameAttr, n->op == ir::OpKind::kIf ? "control_flow" : "view")},
-                      {"time_us", us}});
+    layers.push_back(
+        {{"name", n->name},
+         {"op", std::string(ir::op_name(n->op))},
+         {"origin", n->origin},
+         {"tactic", n->attrs.get_string(runtime::kTacticNameAttr,
+                                        n->op == ir::OpKind::kIf ? "control_flow" : "view")},
+         {"time_us", us}});
   }
   nlohmann::json profiles = nlohmann::json::array();
   for (const auto& p : contents.profiles) {
     nlohmann::json inputs;
     for (const auto& [name, r] : p.inputs) {
-      inputs[name] = {{"min", dims_to_string(r.min)}, {"opt", dims_to_string(r.opt)}, {"max", dims_to_string(r.max)}};
+      inputs[name] = {{"min", dims_to_string(r.min)},
+                      {"opt", dims_to_string(r.opt)},
+                      {"max", dims_to_string(r.max)}};
     }
     profiles.push_back({{"name", p.name}, {"inputs", inputs}});
   }
   nlohmann::json states = nlohmann::json::array();
-  for (const auto& s : contents.states) states.push_back({{"input", s.input}, {"output", s.output}});
+  for (const auto& s : contents.states)
+    states.push_back({{"input", s.input}, {"output", s.output}});
   nlohmann::json metadata;
-  for (const auto& [k, v] : contents.graph->metadata) metadata[k] = (all_metadata || v.size() <= 120) ? v : v.substr(0, 117) + "...";
+  for (const auto& [k, v] : contents.graph->metadata)
+    metadata[k] = (all_metadata || v.size() <= 120) ? v : v.substr(0, 117) + "...";
   nlohmann::json j = {
       {"engine", path},
       {"file_bytes", impl.file_bytes},
@@ -83,36 +91,46 @@ int run_inspect(const std::string& path, bool json, bool all_metadata) {
   }
   std::cout << "engine      " << path << " (" << impl.file_bytes << " bytes)\n"
             << "target      " << j["target"]["device"].get<std::string>() << " "
-            << j["target"]["precision"].get<std::string>() << " | " << contents.target.fingerprint << "\n"
-            << "builder     " << contents.target.builder_version << ", model hash " << j["model_hash"].get<std::string>()
-            << "\n";
-  for (const auto& t : impl.inputs) std::cout << "input       " << t.name << " " << dtype_name(t.dtype) << " " << shape_text(t) << "\n";
-  for (const auto& t : impl.outputs) std::cout << "output      " << t.name << " " << dtype_name(t.dtype) << " " << shape_text(t) << "\n";
+            << j["target"]["precision"].get<std::string>() << " | " << contents.target.fingerprint
+            << "\n"
+            << "builder     " << contents.target.builder_version << ", model hash "
+            << j["model_hash"].get<std::string>() << "\n";
+  for (const auto& t : impl.inputs)
+    std::cout << "input       " << t.name << " " << dtype_name(t.dtype) << " " << shape_text(t)
+              << "\n";
+  for (const auto& t : impl.outputs)
+    std::cout << "output      " << t.name << " " << dtype_name(t.dtype) << " " << shape_text(t)
+              << "\n";
   for (const auto& p : contents.profiles) {
     for (const auto& [name, r] : p.inputs) {
-      std::cout << "profile     " << p.name << " " << name << " " << dims_to_string(r.min) << " / " << dims_to_string(r.opt)
-                << " / " << dims_to_string(r.max) << "\n";
+      std::cout << "profile     " << p.name << " " << name << " " << dims_to_string(r.min) << " / "
+                << dims_to_string(r.opt) << " / " << dims_to_string(r.max) << "\n";
     }
   }
-  for (const auto& s : contents.states) std::cout << "state       " << s.input << " -> " << s.output << "\n";
+  for (const auto& s : contents.states)
+    std::cout << "state       " << s.input << " -> " << s.output << "\n";
   std::cout << "memory      arena " << contents.memory_plan.peak_bytes << " bytes planned (vs "
-            << contents.memory_plan.unplanned_bytes << " unplanned), weights " << contents.memory_plan.weights_bytes
-            << " bytes\n\n";
-  std::cout << std::left << std::setw(4) << "#" << std::setw(28) << "layer" << std::setw(16) << "op" << std::setw(18)
-            << "tactic" << std::right << std::setw(10) << "time_us" << "  from\n";
+            << contents.memory_plan.unplanned_bytes << " unplanned), weights "
+            << contents.memory_plan.weights_bytes << " bytes\n\n";
+  std::cout << std::left << std::setw(4) << "#" << std::setw(28) << "layer" << std::setw(16) << "op"
+            << std::setw(18) << "tactic" << std::right << std::setw(10) << "time_us"
+            << "  from\n";
   int index = 0;
   for (const auto& l : layers) {
     std::string origin;
     for (const auto& o : l["origin"]) origin += (origin.empty() ? "" : ", ") + o.get<std::string>();
-    std::cout << std::left << std::setw(4) << index++ << std::setw(28) << l["name"].get<std::string>().substr(0, 27)
-              << std::setw(16) << l["op"].get<std::string>() << std::setw(18) << l["tactic"].get<std::string>()
-              << std::right << std::setw(10) << std::fixed << std::setprecision(1) << l["time_us"].get<double>() << "  "
-              << origin << "\n";
+    std::cout << std::left << std::setw(4) << index++ << std::setw(28)
+              << l["name"].get<std::string>().substr(0, 27) << std::setw(16)
+              << l["op"].get<std::string>() << std::setw(18) << l["tactic"].get<std::string>()
+              << std::right << std::setw(10) << std::fixed << std::setprecision(1)
+              << l["time_us"].get<double>() << "  " << origin << "\n";
   }
-  std::cout << "total time at opt shapes: " << std::fixed << std::setprecision(1) << total_us << " us\n";
+  std::cout << "total time at opt shapes: " << std::fixed << std::setprecision(1) << total_us
+            << " us\n";
   if (!contents.graph->metadata.empty()) {
     std::cout << "\nmetadata\n";
-    for (const auto& [k, v] : metadata.items()) std::cout << "  " << k << " = " << v.get<std::string>() << "\n";
+    for (const auto& [k, v] : metadata.items())
+      std::cout << "  " << k << " = " << v.get<std::string>() << "\n";
   }
   return 0;
 }
@@ -123,8 +141,10 @@ void add_inspect_command(CLI::App& app, int& exit_code) {
   auto path = std::make_shared<std::string>();
   auto json = std::make_shared<bool>(false);
   auto all = std::make_shared<bool>(false);
-  CLI::App* cmd = app.add_subcommand("inspect", "Show an engine's layers, tactics, profiles and memory plan");
-  cmd->footer("Example:\n  voxrt inspect model.engine --json | jq '.layers[] | select(.time_us > 100)'");
+  CLI::App* cmd =
+      app.add_subcommand("inspect", "Show an engine's layers, tactics, profiles and memory plan");
+  cmd->footer(
+      "Example:\n  voxrt inspect model.engine --json | jq '.layers[] | select(.time_us > 100)'");
   cmd->add_option("engine", *path, "Engine file")->required()->check(CLI::ExistingFile);
   cmd->add_flag("--json", *json, "Print one JSON object");
   cmd->add_flag("--all-metadata", *all, "Do not shorten long metadata values");

@@ -10,7 +10,8 @@
 namespace voxrt::cli {
 namespace {
 
-int run_run(const std::string& engine_path, const std::string& inputs_dir, const std::string& outputs_dir, int threads) {
+int run_run(const std::string& engine_path, const std::string& inputs_dir,
+            const std::string& outputs_dir, int threads) {
   auto engine = Engine::load_file(engine_path);
   if (!engine) {
     std::cerr << "error: " << engine.status().message() << "\n";
@@ -21,7 +22,8 @@ int run_run(const std::string& engine_path, const std::string& inputs_dir, const
     const std::string path = str_cat(inputs_dir, "/input_", i, ".pb");
     auto t = onnx_import::read_tensor_proto_file(path);
     if (!t) {
-      std::cerr << "error: input " << i << " ('" << (*engine)->inputs()[i].name << "'): " << t.status().message() << "\n";
+      std::cerr << "error: input " << i << " ('" << (*engine)->inputs()[i].name
+                << "'): " << t.status().message() << "\n";
       return 1;
     }
     inputs.push_back(std::move(*t));
@@ -39,13 +41,15 @@ int run_run(const std::string& engine_path, const std::string& inputs_dir, const
   std::filesystem::create_directories(outputs_dir);
   for (std::size_t i = 0; i < outputs->size(); ++i) {
     const std::string path = str_cat(outputs_dir, "/output_", i, ".pb");
-    Status s = onnx_import::write_tensor_proto_file(path, (*outputs)[i], (*engine)->outputs()[i].name);
+    Status s =
+        onnx_import::write_tensor_proto_file(path, (*outputs)[i], (*engine)->outputs()[i].name);
     if (!s) {
       std::cerr << "error: " << s.message() << "\n";
       return 1;
     }
-    std::cout << path << "  " << (*engine)->outputs()[i].name << " " << dtype_name((*outputs)[i].dtype()) << " "
-              << dims_to_string((*outputs)[i].dims()) << "\n";
+    std::cout << path << "  " << (*engine)->outputs()[i].name << " "
+              << dtype_name((*outputs)[i].dtype()) << " " << dims_to_string((*outputs)[i].dims())
+              << "\n";
   }
   return 0;
 }
@@ -58,10 +62,14 @@ void add_run_command(CLI::App& app, int& exit_code) {
   auto outputs = std::make_shared<std::string>();
   auto threads = std::make_shared<int>(1);
   CLI::App* cmd = app.add_subcommand("run", "Run an engine once on TensorProto files");
-  cmd->footer("Inputs are DIR/input_K.pb in the engine's input order; outputs are written as DIR/output_K.pb.\n"
-              "Example:\n  voxrt run model.engine --inputs test_data_set_0 --outputs /tmp/out");
+  cmd->footer(
+      "Inputs are DIR/input_K.pb in the engine's input order; outputs are written as "
+      "DIR/output_K.pb.\n"
+      "Example:\n  voxrt run model.engine --inputs test_data_set_0 --outputs /tmp/out");
   cmd->add_option("engine", *engine, "Engine file")->required()->check(CLI::ExistingFile);
-  cmd->add_option("--inputs", *inputs, "Folder with input_K.pb files")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--inputs", *inputs, "Folder with input_K.pb files")
+      ->required()
+      ->check(CLI::ExistingDirectory);
   cmd->add_option("--outputs", *outputs, "Folder to write output_K.pb files into")->required();
   cmd->add_option("--threads", *threads, "Kernel threads")->capture_default_str();
   cmd->callback([=, &exit_code] { exit_code = run_run(*engine, *inputs, *outputs, *threads); });

@@ -11,5 +11,6 @@ void add_inspect_command(CLI::App& app, int& exit_code);
 void add_run_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
+void add_transcribe_command(CLI::App& app, int& exit_code);
 
 }  // namespace voxrt::cli

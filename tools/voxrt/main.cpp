@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   voxrt::cli::add_run_command(app, exit_code);
   voxrt::cli::add_check_command(app, exit_code);
   voxrt::cli::add_bench_command(app, exit_code);
+  voxrt::cli::add_transcribe_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -7,7 +7,9 @@
 namespace voxrt::cli {
 
 ProgressBar::ProgressBar() : interactive_(::isatty(STDERR_FILENO) != 0) {}
-ProgressBar::~ProgressBar() { finish(); }
+ProgressBar::~ProgressBar() {
+  finish();
+}
 
 void ProgressBar::update(const std::string& stage, int done, int total, const std::string& detail) {
   if (!interactive_) {
@@ -23,7 +25,8 @@ void ProgressBar::update(const std::string& stage, int done, int total, const st
   std::string bar(static_cast<std::size_t>(filled), '#');
   bar.resize(kWidth, ' ');
   std::string shown = detail.size() > 40 ? detail.substr(0, 37) + "..." : detail;
-  std::fprintf(stderr, "\r\033[K%-9s [%s] %d/%d %s", stage.c_str(), bar.c_str(), done, total, shown.c_str());
+  std::fprintf(stderr, "\r\033[K%-9s [%s] %d/%d %s", stage.c_str(), bar.c_str(), done, total,
+               shown.c_str());
   std::fflush(stderr);
   open_line_ = true;
   last_stage_ = stage;

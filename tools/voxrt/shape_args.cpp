@@ -4,7 +4,8 @@
 
 namespace voxrt::cli {
 namespace {
-Expected<std::pair<std::string, std::string>> split_name(const std::string& spec, char sep, const char* example) {
+Expected<std::pair<std::string, std::string>> split_name(const std::string& spec, char sep,
+                                                         const char* example) {
   const auto at = spec.rfind(sep);
   if (at == std::string::npos || at == 0) {
     return invalid_argument("'", spec, "': expected NAME", sep, "..., e.g. ", example);
@@ -19,11 +20,13 @@ Expected<Dims> parse_dims(const std::string& text) {
   std::size_t pos = 0;
   while (pos <= text.size()) {
     const auto next = text.find('x', pos);
-    const std::string part = text.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
+    const std::string part =
+        text.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
     std::int64_t value = 0;
     auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
     if (ec != std::errc() || ptr != part.data() + part.size() || value < 0) {
-      return invalid_argument("shape '", text, "': '", part, "' is not a non-negative integer (write dims like 1x80x100)");
+      return invalid_argument("shape '", text, "': '", part,
+                              "' is not a non-negative integer (write dims like 1x80x100)");
     }
     dims.push_back(value);
     if (next == std::string::npos) break;
@@ -42,12 +45,14 @@ Expected<std::vector<OptimizationProfile>> parse_profiles(const std::vector<std:
     std::size_t pos = 0;
     for (;;) {
       const auto slash = ranges.find('/', pos);
-      three.push_back(ranges.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos));
+      three.push_back(
+          ranges.substr(pos, slash == std::string::npos ? std::string::npos : slash - pos));
       if (slash == std::string::npos) break;
       pos = slash + 1;
     }
     if (three.size() != 3) {
-      return invalid_argument("--profile '", spec, "': expected MIN/OPT/MAX (three shapes separated by '/'), found ",
+      return invalid_argument("--profile '", spec,
+                              "': expected MIN/OPT/MAX (three shapes separated by '/'), found ",
                               three.size());
     }
     ShapeRange range;
@@ -55,7 +60,8 @@ Expected<std::vector<OptimizationProfile>> parse_profiles(const std::vector<std:
     VOXRT_ASSIGN_OR_RETURN(range.opt, parse_dims(three[1]));
     VOXRT_ASSIGN_OR_RETURN(range.max, parse_dims(three[2]));
     const std::size_t index = seen[name]++;
-    if (profiles.size() <= index) profiles.push_back(OptimizationProfile{str_cat("profile", index), {}});
+    if (profiles.size() <= index)
+      profiles.push_back(OptimizationProfile{str_cat("profile", index), {}});
     profiles[index].inputs[name] = std::move(range);
   }
   return profiles;
@@ -73,7 +79,8 @@ Expected<std::map<std::string, Dims>> parse_shapes(const std::vector<std::string
 Expected<StatePair> parse_state(const std::string& spec) {
   const auto at = spec.find(':');
   if (at == std::string::npos || at == 0 || at + 1 == spec.size()) {
-    return invalid_argument("--state '", spec, "': expected IN:OUT (a state input and the output that updates it)");
+    return invalid_argument("--state '", spec,
+                            "': expected IN:OUT (a state input and the output that updates it)");
   }
   return StatePair{spec.substr(0, at), spec.substr(at + 1)};
 }

@@ -26,7 +26,8 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected, double 
     c.max_abs_error = std::max(c.max_abs_error, err);
     if (std::fabs(b) > 0) c.max_rel_error = std::max(c.max_rel_error, err / std::fabs(b));
   }
-  c.mean_abs_error = expected.element_count() ? sum / static_cast<double>(expected.element_count()) : 0;
+  c.mean_abs_error =
+      expected.element_count() ? sum / static_cast<double>(expected.element_count()) : 0;
   c.within_tolerance = c.mismatches == 0;
   return c;
 }
@@ -34,8 +35,10 @@ Comparison compare_tensors(const Tensor& actual, const Tensor& expected, double 
 std::string Comparison::describe() const {
   std::ostringstream out;
   if (!shapes_match) return "shape or dtype differs";
-  out << "max_abs " << max_abs_error << " mean_abs " << mean_abs_error << " max_rel " << max_rel_error;
-  if (mismatches) out << ", " << mismatches << " elements out of tolerance (first at " << first_mismatch << ")";
+  out << "max_abs " << max_abs_error << " mean_abs " << mean_abs_error << " max_rel "
+      << max_rel_error;
+  if (mismatches)
+    out << ", " << mismatches << " elements out of tolerance (first at " << first_mismatch << ")";
   return out.str();
 }
 

@@ -65,12 +65,15 @@ TEST(Engine, RefusesBadInputsWithoutCrashing) {
   ASSERT_TRUE(engine.has_value());
   auto context = (*engine)->create_context(1);
   std::mt19937 rng(2);
-  auto wrong_dim = (*context)->run(std::vector<Tensor>{random_tensor({2, 5}, rng), random_tensor({2, 5}, rng)});
+  auto wrong_dim =
+      (*context)->run(std::vector<Tensor>{random_tensor({2, 5}, rng), random_tensor({2, 5}, rng)});
   ASSERT_FALSE(wrong_dim.has_value());
-  EXPECT_NE(wrong_dim.status().message().find("dim 1 must be 4"), std::string::npos) << wrong_dim.status().message();
+  EXPECT_NE(wrong_dim.status().message().find("dim 1 must be 4"), std::string::npos)
+      << wrong_dim.status().message();
   auto too_few = (*context)->run(std::vector<Tensor>{random_tensor({2, 4}, rng)});
   EXPECT_FALSE(too_few.has_value());
-  auto wrong_dtype = (*context)->run(std::vector<Tensor>{Tensor::zeros(DType::kI64, {2, 4}), random_tensor({2, 4}, rng)});
+  auto wrong_dtype = (*context)->run(
+      std::vector<Tensor>{Tensor::zeros(DType::kI64, {2, 4}), random_tensor({2, 4}, rng)});
   EXPECT_FALSE(wrong_dtype.has_value());
 }
 
@@ -150,13 +153,16 @@ TEST(StatePool, BatchedStreamsEqualStreamsRunAlone) {
     ASSERT_EQ(out->size(), 1u);
     for (std::size_t b = 0; b < active.size(); ++b) {
       float y[4];
-      cell_reference(x.data<float>() + b * 4, ref_state[static_cast<std::size_t>(active[b])].data(), y);
+      cell_reference(x.data<float>() + b * 4, ref_state[static_cast<std::size_t>(active[b])].data(),
+                     y);
       for (int k = 0; k < 4; ++k) EXPECT_NEAR((*out)[0].data<float>()[b * 4 + k], y[k], 1e-6);
     }
   }
   for (int i = 0; i < streams; ++i) {
     auto state = (*pool)->read_state(slots[static_cast<std::size_t>(i)], 0);
-    for (int k = 0; k < 4; ++k) EXPECT_NEAR(state->data<float>()[k], ref_state[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)], 1e-6);
+    for (int k = 0; k < 4; ++k)
+      EXPECT_NEAR(state->data<float>()[k],
+                  ref_state[static_cast<std::size_t>(i)][static_cast<std::size_t>(k)], 1e-6);
   }
   // Release and reacquire: the slot starts from zeros again; over-acquiring is refused.
   ASSERT_TRUE((*pool)->release(slots[0]).is_ok());
@@ -206,19 +212,26 @@ TEST(Engine, ManyThreadsShareOneEngine) {
 TEST(Builder, ProfilesAreValidatedAndStored) {
   BuilderConfig config;
   config.autotune = false;
-  config.profiles = {OptimizationProfile{"p0", {{"x", ShapeRange{{1, 4}, {2, 4}, {8, 4}}}, {"state_in", ShapeRange{{1, 4}, {2, 4}, {8, 4}}}}}};
+  config.profiles = {OptimizationProfile{"p0",
+                                         {{"x", ShapeRange{{1, 4}, {2, 4}, {8, 4}}},
+                                          {"state_in", ShapeRange{{1, 4}, {2, 4}, {8, 4}}}}}};
   auto bytes = builder::build_engine_from_graph(testing::make_streaming_cell(), 1, config);
   ASSERT_TRUE(bytes.has_value()) << bytes.status().to_string();
   auto engine = Engine::load_bytes(*bytes);
   ASSERT_TRUE(engine.has_value());
   auto context = (*engine)->create_context(1);
   std::mt19937 rng(4);
-  auto too_big = (*context)->run(std::vector<Tensor>{random_tensor({9, 4}, rng), random_tensor({9, 4}, rng)});
+  auto too_big =
+      (*context)->run(std::vector<Tensor>{random_tensor({9, 4}, rng), random_tensor({9, 4}, rng)});
   ASSERT_FALSE(too_big.has_value());
-  EXPECT_NE(too_big.status().message().find("profile"), std::string::npos) << too_big.status().message();
-  EXPECT_TRUE((*context)->run(std::vector<Tensor>{random_tensor({8, 4}, rng), random_tensor({8, 4}, rng)}).has_value());
+  EXPECT_NE(too_big.status().message().find("profile"), std::string::npos)
+      << too_big.status().message();
+  EXPECT_TRUE((*context)
+                  ->run(std::vector<Tensor>{random_tensor({8, 4}, rng), random_tensor({8, 4}, rng)})
+                  .has_value());
   config.profiles[0].inputs["x"].min = {3, 4};  // min > opt
-  EXPECT_FALSE(builder::build_engine_from_graph(testing::make_streaming_cell(), 1, config).has_value());
+  EXPECT_FALSE(
+      builder::build_engine_from_graph(testing::make_streaming_cell(), 1, config).has_value());
 }
 
 }  // namespace

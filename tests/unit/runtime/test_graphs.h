@@ -14,7 +14,8 @@ inline std::unique_ptr<ir::Graph> make_streaming_cell() {
   g->name = "cell";
   using ir::Dim;
   ir::Value* x = g->add_value("x", DType::kF32, {Dim::symbolic("batch"), Dim::known(4)});
-  ir::Value* state_in = g->add_value("state_in", DType::kF32, {Dim::symbolic("batch"), Dim::known(4)});
+  ir::Value* state_in =
+      g->add_value("state_in", DType::kF32, {Dim::symbolic("batch"), Dim::known(4)});
   ir::Value* w = g->add_constant("w", Tensor::from_vector<float>({4}, {0.5f, -1.0f, 2.0f, 0.25f}));
   ir::Value* two = g->add_constant("two", Tensor::scalar_f32(2.0f));
   ir::Value* xw = g->add_value("xw", DType::kF32, {});

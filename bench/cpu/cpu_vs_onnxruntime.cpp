@@ -1,0 +1,163 @@
+// Times a voxrt engine and onnxruntime on the same ONNX model, inputs and thread count, in
+// interleaved rounds (voxrt block, onnxruntime block, ...), and prints both medians and their
+// ratio. Outputs are compared first, so a fast wrong engine cannot look good.
+//
+//   cpu_vs_onnxruntime --onnx M.onnx --engine M.engine --shapes x:1x1x161x200 \
+//       [--ort-input sr=16000] [--threads 1] [--rounds 5] [--iterations 20] [--json]
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "ort/ort_bridge.h"
+#include "voxrt/engine.h"
+
+namespace {
+
+using voxrt::Dims;
+using voxrt::DType;
+using voxrt::Tensor;
+
+Dims parse_dims(const std::string& s) {
+  Dims d;
+  std::size_t pos = 0;
+  while (pos < s.size()) {
+    auto x = s.find('x', pos);
+    d.push_back(std::stoll(s.substr(pos, x == std::string::npos ? std::string::npos : x - pos)));
+    if (x == std::string::npos) break;
+    pos = x + 1;
+  }
+  return d;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"voxrt CPU engine vs onnxruntime, interleaved"};
+  std::string onnx, engine_path;
+  std::vector<std::string> shapes, ort_inputs;
+  int threads = 1, rounds = 5, iterations = 20;
+  bool json = false;
+  app.add_option("--onnx", onnx)->required();
+  app.add_option("--engine", engine_path)->required();
+  app.add_option("--shapes", shapes, "NAME:DIMS for every engine input");
+  app.add_option(
+      "--ort-input", ort_inputs,
+      "NAME=INT scalar i64 inputs only onnxruntime takes (bound at build time in voxrt)");
+  app.add_option("--threads", threads);
+  app.add_option("--rounds", rounds);
+  app.add_option("--iterations", iterations);
+  app.add_flag("--json", json);
+  CLI11_PARSE(app, argc, argv);
+
+  auto engine = voxrt::Engine::load_file(engine_path);
+  if (!engine) {
+    std::cerr << "error: " << engine.status().message() << "\n";
+    return 1;
+  }
+  std::map<std::string, Dims> shape_of;
+  for (const auto& s : shapes)
+    shape_of[s.substr(0, s.rfind(':'))] = parse_dims(s.substr(s.rfind(':') + 1));
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.f, 0.5f);
+  std::vector<Tensor> inputs;
+  std::vector<std::string> names;
+  for (const auto& info : (*engine)->inputs()) {
+    Dims dims;
+    if (shape_of.count(info.name)) {
+      dims = shape_of[info.name];
+    } else {
+      for (auto d : info.dims) dims.push_back(d < 0 ? 1 : d);
+    }
+    Tensor t = Tensor::zeros(info.dtype, dims);
+    if (info.dtype == DType::kF32) {
+      for (auto& v : t.span<float>()) v = normal(rng);
+    }
+    inputs.push_back(t);
+    names.push_back(info.name);
+  }
+  std::vector<Tensor> ort_feed = inputs;
+  std::vector<std::string> ort_names = names;
+  for (const auto& s : ort_inputs) {
+    ort_names.push_back(s.substr(0, s.find('=')));
+    ort_feed.push_back(Tensor::scalar_i64(std::stoll(s.substr(s.find('=') + 1))));
+  }
+  std::vector<std::string> output_names;
+  for (const auto& o : (*engine)->outputs()) output_names.push_back(o.name);
+
+  auto context = (*engine)->create_context(threads);
+  auto ours = (*context)->run(inputs);
+  if (!ours) {
+    std::cerr << "error: voxrt: " << ours.status().message() << "\n";
+    return 1;
+  }
+  voxrt::ort::OrtRunOptions reference_options;
+  reference_options.threads = threads;
+  auto reference =
+      voxrt::ort::run_onnxruntime(onnx, ort_names, ort_feed, output_names, reference_options);
+  if (!reference) {
+    std::cerr << "error: onnxruntime: " << reference.status().message() << "\n";
+    return 1;
+  }
+  double max_abs = 0;
+  for (std::size_t i = 0; i < ours->size(); ++i) {
+    const Tensor& a = (*ours)[i];
+    const Tensor& b = reference->outputs[i];
+    if (a.dims() != b.dims()) {
+      std::cerr << "error: output '" << output_names[i] << "' shape differs from onnxruntime\n";
+      return 1;
+    }
+    for (std::int64_t k = 0; k < a.element_count(); ++k) {
+      max_abs = std::max(max_abs, std::fabs(a.element_as_double(k) - b.element_as_double(k)));
+    }
+  }
+
+  std::vector<double> voxrt_ms, ort_ms;
+  for (int r = 0; r < rounds; ++r) {
+    for (int i = 0; i < iterations; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto out = (*context)->run(inputs);
+      voxrt_ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (!out) return 1;
+    }
+    voxrt::ort::OrtRunOptions timed = reference_options;
+    timed.timed_iterations = iterations;
+    auto block = voxrt::ort::run_onnxruntime(onnx, ort_names, ort_feed, output_names, timed);
+    if (!block) {
+      std::cerr << "error: onnxruntime: " << block.status().message() << "\n";
+      return 1;
+    }
+    ort_ms.insert(ort_ms.end(), block->times_ms.begin(), block->times_ms.end());
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double ours_median = median(voxrt_ms), ort_median = median(ort_ms);
+  nlohmann::json j = {{"model", onnx},
+                      {"threads", threads},
+                      {"voxrt_median_ms", ours_median},
+                      {"onnxruntime_median_ms", ort_median},
+                      {"speedup", ort_median / ours_median},
+                      {"max_abs_diff_vs_onnxruntime", max_abs},
+                      {"voxrt_peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0},
+                      {"samples_each", voxrt_ms.size()}};
+  if (json) {
+    std::cout << j.dump() << "\n";
+  } else {
+    std::cout << onnx << " threads=" << threads << ": voxrt " << ours_median << " ms, onnxruntime "
+              << ort_median << " ms, speedup " << ort_median / ours_median << "x (max |diff| "
+              << max_abs << ")\n";
+  }
+  return 0;
+}

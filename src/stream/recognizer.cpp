@@ -1,0 +1,370 @@
+#include "stream/recognizer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+namespace voxrt::stream {
+namespace {
+
+// Log-probability that stands for "impossible" in synthetic blank frames; finite so the beam
+// search's log-sum-exp stays finite.
+constexpr float kImpossibleLogProb = -30.0f;
+
+Expected<int> metadata_int(const std::map<std::string, std::string>& metadata,
+                           const std::string& key, int fallback, bool required) {
+  auto it = metadata.find(key);
+  if (it == metadata.end()) {
+    if (required)
+      return invalid_argument("engine metadata: '", key,
+                              "' is missing (see docs/model_contract.md)");
+    return fallback;
+  }
+  try {
+    std::size_t used = 0;
+    const int value = std::stoi(it->second, &used);
+    if (used != it->second.size() || value < 1) throw std::invalid_argument("bad");
+    return value;
+  } catch (...) {
+    return invalid_argument("engine metadata: '", key, "' must be a positive integer, found '",
+                            it->second, "'");
+  }
+}
+
+}  // namespace
+
+Status RecognizerConfig::validate() const {
+  if (engine_path.empty()) return invalid_argument("recognizer: engine_path is empty");
+  if (max_streams < 1)
+    return invalid_argument("recognizer: max_streams must be >= 1, got ", max_streams);
+  if (max_batch < 1) return invalid_argument("recognizer: max_batch must be >= 1, got ", max_batch);
+  if (threads < 1) return invalid_argument("recognizer: threads must be >= 1, got ", threads);
+  if (!lm_path.empty() && decoder != DecoderKind::kBeam) {
+    return invalid_argument("recognizer: an LM (", lm_path, ") needs the beam decoder");
+  }
+  if (vad_preroll_chunks < 0)
+    return invalid_argument("recognizer: vad_preroll_chunks must be >= 0");
+  return endpoint.validate();
+}
+
+std::string RecognizerConfig::to_string() const {
+  std::ostringstream out;
+  out << "engine=" << engine_path << " max_streams=" << max_streams << " max_batch=" << max_batch
+      << " threads=" << threads
+      << " decoder=" << (decoder == DecoderKind::kGreedy ? "greedy" : "beam");
+  if (decoder == DecoderKind::kBeam)
+    out << " beam=" << beam.beam_width << " lm=" << (lm_path.empty() ? "none" : lm_path);
+  out << " vad=" << (vad == VadKind::kOff ? "off" : "energy") << " endpoint={"
+      << endpoint.to_string() << "}";
+  return out.str();
+}
+
+// ---- Recognizer ------------------------------------------------------------------------------
+
+Expected<std::shared_ptr<Recognizer>> Recognizer::create(const RecognizerConfig& config) {
+  VOXRT_RETURN_IF_ERROR(config.validate());
+  auto r = std::shared_ptr<Recognizer>(new Recognizer());
+  r->config_ = config;
+  VOXRT_ASSIGN_OR_RETURN(r->engine_, Engine::load_file(config.engine_path));
+  const auto& metadata = r->engine_->metadata();
+  auto family = metadata.find("voxrt.model_family");
+  if (family == metadata.end() || family->second != "ctc_streaming") {
+    return invalid_argument(
+        config.engine_path, ": voxrt.model_family is '",
+        family == metadata.end() ? "(missing)" : family->second,
+        "', the recognizer runs 'ctc_streaming' models (docs/model_contract.md)");
+  }
+  VOXRT_ASSIGN_OR_RETURN(r->chunk_frames_, metadata_int(metadata, "voxrt.chunk_frames", 0, true));
+  VOXRT_ASSIGN_OR_RETURN(r->subsampling_, metadata_int(metadata, "voxrt.subsampling", 1, false));
+  VOXRT_ASSIGN_OR_RETURN(r->feature_config_, audio::FeatureConfig::from_metadata(metadata));
+  VOXRT_ASSIGN_OR_RETURN(auto computer, audio::FrameFeatureComputer::create(r->feature_config_));
+  r->feature_computer_ = std::make_shared<const audio::FrameFeatureComputer>(std::move(computer));
+  r->feature_dim_ = r->feature_config_.output_dim();
+  const std::string model_dir =
+      config.model_dir.empty() ? std::filesystem::path(config.engine_path).parent_path().string()
+                               : config.model_dir;
+  VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::from_metadata(metadata, model_dir));
+  r->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
+  r->time_base_ = decode::TimeBase{r->subsampling_, r->feature_config_.frame_shift_ms};
+  if (!config.lm_path.empty()) {
+    VOXRT_ASSIGN_OR_RETURN(auto lm, decode::ArpaLm::load(config.lm_path));
+    r->lm_ = std::make_shared<const decode::ArpaLm>(std::move(lm));
+  }
+  VOXRT_ASSIGN_OR_RETURN(auto endpoint,
+                         decode::EndpointDetector::create(config.endpoint, r->time_base_));
+  r->endpoint_.emplace(std::move(endpoint));
+  VOXRT_ASSIGN_OR_RETURN(r->context_, r->engine_->create_context(config.threads));
+  VOXRT_ASSIGN_OR_RETURN(r->pool_, StatePool::create(r->engine_, config.max_streams));
+  if (r->pool_->stream_inputs().size() != 1 || r->pool_->stream_outputs().size() != 1) {
+    return invalid_argument(
+        config.engine_path, ": a ctc_streaming engine has one non-state input (features) and one ",
+        "non-state output (log_probs); this one has ", r->pool_->stream_inputs().size(), " and ",
+        r->pool_->stream_outputs().size(), " (was it built with --state for every state pair?)");
+  }
+  return r;
+}
+
+Expected<std::unique_ptr<Stream>> Recognizer::open_stream(const StreamOptions& options) {
+  if (options.sample_rate_hz < 1000 || options.sample_rate_hz > 384000) {
+    return invalid_argument("stream: sample_rate_hz must be 1000..384000, got ",
+                            options.sample_rate_hz);
+  }
+  if (!options.hotwords.empty() && config_.decoder != DecoderKind::kBeam) {
+    return invalid_argument("stream: hotwords need the beam decoder (--decoder beam)");
+  }
+  VOXRT_ASSIGN_OR_RETURN(int slot, pool_->acquire());
+  auto stream = std::unique_ptr<Stream>(new Stream(shared_from_this(), options, slot));
+  if (options.sample_rate_hz != feature_config_.sample_rate_hz) {
+    VOXRT_ASSIGN_OR_RETURN(
+        auto resampler,
+        audio::StreamingResampler::create(options.sample_rate_hz, feature_config_.sample_rate_hz));
+    stream->resampler_.emplace(std::move(resampler));
+  }
+  stream->features_.emplace(audio::StreamingFeatureExtractor::create(feature_computer_));
+  if (config_.vad == VadKind::kEnergy) {
+    audio::EnergyVadConfig vad_config = config_.energy_vad;
+    vad_config.sample_rate_hz = feature_config_.sample_rate_hz;
+    VOXRT_ASSIGN_OR_RETURN(auto vad, audio::EnergyVad::create(vad_config));
+    stream->vad_.emplace(std::move(vad));
+  }
+  if (config_.decoder == DecoderKind::kGreedy) {
+    stream->greedy_.emplace(vocabulary_, time_base_);
+  } else {
+    std::shared_ptr<const decode::ContextGraph> hotwords;
+    if (!options.hotwords.empty()) {
+      VOXRT_ASSIGN_OR_RETURN(auto graph,
+                             decode::ContextGraph::from_phrases(*vocabulary_, options.hotwords,
+                                                                options.hotword_bonus));
+      hotwords = std::make_shared<const decode::ContextGraph>(std::move(graph));
+    }
+    VOXRT_ASSIGN_OR_RETURN(auto beam, decode::CtcPrefixBeamDecoder::create(
+                                          vocabulary_, config_.beam, time_base_, lm_, hotwords));
+    stream->beam_.emplace(std::move(beam));
+  }
+  return stream;
+}
+
+Expected<int> Recognizer::advance(std::span<Stream* const> streams) {
+  int calls = 0;
+  for (;;) {
+    // Full chunks batch together; a stream's last, shorter chunk runs with others of its length.
+    std::map<int, std::vector<Stream*>> by_frames;
+    for (Stream* s : streams) {
+      if (!s->ready_chunks_.empty()) {
+        by_frames[static_cast<int>(s->ready_chunks_.front().size()) / feature_dim_].push_back(s);
+      }
+    }
+    if (by_frames.empty()) break;
+    for (auto& [frames, ready] : by_frames) {
+      for (std::size_t begin = 0; begin < ready.size();
+           begin += static_cast<std::size_t>(config_.max_batch)) {
+        const std::size_t end =
+            std::min(ready.size(), begin + static_cast<std::size_t>(config_.max_batch));
+        VOXRT_RETURN_IF_ERROR(
+            run_batch(std::span<Stream* const>(ready.data() + begin, end - begin), frames));
+        ++calls;
+      }
+    }
+  }
+  for (Stream* s : streams) {
+    if (s->input_done_ && !s->finished_ && s->ready_chunks_.empty()) {
+      s->finish_utterance(decode::EndpointReason::kNone);
+      s->finished_ = true;
+    }
+  }
+  return calls;
+}
+
+Status Recognizer::run_batch(std::span<Stream* const> batch, int frames) {
+  const auto batch_size = static_cast<std::int64_t>(batch.size());
+  Tensor features = Tensor::uninitialized(DType::kF32, {batch_size, frames, feature_dim_});
+  std::vector<int> slots;
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    const auto& chunk = batch[b]->ready_chunks_.front();
+    std::copy(chunk.begin(), chunk.end(), features.data<float>() + b * chunk.size());
+    slots.push_back(batch[b]->slot_);
+  }
+  VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
+                         pool_->run_batch(*context_, slots, std::vector<Tensor>{features}));
+  const Tensor& log_probs = outputs[0];
+  if (log_probs.rank() != 3 || log_probs.dim(0) != batch_size || log_probs.dim(2) != vocab_size()) {
+    return invalid_argument("log_probs is ", dims_to_string(log_probs.dims()), ", expected [",
+                            batch_size, ", T, ", vocab_size(), "]");
+  }
+  const auto out_frames = static_cast<int>(log_probs.dim(1));
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    Stream* s = batch[b];
+    s->ready_chunks_.pop_front();
+    int valid = out_frames;
+    if (s->ready_chunks_.empty() && s->final_chunk_valid_frames_ >= 0) {
+      // The padded last chunk: output frame j depends on input frames <= subsampling*j.
+      valid =
+          std::min(out_frames, (s->final_chunk_valid_frames_ + subsampling_ - 1) / subsampling_);
+    }
+    VOXRT_RETURN_IF_ERROR(
+        s->deliver(log_probs.data<float>() + b * out_frames * vocab_size(), valid, true));
+  }
+  return Status::ok();
+}
+
+// ---- Stream ----------------------------------------------------------------------------------
+
+Stream::Stream(std::shared_ptr<Recognizer> recognizer, StreamOptions options, int slot)
+    : recognizer_(std::move(recognizer)), options_(std::move(options)), slot_(slot) {}
+
+Stream::~Stream() {
+  if (slot_ >= 0) (void)recognizer_->pool_->release(slot_);
+}
+
+Status Stream::accept_pcm(std::span<const float> samples) {
+  if (input_done_) return failed_precondition("stream: audio after input_finished()");
+  samples_in_ += static_cast<long long>(samples.size());
+  std::span<const float> at_model_rate = samples;
+  if (resampler_) {
+    resampled_.clear();
+    VOXRT_RETURN_IF_ERROR(resampler_->process(samples, resampled_));
+    at_model_rate = resampled_;
+  }
+  if (vad_) vad_->accept_waveform(at_model_rate, vad_events_);
+  features_->accept_waveform(at_model_rate);
+  collect_chunks(false);
+  return Status::ok();
+}
+
+Status Stream::input_finished() {
+  if (input_done_) return Status::ok();
+  if (resampler_) {
+    resampled_.clear();
+    VOXRT_RETURN_IF_ERROR(resampler_->flush(resampled_));
+    if (vad_) vad_->accept_waveform(resampled_, vad_events_);
+    features_->accept_waveform(resampled_);
+  }
+  if (vad_) vad_->input_finished(vad_events_);
+  features_->input_finished();
+  input_done_ = true;
+  collect_chunks(true);
+  return Status::ok();
+}
+
+void Stream::collect_chunks(bool flush) {
+  const int dim = recognizer_->feature_dim_;
+  const int chunk = recognizer_->chunk_frames_;
+  std::vector<float> popped;
+  features_->pop_frames(popped, features_->frames_ready());
+  frame_buffer_.insert(frame_buffer_.end(), popped.begin(), popped.end());
+  for (const auto& event : vad_events_) {
+    if (event.kind == audio::VadEvent::Kind::kSpeechStart) {
+      in_speech_ = true;
+    } else {
+      in_speech_ = false;
+      vad_speech_ended_ = true;
+    }
+  }
+  vad_events_.clear();
+  auto route = [&](std::vector<float> c) {
+    if (!vad_ || in_speech_) {
+      while (!preroll_.empty()) {
+        ready_chunks_.push_back(std::move(preroll_.front()));
+        preroll_.pop_front();
+      }
+      ready_chunks_.push_back(std::move(c));
+      return;
+    }
+    preroll_.push_back(std::move(c));
+    while (static_cast<int>(preroll_.size()) > recognizer_->config_.vad_preroll_chunks) {
+      const int frames = static_cast<int>(preroll_.front().size()) / dim;
+      preroll_.pop_front();
+      ++chunks_skipped_;
+      // Silence costs no model work: the decoder sees blanks, so times and endpoints stay right.
+      const int out_frames = frames / recognizer_->subsampling_;
+      const int vocab = recognizer_->vocab_size();
+      std::vector<float> blanks(static_cast<std::size_t>(out_frames * vocab), kImpossibleLogProb);
+      for (int t = 0; t < out_frames; ++t)
+        blanks[static_cast<std::size_t>(t * vocab + recognizer_->vocabulary_->blank_id())] = 0.0f;
+      (void)deliver(blanks.data(), out_frames, false);
+    }
+  };
+  const std::size_t chunk_values = static_cast<std::size_t>(chunk * dim);
+  while (frame_buffer_.size() >= chunk_values) {
+    route(std::vector<float>(frame_buffer_.begin(),
+                             frame_buffer_.begin() + static_cast<std::ptrdiff_t>(chunk_values)));
+    frame_buffer_.erase(frame_buffer_.begin(),
+                        frame_buffer_.begin() + static_cast<std::ptrdiff_t>(chunk_values));
+  }
+  if (flush) {
+    if (vad_ && !in_speech_) preroll_.clear();  // trailing silence: nothing more to recognise
+    const int valid = static_cast<int>(frame_buffer_.size()) / dim;
+    if (valid > 0 && (!vad_ || in_speech_)) {
+      // Pad with zero frames (the normalised mean) to a multiple of the subsampling.
+      const int sub = recognizer_->subsampling_;
+      const int padded = (valid + sub - 1) / sub * sub;
+      frame_buffer_.resize(static_cast<std::size_t>(padded * dim), 0.0f);
+      final_chunk_valid_frames_ = valid;
+      route(std::move(frame_buffer_));
+    }
+    frame_buffer_.clear();
+  }
+}
+
+Status Stream::deliver(const float* log_probs, int frames, bool from_model) {
+  if (from_model) ++chunks_run_;
+  if (frames <= 0) return Status::ok();
+  const decode::LogProbView view{log_probs, frames, recognizer_->vocab_size()};
+  long long utterance_frames = 0, trailing_blank = 0;
+  bool has_tokens = false;
+  if (greedy_) {
+    VOXRT_RETURN_IF_ERROR(greedy_->accept(view));
+    utterance_frames = greedy_->utterance_frames();
+    trailing_blank = greedy_->trailing_blank_frames();
+    has_tokens = greedy_->has_tokens();
+  } else {
+    VOXRT_RETURN_IF_ERROR(beam_->accept(view));
+    utterance_frames = beam_->utterance_frames();
+    trailing_blank = beam_->trailing_blank_frames();
+    has_tokens = beam_->has_tokens();
+  }
+  const bool vad_end =
+      vad_speech_ended_ && recognizer_->config_.endpoint.use_vad_endpoint && has_tokens;
+  const auto reason =
+      recognizer_->endpoint_->detect(utterance_frames, trailing_blank, has_tokens, vad_end);
+  if (reason != decode::EndpointReason::kNone) {
+    vad_speech_ended_ = false;
+    finish_utterance(reason);
+  } else {
+    emit_partial();
+  }
+  return Status::ok();
+}
+
+void Stream::emit_partial() {
+  decode::DecodingResult partial = greedy_ ? greedy_->partial() : beam_->partial();
+  if (partial.text == last_partial_) return;
+  last_partial_ = partial.text;
+  partial.is_final = false;
+  results_.push_back(StreamResult{std::move(partial), utterance_, decode::EndpointReason::kNone});
+}
+
+void Stream::finish_utterance(decode::EndpointReason reason) {
+  decode::DecodingResult final_result = greedy_ ? greedy_->finalize() : beam_->finalize();
+  final_result.is_final = true;
+  // An endpoint over pure silence has nothing to say; the end of the stream always answers.
+  if (!final_result.text.empty() || reason == decode::EndpointReason::kNone) {
+    results_.push_back(StreamResult{std::move(final_result), utterance_, reason});
+    ++utterance_;
+  }
+  if (greedy_) {
+    greedy_->reset_utterance();
+  } else {
+    beam_->reset_utterance();
+  }
+  last_partial_.clear();
+}
+
+std::vector<StreamResult> Stream::take_results() {
+  std::vector<StreamResult> out;
+  out.swap(results_);
+  return out;
+}
+
+}  // namespace voxrt::stream

@@ -1,0 +1,159 @@
+// Speech recognition on top of the engine: a Recognizer loads an engine and its model contract
+// (docs/model_contract.md) from the engine metadata; Streams accept PCM of any size at any rate
+// and yield partial and final results. Many streams share one Recognizer and are advanced in
+// batches through the engine's state slot pool; a stream's text does not depend on the other
+// streams in its batch. Only one thread may advance a given stream at a time (STYLE.md 11).
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "audio/energy_vad.h"
+#include "audio/feature_extractor.h"
+#include "audio/resampler.h"
+#include "decode/arpa_lm.h"
+#include "decode/context_graph.h"
+#include "decode/ctc_greedy.h"
+#include "decode/ctc_prefix_beam.h"
+#include "decode/endpoint.h"
+#include "runtime/state_pool.h"
+#include "voxrt/engine.h"
+
+namespace voxrt::stream {
+
+enum class DecoderKind { kGreedy, kBeam };
+enum class VadKind { kOff, kEnergy };
+
+struct RecognizerConfig {
+  std::string engine_path;
+  // Folder that metadata file names (SentencePiece model) are relative to; default: the engine's.
+  std::string model_dir;
+  int max_streams = 256;
+  // Streams per engine call.
+  int max_batch = 32;
+  int threads = 1;
+  DecoderKind decoder = DecoderKind::kGreedy;
+  decode::BeamSearchConfig beam;
+  std::string lm_path;  // ARPA; beam search only
+  VadKind vad = VadKind::kEnergy;
+  audio::EnergyVadConfig energy_vad;
+  // Chunks kept while the VAD hears silence, so a word's onset reaches the model.
+  int vad_preroll_chunks = 1;
+  decode::EndpointConfig endpoint;
+
+  Status validate() const;
+  std::string to_string() const;
+};
+
+struct StreamOptions {
+  int sample_rate_hz = 16000;
+  std::vector<std::string> hotwords;
+  float hotword_bonus = 1.5f;  // per unit, beam search only
+};
+
+struct StreamResult {
+  decode::DecodingResult result;  // result.is_final tells partial from final
+  int utterance = 0;
+  decode::EndpointReason endpoint = decode::EndpointReason::kNone;
+};
+
+class Recognizer;
+
+class Stream {
+ public:
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  // Samples in [-1, 1) at the stream's sample rate, any count.
+  Status accept_pcm(std::span<const float> samples);
+  // No more audio: the rest is decoded and a final result follows.
+  Status input_finished();
+  // Results produced since the last call (partials when the text changed, finals at endpoints).
+  std::vector<StreamResult> take_results();
+  bool finished() const { return finished_; }
+  // Feature chunks waiting for the model.
+  std::size_t chunks_pending() const { return ready_chunks_.size(); }
+  double audio_seconds() const {
+    return static_cast<double>(samples_in_) / options_.sample_rate_hz;
+  }
+  // Engine chunks this stream ran, and chunks the VAD kept away from the model.
+  long long chunks_run() const { return chunks_run_; }
+  long long chunks_skipped() const { return chunks_skipped_; }
+
+ private:
+  friend class Recognizer;
+  Stream(std::shared_ptr<Recognizer> recognizer, StreamOptions options, int slot);
+  void collect_chunks(bool flush);
+  Status deliver(const float* log_probs, int frames, bool from_model);
+  void emit_partial();
+  void finish_utterance(decode::EndpointReason reason);
+
+  std::shared_ptr<Recognizer> recognizer_;
+  StreamOptions options_;
+  int slot_ = -1;
+  std::optional<audio::StreamingResampler> resampler_;
+  std::optional<audio::StreamingFeatureExtractor> features_;
+  std::optional<audio::EnergyVad> vad_;
+  std::optional<decode::GreedyCtcDecoder> greedy_;
+  std::optional<decode::CtcPrefixBeamDecoder> beam_;
+  std::vector<float> resampled_;
+  std::vector<float> frame_buffer_;  // features not yet in a chunk
+  std::deque<std::vector<float>>
+      ready_chunks_;  // chunks for the model (chunk_frames each, the last may be shorter)
+  std::deque<std::vector<float>> preroll_;  // chunks held while the VAD hears silence
+  std::vector<audio::VadEvent> vad_events_;
+  bool in_speech_ = false;
+  bool vad_speech_ended_ = false;
+  bool input_done_ = false;
+  bool finished_ = false;
+  int utterance_ = 0;
+  std::string last_partial_;
+  std::vector<StreamResult> results_;
+  long long samples_in_ = 0;
+  long long chunks_run_ = 0;
+  long long chunks_skipped_ = 0;
+  int final_chunk_valid_frames_ = -1;
+};
+
+class Recognizer : public std::enable_shared_from_this<Recognizer> {
+ public:
+  static Expected<std::shared_ptr<Recognizer>> create(const RecognizerConfig& config);
+
+  Expected<std::unique_ptr<Stream>> open_stream(const StreamOptions& options = {});
+  // Runs every chunk that the given streams have ready, in batches of up to max_batch, until
+  // none is left; returns the number of engine calls.
+  Expected<int> advance(std::span<Stream* const> streams);
+
+  const RecognizerConfig& config() const { return config_; }
+  const audio::FeatureConfig& feature_config() const { return feature_config_; }
+  int chunk_frames() const { return chunk_frames_; }
+  int subsampling() const { return subsampling_; }
+  int vocab_size() const { return vocabulary_->size(); }
+  int streams_open() const { return pool_->in_use(); }
+
+ private:
+  friend class Stream;
+  Recognizer() = default;
+  Status run_batch(std::span<Stream* const> batch, int frames);
+
+  RecognizerConfig config_;
+  std::shared_ptr<const Engine> engine_;
+  std::unique_ptr<ExecutionContext> context_;
+  std::unique_ptr<StatePool> pool_;
+  audio::FeatureConfig feature_config_;
+  std::shared_ptr<const audio::FrameFeatureComputer> feature_computer_;
+  std::shared_ptr<const decode::Vocabulary> vocabulary_;
+  std::shared_ptr<const decode::ArpaLm> lm_;
+  std::optional<decode::EndpointDetector> endpoint_;
+  decode::TimeBase time_base_;
+  int chunk_frames_ = 0;
+  int subsampling_ = 1;
+  int feature_dim_ = 0;
+};
+
+}  // namespace voxrt::stream
