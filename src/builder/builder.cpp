@@ -132,13 +132,41 @@ Expected<std::string> build_engine_from_onnx_file(const std::string& onnx_path,
 
 namespace voxrt::builder {
 
+namespace {
+
+Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint64_t model_hash,
+                                     const BuilderConfig& config, BuildReport* report_out);
+
+}  // namespace
+
 Expected<std::string> build_engine_from_graph(std::unique_ptr<ir::Graph> graph,
                                               std::uint64_t model_hash, const BuilderConfig& config,
                                               BuildReport* report_out) {
+  VOXRT_RETURN_IF_ERROR(config.validate());
+  BuilderConfig resolved = config;
+  // A model that declares its streaming states (voxrt.state_pairs, docs/model_contract.md)
+  // needs no --state flags.
+  auto declared = graph->metadata.find("voxrt.state_pairs");
+  if (resolved.states.empty() && declared != graph->metadata.end() && !declared->second.empty()) {
+    std::stringstream list(declared->second);
+    for (std::string pair; std::getline(list, pair, ',');) {
+      const auto colon = pair.find(':');
+      if (colon == std::string::npos || colon == 0 || colon + 1 == pair.size()) {
+        return invalid_argument("model metadata voxrt.state_pairs: '", pair, "' is not IN:OUT");
+      }
+      resolved.states.push_back(StatePair{pair.substr(0, colon), pair.substr(colon + 1)});
+    }
+  }
+  return build_resolved(std::move(graph), model_hash, resolved, report_out);
+}
+
+namespace {
+
+Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint64_t model_hash,
+                                     const BuilderConfig& config, BuildReport* report_out) {
   const auto start = std::chrono::steady_clock::now();
   BuildReport local_report;
   BuildReport& report = report_out ? *report_out : local_report;
-  VOXRT_RETURN_IF_ERROR(config.validate());
   VOXRT_RETURN_IF_ERROR(bind_fixed_inputs(*graph, config));
   VOXRT_RETURN_IF_ERROR(apply_profiles(*graph, config));
   VOXRT_RETURN_IF_ERROR(check_states(*graph, config));
@@ -188,5 +216,7 @@ Expected<std::string> build_engine_from_graph(std::unique_ptr<ir::Graph> graph,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return bytes;
 }
+
+}  // namespace
 
 }  // namespace voxrt::builder
