@@ -18,7 +18,7 @@ fi
 if [ ! -f "$engine" ] || [ "$model" -nt "$engine" ] || [ build/bin/voxrt -nt "$engine" ]; then
   # The streaming states come from the model's metadata (voxrt.state_pairs).
   build/bin/voxrt build --onnx "$model" --engine "$engine" --timing-cache build/cpu.cache \
-    --profile features:1x32x80/8x32x80/64x32x80
+    --profile features:1x2x80/8x32x80/64x32x80
 fi
 if [ $# -eq 0 ]; then set -- samples/play_music.wav; fi
 build/bin/voxrt transcribe --engine "$engine" "$@"

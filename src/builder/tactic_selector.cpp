@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
@@ -14,6 +15,20 @@ Expected<std::vector<Tensor>> make_opt_inputs(const ir::Graph& graph, const Buil
                                               std::vector<std::string>& warnings) {
   std::mt19937 rng(1234);
   std::normal_distribution<float> normal(0.0f, 1.0f);
+  // Symbolic dims shared by several inputs (a "batch" on features and states) take the size
+  // the profile gives the first input that has them, so the profiling run is consistent.
+  std::map<std::string, std::int64_t> symbol_size;
+  if (!config.profiles.empty()) {
+    for (const ir::Value* v : graph.inputs) {
+      auto it = config.profiles.front().inputs.find(v->name);
+      if (it == config.profiles.front().inputs.end()) continue;
+      for (std::size_t d = 0; d < v->shape.size() && d < it->second.opt.size(); ++d) {
+        if (!v->shape[d].is_known() && !v->shape[d].symbol.empty()) {
+          symbol_size.emplace(v->shape[d].symbol, it->second.opt[d]);
+        }
+      }
+    }
+  }
   std::vector<Tensor> inputs;
   for (const ir::Value* v : graph.inputs) {
     Dims dims;
@@ -28,6 +43,8 @@ Expected<std::vector<Tensor>> make_opt_inputs(const ir::Graph& graph, const Buil
       for (const ir::Dim& d : v->shape) {
         if (d.is_known()) {
           dims.push_back(d.value);
+        } else if (symbol_size.count(d.symbol)) {
+          dims.push_back(symbol_size.at(d.symbol));
         } else {
           dims.push_back(1);
           warnings.push_back(
