@@ -62,6 +62,12 @@ def export(checkpoint_dir, out_path, opset=17):
                       output_names=output_names, dynamic_axes=dynamic_axes, opset_version=opset,
                       do_constant_folding=True)
     proto = onnx.load(out_path)
+    # The exporter names the state outputs' sliced dims symbolically; they equal the inputs'.
+    inputs = {i.name: i for i in proto.graph.input}
+    for output in proto.graph.output:
+        for a, b in STATE_NAMES:
+            if output.name == b:
+                output.type.tensor_type.shape.CopyFrom(inputs[a].type.tensor_type.shape)
     for key, value in metadata(info, model).items():
         entry = proto.metadata_props.add()
         entry.key, entry.value = key, value
