@@ -33,13 +33,15 @@ std::optional<Affine> batch_norm_affine(const Node& bn) {
   const Tensor* var = constant_f32(bn.input(4));
   if (!scale || !bias || !mean || !var) return std::nullopt;
   const std::int64_t channels = scale->element_count();
-  if (bias->element_count() != channels || mean->element_count() != channels || var->element_count() != channels) {
+  if (bias->element_count() != channels || mean->element_count() != channels ||
+      var->element_count() != channels) {
     return std::nullopt;
   }
   const double epsilon = bn.attrs.get_float("epsilon", 1e-5f);
   Affine affine;
   for (std::int64_t c = 0; c < channels; ++c) {
-    const double s = scale->data<float>()[c] / std::sqrt(static_cast<double>(var->data<float>()[c]) + epsilon);
+    const double s =
+        scale->data<float>()[c] / std::sqrt(static_cast<double>(var->data<float>()[c]) + epsilon);
     affine.scale.push_back(static_cast<float>(s));
     affine.shift.push_back(static_cast<float>(bias->data<float>()[c] - mean->data<float>()[c] * s));
   }
@@ -52,7 +54,8 @@ Tensor folded_bias(const Tensor* bias, const Affine& affine) {
   Tensor out = Tensor::uninitialized(DType::kF32, {channels});
   for (std::int64_t c = 0; c < channels; ++c) {
     const float b = bias ? bias->data<float>()[c] : 0.0f;
-    out.data<float>()[c] = b * affine.scale[static_cast<std::size_t>(c)] + affine.shift[static_cast<std::size_t>(c)];
+    out.data<float>()[c] =
+        b * affine.scale[static_cast<std::size_t>(c)] + affine.shift[static_cast<std::size_t>(c)];
   }
   return out;
 }
@@ -73,12 +76,14 @@ bool fold_into(Graph& graph, Node& dense, Node& bn, const Affine& affine) {
   Tensor new_c;
   if (conv) {
     const Tensor* bias = dense.input(2) ? constant_f32(dense.input(2)) : nullptr;
-    if (w->rank() < 3 || w->dim(0) != channels || (dense.input(2) && (!bias || bias->element_count() != channels))) {
+    if (w->rank() < 3 || w->dim(0) != channels ||
+        (dense.input(2) && (!bias || bias->element_count() != channels))) {
       return false;
     }
     const std::int64_t per_channel = w->element_count() / channels;
     for (std::int64_t c = 0; c < channels; ++c) {
-      for (std::int64_t i = 0; i < per_channel; ++i) wd[c * per_channel + i] *= affine.scale[static_cast<std::size_t>(c)];
+      for (std::int64_t i = 0; i < per_channel; ++i)
+        wd[c * per_channel + i] *= affine.scale[static_cast<std::size_t>(c)];
     }
     new_c = folded_bias(bias, affine);
   } else {
@@ -86,12 +91,14 @@ bool fold_into(Graph& graph, Node& dense, Node& bn, const Affine& affine) {
     const Value* y = dense.output(0);
     if (!y || !y->rank_known || y->shape.size() != 2 || w->rank() != 2) return false;
     const bool gemm = dense.op == OpKind::kGemm;
-    const bool trans_b = gemm ? dense.attrs.get_int("transB", 0) != 0 : dense.attrs.get_int("trans_b", 0) != 0;
+    const bool trans_b =
+        gemm ? dense.attrs.get_int("transB", 0) != 0 : dense.attrs.get_int("trans_b", 0) != 0;
     const std::int64_t n = trans_b ? w->dim(0) : w->dim(1);
     if (n != channels) return false;
     const std::int64_t cols = w->dim(1);
     for (std::int64_t r = 0; r < w->dim(0); ++r) {
-      for (std::int64_t col = 0; col < cols; ++col) wd[r * cols + col] *= affine.scale[static_cast<std::size_t>(trans_b ? r : col)];
+      for (std::int64_t col = 0; col < cols; ++col)
+        wd[r * cols + col] *= affine.scale[static_cast<std::size_t>(trans_b ? r : col)];
     }
     const Value* c_value = dense.op == OpKind::kMatMul ? nullptr : dense.input(2);
     const Tensor* c = c_value ? constant_f32(c_value) : nullptr;
@@ -119,8 +126,10 @@ bool fold_into(Graph& graph, Node& dense, Node& bn, const Affine& affine) {
     }
     if (dense.op == OpKind::kMatMul) dense.op = OpKind::kFusedMatMul;
   }
-  Value* w_value = graph.add_constant(graph.unique_name(dense.input(1)->name + "_bn_folded"), std::move(new_w));
-  Value* c_value = graph.add_constant(graph.unique_name(bn.name + "_folded_bias"), std::move(new_c));
+  Value* w_value =
+      graph.add_constant(graph.unique_name(dense.input(1)->name + "_bn_folded"), std::move(new_w));
+  Value* c_value =
+      graph.add_constant(graph.unique_name(bn.name + "_folded_bias"), std::move(new_c));
   dense.inputs.resize(3, nullptr);
   dense.inputs[1] = w_value;
   dense.inputs[2] = c_value;
@@ -142,7 +151,8 @@ class FoldBatchNormPass final : public Pass {
       bool extra_outputs_used = false;
       for (std::size_t i = 1; i < bn->outputs.size(); ++i) {
         const Value* out = bn->outputs[i];
-        if (out && (graph.is_graph_output(out) || !graph.consumers(out).empty())) extra_outputs_used = true;
+        if (out && (graph.is_graph_output(out) || !graph.consumers(out).empty()))
+          extra_outputs_used = true;
       }
       Value* x = bn->input(0);
       Node* dense = x ? x->producer : nullptr;
@@ -152,7 +162,8 @@ class FoldBatchNormPass final : public Pass {
       if (!affine) continue;
       const std::string dense_desc = dense->describe();
       if (!fold_into(graph, *dense, *bn, *affine)) continue;
-      report.changes.push_back(str_cat("folded BatchNormalization '", bn->name, "' into ", dense_desc));
+      report.changes.push_back(
+          str_cat("folded BatchNormalization '", bn->name, "' into ", dense_desc));
       graph.remove_node(bn);
     }
     graph.prune_unused_values();
@@ -162,6 +173,8 @@ class FoldBatchNormPass final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fold_batch_norm_pass() { return std::make_unique<FoldBatchNormPass>(); }
+std::unique_ptr<Pass> make_fold_batch_norm_pass() {
+  return std::make_unique<FoldBatchNormPass>();
+}
 
 }  // namespace voxrt::ir

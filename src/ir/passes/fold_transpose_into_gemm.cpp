@@ -12,7 +12,8 @@ bool swaps_last_two(const std::vector<std::int64_t>& perm) {
   for (std::size_t i = 0; i + 2 < rank; ++i) {
     if (perm[i] != static_cast<std::int64_t>(i)) return false;
   }
-  return perm[rank - 2] == static_cast<std::int64_t>(rank - 1) && perm[rank - 1] == static_cast<std::int64_t>(rank - 2);
+  return perm[rank - 2] == static_cast<std::int64_t>(rank - 1) &&
+         perm[rank - 1] == static_cast<std::int64_t>(rank - 2);
 }
 
 // `t` with its last two dims swapped, for any dtype (bytes are moved).
@@ -51,34 +52,41 @@ class FoldTransposeIntoGemmPass final : public Pass {
       if (!in || !out || !in->rank_known) continue;
       std::vector<std::int64_t> perm = transpose->attrs.get_ints("perm");
       if (perm.empty()) {
-        for (std::size_t i = in->shape.size(); i-- > 0;) perm.push_back(static_cast<std::int64_t>(i));
+        for (std::size_t i = in->shape.size(); i-- > 0;)
+          perm.push_back(static_cast<std::int64_t>(i));
       }
       if (perm.size() != in->shape.size() || !swaps_last_two(perm)) continue;
       Value* transposed_constant = nullptr;
       for (Node* user : graph.consumers(out)) {
-        if (user->op != OpKind::kMatMul && user->op != OpKind::kFusedMatMul && user->op != OpKind::kGemm) continue;
+        if (user->op != OpKind::kMatMul && user->op != OpKind::kFusedMatMul &&
+            user->op != OpKind::kGemm)
+          continue;
         if (user->inputs.size() < 2 || user->inputs[0] == user->inputs[1]) continue;
         const std::size_t slot = user->inputs[0] == out ? 0 : (user->inputs[1] == out ? 1 : 2);
         if (slot == 2) continue;
         const std::string what = user->describe();
         if (in->is_constant()) {
           if (!transposed_constant) {
-            transposed_constant =
-                graph.add_constant(graph.unique_name(in->name + "_transposed"), transpose_last_two(*in->constant));
+            transposed_constant = graph.add_constant(graph.unique_name(in->name + "_transposed"),
+                                                     transpose_last_two(*in->constant));
           }
           user->inputs[slot] = transposed_constant;
-          report.changes.push_back(str_cat("transposed constant '", in->name, "' at build time for ", what,
-                                           " (Transpose '", transpose->name, "')"));
+          report.changes.push_back(str_cat("transposed constant '", in->name,
+                                           "' at build time for ", what, " (Transpose '",
+                                           transpose->name, "')"));
         } else {
           const bool gemm = user->op == OpKind::kGemm;
           if (user->op == OpKind::kMatMul) {
             user->op = OpKind::kFusedMatMul;
             user->attrs.set("activation", std::string("none"));
           }
-          const std::string attr = gemm ? (slot == 0 ? "transA" : "transB") : (slot == 0 ? "trans_a" : "trans_b");
-          user->attrs.set(attr, static_cast<std::int64_t>(user->attrs.get_int(attr, 0) == 0 ? 1 : 0));
+          const std::string attr =
+              gemm ? (slot == 0 ? "transA" : "transB") : (slot == 0 ? "trans_a" : "trans_b");
+          user->attrs.set(attr,
+                          static_cast<std::int64_t>(user->attrs.get_int(attr, 0) == 0 ? 1 : 0));
           user->inputs[slot] = in;
-          report.changes.push_back(str_cat("folded Transpose '", transpose->name, "' into ", what, " as ", attr));
+          report.changes.push_back(
+              str_cat("folded Transpose '", transpose->name, "' into ", what, " as ", attr));
         }
         if (user->origin.empty()) user->origin.push_back(user->name);
         user->origin.push_back(transpose->name);
@@ -92,6 +100,8 @@ class FoldTransposeIntoGemmPass final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fold_transpose_into_gemm_pass() { return std::make_unique<FoldTransposeIntoGemmPass>(); }
+std::unique_ptr<Pass> make_fold_transpose_into_gemm_pass() {
+  return std::make_unique<FoldTransposeIntoGemmPass>();
+}
 
 }  // namespace voxrt::ir

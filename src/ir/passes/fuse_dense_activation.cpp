@@ -13,7 +13,9 @@ std::vector<std::string> origin_of(const Node& node) {
   return node.origin.empty() ? std::vector<std::string>{node.name} : node.origin;
 }
 
-bool near(float value, float expected) { return std::fabs(value - expected) <= 1e-4f * std::max(1.0f, std::fabs(expected)); }
+bool near(float value, float expected) {
+  return std::fabs(value - expected) <= 1e-4f * std::max(1.0f, std::fabs(expected));
+}
 
 std::optional<float> scalar_constant(const Value* value) {
   if (!value || !value->is_constant() || value->constant->dtype() != DType::kF32 ||
@@ -89,7 +91,8 @@ std::optional<ActivationMatch> match_gelu_erf(const Graph& graph, Value* x) {
     const Value* factor = other_operand(*scaled, x);
     auto c = scalar_constant(factor);
     if (!c) continue;
-    const bool is_div = scaled->op == OpKind::kDiv && scaled->input(0) == x && near(*c, 1.41421356f);
+    const bool is_div =
+        scaled->op == OpKind::kDiv && scaled->input(0) == x && near(*c, 1.41421356f);
     const bool is_mul = scaled->op == OpKind::kMul && near(*c, 0.70710678f);
     if (!is_div && !is_mul) continue;
     Node* erf = sole_consumer(graph, scaled->output(0));
@@ -114,7 +117,9 @@ std::optional<ActivationMatch> match_gelu_erf(const Graph& graph, Value* x) {
     } else if (auto half = scalar_constant(partner); half && near(*half, 0.5f)) {
       // x * ((1 + erf) * 0.5)
       Node* m2 = sole_consumer(graph, m1->output(0));
-      if (!m2 || m2->op != OpKind::kMul || other_operand(*m2, m1->output(0)) != x || other_x_user != m2) continue;
+      if (!m2 || m2->op != OpKind::kMul || other_operand(*m2, m1->output(0)) != x ||
+          other_x_user != m2)
+        continue;
       match.nodes = {scaled, erf, add, m1, m2};
     } else if (partner && partner->producer == other_x_user && other_x_user->op == OpKind::kMul) {
       // (x * 0.5) * (1 + erf)
@@ -138,28 +143,33 @@ std::optional<ActivationMatch> match_activation(const Graph& graph, Value* x) {
 
 // A constant that adds one value per output channel of a conv output of rank `rank` with
 // `channels` channels: [1, M, 1, ...], [M, 1, ...] or a single value.
-std::optional<std::vector<float>> per_channel_values(const Value* value, std::size_t rank, std::int64_t channels) {
-  if (!value || !value->is_constant() || value->constant->dtype() != DType::kF32) return std::nullopt;
+std::optional<std::vector<float>> per_channel_values(const Value* value, std::size_t rank,
+                                                     std::int64_t channels) {
+  if (!value || !value->is_constant() || value->constant->dtype() != DType::kF32)
+    return std::nullopt;
   const Tensor& t = *value->constant;
   if (t.rank() > rank) return std::nullopt;
   Dims dims(rank - t.rank(), 1);
   dims.insert(dims.end(), t.dims().begin(), t.dims().end());
   for (std::size_t axis = 0; axis < rank; ++axis) {
-    if (axis == 1 ? (dims[axis] != 1 && dims[axis] != channels) : dims[axis] != 1) return std::nullopt;
+    if (axis == 1 ? (dims[axis] != 1 && dims[axis] != channels) : dims[axis] != 1)
+      return std::nullopt;
   }
   std::vector<float> values(static_cast<std::size_t>(channels));
-  for (std::int64_t c = 0; c < channels; ++c) values[static_cast<std::size_t>(c)] = t.data<float>()[dims[1] == 1 ? 0 : c];
+  for (std::int64_t c = 0; c < channels; ++c)
+    values[static_cast<std::size_t>(c)] = t.data<float>()[dims[1] == 1 ? 0 : c];
   return values;
 }
 
 void set_activation(Node& node, const ActivationMatch& match) {
   node.attrs.set("activation", match.kind);
-  if (match.kind == "leaky_relu" || match.kind == "clip") node.attrs.set("activation_alpha", match.alpha);
+  if (match.kind == "leaky_relu" || match.kind == "clip")
+    node.attrs.set("activation_alpha", match.alpha);
   if (match.kind == "clip") node.attrs.set("activation_beta", match.beta);
 }
 
-void take_over(Graph& graph, Node& dense, const std::vector<Node*>& fused, Value* output, PassReport& report,
-               const std::string& what) {
+void take_over(Graph& graph, Node& dense, const std::vector<Node*>& fused, Value* output,
+               PassReport& report, const std::string& what) {
   if (dense.origin.empty()) dense.origin.push_back(dense.name);
   std::string names;
   for (Node* node : fused) {
@@ -173,17 +183,20 @@ void take_over(Graph& graph, Node& dense, const std::vector<Node*>& fused, Value
 }
 
 bool fuse_conv(Graph& graph, Node& conv, PassReport& report) {
-  if (conv.op == OpKind::kFusedConv && conv.attrs.get_string("activation", "none") != "none") return false;
+  if (conv.op == OpKind::kFusedConv && conv.attrs.get_string("activation", "none") != "none")
+    return false;
   Value* y = conv.output(0);
   const Value* w = conv.input(1);
-  if (!y || !y->rank_known || !w || !w->rank_known || w->shape.empty() || !w->shape[0].is_known()) return false;
+  if (!y || !y->rank_known || !w || !w->rank_known || w->shape.empty() || !w->shape[0].is_known())
+    return false;
   const std::int64_t channels = w->shape[0].value;
   std::vector<Node*> fused;
   Value* current = y;
   std::optional<std::vector<float>> extra_bias;
   if (Node* add = sole_consumer(graph, y); add && add->op == OpKind::kAdd && add->output(0)) {
     extra_bias = per_channel_values(other_operand(*add, y), y->shape.size(), channels);
-    if (extra_bias && add->output(0)->rank_known && add->output(0)->shape.size() == y->shape.size()) {
+    if (extra_bias && add->output(0)->rank_known &&
+        add->output(0)->shape.size() == y->shape.size()) {
       fused.push_back(add);
       current = add->outputs[0];
     } else {
@@ -195,7 +208,8 @@ bool fuse_conv(Graph& graph, Node& conv, PassReport& report) {
   const std::string what = conv.describe();
   if (extra_bias) {
     const Value* old_bias = conv.input(2);
-    if (old_bias && (!old_bias->is_constant() || old_bias->constant->element_count() != channels)) return false;
+    if (old_bias && (!old_bias->is_constant() || old_bias->constant->element_count() != channels))
+      return false;
     Tensor bias = Tensor::uninitialized(DType::kF32, {channels});
     for (std::int64_t c = 0; c < channels; ++c) {
       bias.data<float>()[c] = (*extra_bias)[static_cast<std::size_t>(c)] +
@@ -217,7 +231,8 @@ bool fuse_conv(Graph& graph, Node& conv, PassReport& report) {
 }
 
 bool fuse_matmul(Graph& graph, Node& mm, PassReport& report) {
-  if (mm.op == OpKind::kFusedMatMul && mm.attrs.get_string("activation", "none") != "none") return false;
+  if (mm.op == OpKind::kFusedMatMul && mm.attrs.get_string("activation", "none") != "none")
+    return false;
   Value* y = mm.output(0);
   if (!y) return false;
   std::optional<ActivationMatch> act = match_activation(graph, y);
@@ -231,7 +246,8 @@ bool fuse_matmul(Graph& graph, Node& mm, PassReport& report) {
     const Value* c = mm.input(2);
     if (!y->rank_known || y->shape.size() != 2 || !y->shape[1].is_known()) return false;
     const std::int64_t n = y->shape[1].value;
-    if (alpha != 1.0f && (!b || !b->is_constant() || b->constant->dtype() != DType::kF32)) return false;
+    if (alpha != 1.0f && (!b || !b->is_constant() || b->constant->dtype() != DType::kF32))
+      return false;
     std::optional<Tensor> bias;
     if (c) {
       if (!c->is_constant() || c->constant->dtype() != DType::kF32) return false;
@@ -250,7 +266,8 @@ bool fuse_matmul(Graph& graph, Node& mm, PassReport& report) {
       mm.inputs[1] = graph.add_constant(graph.unique_name(b->name + "_alpha"), std::move(scaled));
     }
     mm.inputs.resize(3, nullptr);
-    mm.inputs[2] = bias ? graph.add_constant(graph.unique_name(mm.name + "_bias"), std::move(*bias)) : nullptr;
+    mm.inputs[2] =
+        bias ? graph.add_constant(graph.unique_name(mm.name + "_bias"), std::move(*bias)) : nullptr;
     if (!mm.inputs[2]) mm.inputs.resize(2);
     mm.attrs.set("trans_a", mm.attrs.get_int("transA", 0));
     mm.attrs.set("trans_b", mm.attrs.get_int("transB", 0));
@@ -289,6 +306,8 @@ class FuseDenseActivationPass final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_dense_activation_pass() { return std::make_unique<FuseDenseActivationPass>(); }
+std::unique_ptr<Pass> make_fuse_dense_activation_pass() {
+  return std::make_unique<FuseDenseActivationPass>();
+}
 
 }  // namespace voxrt::ir

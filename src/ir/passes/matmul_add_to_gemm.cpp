@@ -9,9 +9,11 @@ std::vector<std::string> origin_of(const Node& node) {
 
 // Bias values of a constant shaped [N] or [1, ..., 1, N] whose rank does not exceed `out_rank`.
 std::optional<Tensor> row_bias(const Value* value, std::int64_t n, std::size_t out_rank) {
-  if (!value || !value->is_constant() || value->constant->dtype() != DType::kF32) return std::nullopt;
+  if (!value || !value->is_constant() || value->constant->dtype() != DType::kF32)
+    return std::nullopt;
   const Tensor& t = *value->constant;
-  if (t.rank() == 0 || t.rank() > out_rank || t.dims().back() != n || t.element_count() != n) return std::nullopt;
+  if (t.rank() == 0 || t.rank() > out_rank || t.dims().back() != n || t.element_count() != n)
+    return std::nullopt;
   return t.reshaped({n}).value();
 }
 
@@ -22,7 +24,8 @@ class MatMulAddToGemmPass final : public Pass {
   Status apply(Graph& graph, PassReport& report) override {
     std::vector<Node*> candidates;
     for (Node* node : graph.nodes()) {
-      if (node->op == OpKind::kMatMul || node->op == OpKind::kFusedMatMul) candidates.push_back(node);
+      if (node->op == OpKind::kMatMul || node->op == OpKind::kFusedMatMul)
+        candidates.push_back(node);
     }
     for (Node* mm : candidates) {
       if (mm->op == OpKind::kFusedMatMul &&
@@ -34,7 +37,8 @@ class MatMulAddToGemmPass final : public Pass {
       if (!w || !w->is_constant() || w->constant->rank() != 2 || !y || !y->rank_known) continue;
       if (graph.is_graph_output(y)) continue;
       const std::vector<Node*> users = graph.consumers(y);
-      if (users.size() != 1 || users[0]->op != OpKind::kAdd || users[0]->inputs.size() != 2) continue;
+      if (users.size() != 1 || users[0]->op != OpKind::kAdd || users[0]->inputs.size() != 2)
+        continue;
       Node* add = users[0];
       if (!add->output(0)) continue;
       const Value* other = add->inputs[0] == y ? add->inputs[1] : add->inputs[0];
@@ -52,7 +56,8 @@ class MatMulAddToGemmPass final : public Pass {
       for (const std::string& name : origin_of(*add)) mm->origin.push_back(name);
       mm->outputs[0] = add->outputs[0];
       mm->outputs[0]->producer = mm;
-      report.changes.push_back(str_cat("fused ", what, " + Add '", add->name, "' into FusedMatMul with bias"));
+      report.changes.push_back(
+          str_cat("fused ", what, " + Add '", add->name, "' into FusedMatMul with bias"));
       graph.remove_node(add);
     }
     graph.prune_unused_values();
@@ -62,6 +67,8 @@ class MatMulAddToGemmPass final : public Pass {
 
 }  // namespace
 
-std::unique_ptr<Pass> make_matmul_add_to_gemm_pass() { return std::make_unique<MatMulAddToGemmPass>(); }
+std::unique_ptr<Pass> make_matmul_add_to_gemm_pass() {
+  return std::make_unique<MatMulAddToGemmPass>();
+}
 
 }  // namespace voxrt::ir

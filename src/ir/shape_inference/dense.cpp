@@ -76,11 +76,12 @@ Status infer_conv(const Node& node, std::span<const ValueInfo> inputs,
   }
   if (inputs.size() == 3 && inputs[2].present) {
     const ValueInfo& bias = inputs[2];
-    if (bias.rank_known && (bias.shape.size() != 1 || (bias.shape[0].is_known() &&
-                                                       out_channels.is_known() &&
-                                                       bias.shape[0].value != out_channels.value))) {
-      return invalid_argument(node.describe(), ": expected B of shape [", sym_shape_to_string({out_channels}),
-                              "], found ", sym_shape_to_string(bias.shape));
+    if (bias.rank_known &&
+        (bias.shape.size() != 1 || (bias.shape[0].is_known() && out_channels.is_known() &&
+                                    bias.shape[0].value != out_channels.value))) {
+      return invalid_argument(node.describe(), ": expected B of shape [",
+                              sym_shape_to_string({out_channels}), "], found ",
+                              sym_shape_to_string(bias.shape));
     }
   }
   SymShape out{x.shape[0], out_channels};
@@ -145,8 +146,9 @@ Status infer_matmul(const Node& node, std::span<const ValueInfo> inputs,
   const Dim& k_a = sa.back();
   const Dim& k_b = sb.size() == 1 ? sb[0] : sb[sb.size() - 2];
   if (k_a.is_known() && k_b.is_known() && k_a.value != k_b.value) {
-    return invalid_argument(node.describe(), ": inner dims differ: A ", sym_shape_to_string(a.shape),
-                            (trans_a ? " (transposed)" : ""), " and B ", sym_shape_to_string(b.shape),
+    return invalid_argument(node.describe(), ": inner dims differ: A ",
+                            sym_shape_to_string(a.shape), (trans_a ? " (transposed)" : ""),
+                            " and B ", sym_shape_to_string(b.shape),
                             (trans_b ? " (transposed)" : ""));
   }
   const SymShape batch_a(sa.begin(), sa.end() - std::min<std::size_t>(sa.size(), 2));
@@ -160,7 +162,8 @@ Status infer_matmul(const Node& node, std::span<const ValueInfo> inputs,
     if (bias.shape.size() != 1 ||
         (bias.shape[0].is_known() && n.is_known() && bias.shape[0].value != n.value)) {
       return invalid_argument(node.describe(), ": expected a bias of shape [",
-                              sym_shape_to_string({n}), "], found ", sym_shape_to_string(bias.shape));
+                              sym_shape_to_string({n}), "], found ",
+                              sym_shape_to_string(bias.shape));
     }
   }
   outputs[0].shape = std::move(out);
@@ -188,9 +191,9 @@ Status infer_gemm(const Node& node, std::span<const ValueInfo> inputs,
   const Dim k_b = trans_b ? b.shape[1] : b.shape[0];
   const Dim n = trans_b ? b.shape[0] : b.shape[1];
   if (k_a.is_known() && k_b.is_known() && k_a.value != k_b.value) {
-    return invalid_argument(node.describe(), ": inner dims differ: A ", sym_shape_to_string(a.shape),
-                            " (transA=", trans_a, ") and B ", sym_shape_to_string(b.shape),
-                            " (transB=", trans_b, ")");
+    return invalid_argument(node.describe(), ": inner dims differ: A ",
+                            sym_shape_to_string(a.shape), " (transA=", trans_a, ") and B ",
+                            sym_shape_to_string(b.shape), " (transB=", trans_b, ")");
   }
   if (inputs.size() >= 3 && inputs[2].present && inputs[2].rank_known) {
     const SymShape& c = inputs[2].shape;
@@ -225,9 +228,10 @@ Expected<ConvAttributes> read_conv_attributes(const Node& node, int spatial_rank
   if (attrs.group < 1) {
     return invalid_argument(node.describe(), ": group must be >= 1, found ", attrs.group);
   }
-  if (!attrs.kernel_shape.empty() && (attrs.kernel_shape.size() != rank || !all_positive(attrs.kernel_shape))) {
-    return invalid_argument(node.describe(), ": expected ", rank, " positive kernel_shape values, found ",
-                            join(attrs.kernel_shape));
+  if (!attrs.kernel_shape.empty() &&
+      (attrs.kernel_shape.size() != rank || !all_positive(attrs.kernel_shape))) {
+    return invalid_argument(node.describe(), ": expected ", rank,
+                            " positive kernel_shape values, found ", join(attrs.kernel_shape));
   }
   if (attrs.strides.size() != rank || !all_positive(attrs.strides)) {
     return invalid_argument(node.describe(), ": expected ", rank, " positive strides, found ",
@@ -242,9 +246,10 @@ Expected<ConvAttributes> read_conv_attributes(const Node& node, int spatial_rank
     return invalid_argument(node.describe(), ": expected ", 2 * rank, " non-negative pads, found ",
                             join(attrs.pads));
   }
-  if (attrs.auto_pad != "NOTSET" && attrs.auto_pad != "SAME_UPPER" && attrs.auto_pad != "SAME_LOWER" &&
-      attrs.auto_pad != "VALID") {
-    return invalid_argument(node.describe(), ": auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, found '",
+  if (attrs.auto_pad != "NOTSET" && attrs.auto_pad != "SAME_UPPER" &&
+      attrs.auto_pad != "SAME_LOWER" && attrs.auto_pad != "VALID") {
+    return invalid_argument(node.describe(),
+                            ": auto_pad must be NOTSET, SAME_UPPER, SAME_LOWER or VALID, found '",
                             attrs.auto_pad, "'");
   }
   return attrs;
@@ -257,7 +262,8 @@ Expected<ConvExtent> resolve_conv_extent(const Node& node, const ConvAttributes&
   ConvExtent extent;
   if (attrs.auto_pad == "SAME_UPPER" || attrs.auto_pad == "SAME_LOWER") {
     extent.output = (input + stride - 1) / stride;
-    const std::int64_t total = std::max<std::int64_t>(0, (extent.output - 1) * stride + dilated - input);
+    const std::int64_t total =
+        std::max<std::int64_t>(0, (extent.output - 1) * stride + dilated - input);
     const std::int64_t small_half = total / 2;
     extent.pad_begin = attrs.auto_pad == "SAME_UPPER" ? small_half : total - small_half;
     extent.pad_end = total - extent.pad_begin;
@@ -269,7 +275,8 @@ Expected<ConvExtent> resolve_conv_extent(const Node& node, const ConvAttributes&
     const std::int64_t padded = input + extent.pad_begin + extent.pad_end;
     if (padded < dilated) {
       return invalid_argument(node.describe(), ": spatial dim ", axis, " of extent ", input,
-                              " (padded to ", padded, ") is smaller than the dilated kernel ", dilated);
+                              " (padded to ", padded, ") is smaller than the dilated kernel ",
+                              dilated);
     }
     extent.output = (padded - dilated) / stride + 1;
   }
@@ -280,9 +287,11 @@ Expected<ConvExtent> resolve_conv_extent(const Node& node, const ConvAttributes&
   return extent;
 }
 
-Expected<ConvGeometry> resolve_conv_geometry(const Node& node, const Dims& x_dims, const Dims& w_dims) {
+Expected<ConvGeometry> resolve_conv_geometry(const Node& node, const Dims& x_dims,
+                                             const Dims& w_dims) {
   if (x_dims.size() < 3 || w_dims.size() != x_dims.size()) {
-    return invalid_argument(node.describe(), ": expected X [N, C, spatial...] and W of the same rank, found ",
+    return invalid_argument(node.describe(),
+                            ": expected X [N, C, spatial...] and W of the same rank, found ",
                             dims_to_string(x_dims), " and ", dims_to_string(w_dims));
   }
   const int spatial_rank = static_cast<int>(x_dims.size()) - 2;
@@ -293,15 +302,16 @@ Expected<ConvGeometry> resolve_conv_geometry(const Node& node, const Dims& x_dim
   geometry.out_channels = w_dims[0];
   geometry.group = attrs.group;
   if (geometry.in_channels != w_dims[1] * attrs.group || geometry.out_channels % attrs.group != 0) {
-    return invalid_argument(node.describe(), ": X ", dims_to_string(x_dims), " and W ", dims_to_string(w_dims),
-                            " do not agree with group ", attrs.group);
+    return invalid_argument(node.describe(), ": X ", dims_to_string(x_dims), " and W ",
+                            dims_to_string(w_dims), " do not agree with group ", attrs.group);
   }
   geometry.strides = attrs.strides;
   geometry.dilations = attrs.dilations;
   for (int axis = 0; axis < spatial_rank; ++axis) {
     const std::int64_t input = x_dims[2 + axis];
     const std::int64_t kernel = w_dims[2 + axis];
-    VOXRT_ASSIGN_OR_RETURN(ConvExtent extent, resolve_conv_extent(node, attrs, axis, input, kernel));
+    VOXRT_ASSIGN_OR_RETURN(ConvExtent extent,
+                           resolve_conv_extent(node, attrs, axis, input, kernel));
     geometry.input.push_back(input);
     geometry.kernel.push_back(kernel);
     geometry.output.push_back(extent.output);
@@ -319,28 +329,27 @@ Status infer_dense(const Node& node, std::span<const ValueInfo> inputs,
   const bool two_required = inputs.size() >= 2 && inputs[0].present && inputs[1].present;
   switch (node.op) {
     case OpKind::kConv:
-    case OpKind::kFusedConv:
-      return infer_conv(node, inputs, outputs);
+    case OpKind::kFusedConv: return infer_conv(node, inputs, outputs);
     case OpKind::kMatMul:
       if (inputs.size() != 2 || !two_required) {
-        return invalid_argument(node.describe(), ": expected inputs (A, B), found ", inputs.size(), " inputs");
+        return invalid_argument(node.describe(), ": expected inputs (A, B), found ", inputs.size(),
+                                " inputs");
       }
       return infer_matmul(node, inputs, outputs, false, false);
     case OpKind::kFusedMatMul:
       if (inputs.size() > 3 || !two_required) {
-        return invalid_argument(node.describe(), ": expected inputs (A, B, [bias]), found ", inputs.size(),
-                                " inputs");
+        return invalid_argument(node.describe(), ": expected inputs (A, B, [bias]), found ",
+                                inputs.size(), " inputs");
       }
       return infer_matmul(node, inputs, outputs, node.attrs.get_int("trans_a", 0) != 0,
                           node.attrs.get_int("trans_b", 0) != 0);
     case OpKind::kGemm:
       if (inputs.size() > 3 || !two_required) {
-        return invalid_argument(node.describe(), ": expected inputs (A, B, [C]), found ", inputs.size(),
-                                " inputs");
+        return invalid_argument(node.describe(), ": expected inputs (A, B, [C]), found ",
+                                inputs.size(), " inputs");
       }
       return infer_gemm(node, inputs, outputs);
-    default:
-      break;
+    default: break;
   }
   return internal_error(node.describe(), ": not a dense op");
 }

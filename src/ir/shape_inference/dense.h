@@ -43,14 +43,15 @@ struct ConvGeometry {
   std::int64_t in_channels = 0;
   std::int64_t out_channels = 0;
   std::int64_t group = 1;
-  std::vector<std::int64_t> input;    // spatial extents of X
-  std::vector<std::int64_t> kernel;   // spatial extents of W
-  std::vector<std::int64_t> output;   // spatial extents of Y
+  std::vector<std::int64_t> input;   // spatial extents of X
+  std::vector<std::int64_t> kernel;  // spatial extents of W
+  std::vector<std::int64_t> output;  // spatial extents of Y
   std::vector<std::int64_t> strides;
   std::vector<std::int64_t> dilations;
   std::vector<std::int64_t> pads_begin;
   std::vector<std::int64_t> pads_end;
 };
-Expected<ConvGeometry> resolve_conv_geometry(const Node& node, const Dims& x_dims, const Dims& w_dims);
+Expected<ConvGeometry> resolve_conv_geometry(const Node& node, const Dims& x_dims,
+                                             const Dims& w_dims);
 
 }  // namespace voxrt::ir

@@ -76,7 +76,8 @@ void im2col_block(const Geometry3& g, const float* x, std::int64_t channels, std
               t_hi = std::clamp(t_hi, t_lo, run);
               std::fill(out, out + t_lo, 0.0f);
               if (sw == 1) {
-                std::memcpy(out + t_lo, src + iw0 + t_lo, static_cast<std::size_t>(t_hi - t_lo) * sizeof(float));
+                std::memcpy(out + t_lo, src + iw0 + t_lo,
+                            static_cast<std::size_t>(t_hi - t_lo) * sizeof(float));
               } else {
                 for (std::int64_t t = t_lo; t < t_hi; ++t) out[t] = src[iw0 + t * sw];
               }
@@ -92,20 +93,23 @@ void im2col_block(const Geometry3& g, const float* x, std::int64_t channels, std
 
 class ConvIm2ColKernel final : public Kernel {
  public:
-  ConvIm2ColKernel(ir::Node node, Activation activation) : node_(std::move(node)), activation_(activation) {}
+  ConvIm2ColKernel(ir::Node node, Activation activation)
+      : node_(std::move(node)), activation_(activation) {}
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
              KernelContext& context) const override {
     const Tensor& x = *inputs[0];
     const Tensor& w = *inputs[1];
     const Tensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
-    VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry geometry, ir::resolve_conv_geometry(node_, x.dims(), w.dims()));
+    VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry geometry,
+                           ir::resolve_conv_geometry(node_, x.dims(), w.dims()));
     if (geometry.input.size() > 3) {
       return unsupported(node_.describe(), ": im2col Conv handles 1 to 3 spatial dims");
     }
     const Geometry3 g = to_3d(geometry);
     const std::int64_t groups = geometry.group;
-    const std::int64_t group_in = geometry.in_channels / groups, group_out = geometry.out_channels / groups;
+    const std::int64_t group_in = geometry.in_channels / groups,
+                       group_out = geometry.out_channels / groups;
     const std::int64_t kernel_volume = g.kernel[0] * g.kernel[1] * g.kernel[2];
     const std::int64_t col_rows = group_in * kernel_volume;
     const std::int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
@@ -118,7 +122,8 @@ class ConvIm2ColKernel final : public Kernel {
     const std::int64_t images = geometry.batch * groups;
     // Column block: small enough for L2, and enough blocks that every thread has work.
     std::int64_t block = std::max<std::int64_t>(
-        kMinColumnBlock, static_cast<std::int64_t>(kColumnBlockBytes / sizeof(float)) / std::max<std::int64_t>(col_rows, 1));
+        kMinColumnBlock, static_cast<std::int64_t>(kColumnBlockBytes / sizeof(float)) /
+                             std::max<std::int64_t>(col_rows, 1));
     if (images < threads) {
       const std::int64_t per_thread = (out_plane * images + threads - 1) / threads;
       block = std::min(block, std::max<std::int64_t>(16, (per_thread + 15) / 16 * 16));
@@ -129,39 +134,41 @@ class ConvIm2ColKernel final : public Kernel {
     const float* wd = w.data<float>();
     const float* bd = bias ? bias->data<float>() : nullptr;
     float* yd = outputs[0]->data<float>();
-    context.pool->parallel_for(images * blocks_per_image, 1, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t unit = begin; unit < end; ++unit) {
-        const std::int64_t image = unit / blocks_per_image, blk = unit % blocks_per_image;
-        const std::int64_t n = image / groups, grp = image % groups;
-        const std::int64_t col_begin = blk * block, col_end = std::min(out_plane, col_begin + block);
-        const std::int64_t width = col_end - col_begin;
-        const float* x_group = xd + (n * geometry.in_channels + grp * group_in) * in_plane;
-        const float* w_group = wd + grp * group_out * col_rows;
-        float* y_group = yd + (n * geometry.out_channels + grp * group_out) * out_plane;
-        const float* col = nullptr;
-        std::int64_t ld_col = width;
-        if (pointwise) {
-          col = x_group + col_begin;
-          ld_col = in_plane;
-        } else {
-          float* scratch = thread_scratch_floats(static_cast<std::size_t>(col_rows * width), 0);
-          im2col_block(g, x_group, group_in, col_begin, col_end, scratch);
-          col = scratch;
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(group_out),
-                    static_cast<int>(width), static_cast<int>(col_rows), 1.0f, w_group,
-                    static_cast<int>(col_rows), col, static_cast<int>(ld_col), 0.0f, y_group + col_begin,
-                    static_cast<int>(out_plane));
-        for (std::int64_t oc = 0; oc < group_out; ++oc) {
-          float* y = y_group + oc * out_plane + col_begin;
-          if (bd) {
-            const float b = bd[grp * group_out + oc];
-            for (std::int64_t i = 0; i < width; ++i) y[i] += b;
+    context.pool->parallel_for(
+        images * blocks_per_image, 1, [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t unit = begin; unit < end; ++unit) {
+            const std::int64_t image = unit / blocks_per_image, blk = unit % blocks_per_image;
+            const std::int64_t n = image / groups, grp = image % groups;
+            const std::int64_t col_begin = blk * block,
+                               col_end = std::min(out_plane, col_begin + block);
+            const std::int64_t width = col_end - col_begin;
+            const float* x_group = xd + (n * geometry.in_channels + grp * group_in) * in_plane;
+            const float* w_group = wd + grp * group_out * col_rows;
+            float* y_group = yd + (n * geometry.out_channels + grp * group_out) * out_plane;
+            const float* col = nullptr;
+            std::int64_t ld_col = width;
+            if (pointwise) {
+              col = x_group + col_begin;
+              ld_col = in_plane;
+            } else {
+              float* scratch = thread_scratch_floats(static_cast<std::size_t>(col_rows * width), 0);
+              im2col_block(g, x_group, group_in, col_begin, col_end, scratch);
+              col = scratch;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(group_out),
+                        static_cast<int>(width), static_cast<int>(col_rows), 1.0f, w_group,
+                        static_cast<int>(col_rows), col, static_cast<int>(ld_col), 0.0f,
+                        y_group + col_begin, static_cast<int>(out_plane));
+            for (std::int64_t oc = 0; oc < group_out; ++oc) {
+              float* y = y_group + oc * out_plane + col_begin;
+              if (bd) {
+                const float b = bd[grp * group_out + oc];
+                for (std::int64_t i = 0; i < width; ++i) y[i] += b;
+              }
+              apply_activation(activation_, y, width);
+            }
           }
-          apply_activation(activation_, y, width);
-        }
-      }
-    });
+        });
     return Status::ok();
   }
 

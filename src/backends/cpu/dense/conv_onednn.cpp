@@ -8,8 +8,8 @@
 #include <mutex>
 
 #include "backends/cpu/dense/dense_kernels.h"
-#include "core/thread_pool.h"
 #include "backends/cpu/dense/onednn_common.h"
+#include "core/thread_pool.h"
 #include "ir/shape_inference/dense.h"
 
 namespace voxrt::backends::cpu::dense {
@@ -26,20 +26,25 @@ struct ConvPrimitive {
   memory weights;
 };
 
-memory::dims to_dnnl(const std::vector<std::int64_t>& v) { return memory::dims(v.begin(), v.end()); }
+memory::dims to_dnnl(const std::vector<std::int64_t>& v) {
+  return memory::dims(v.begin(), v.end());
+}
 
 class ConvOneDnnKernel final : public Kernel {
  public:
   ConvOneDnnKernel(ir::Node node, Activation activation, Tensor weights, bool blocked)
-      : node_(std::move(node)), activation_(activation), weights_(std::move(weights)), blocked_(blocked) {}
+      : node_(std::move(node)),
+        activation_(activation),
+        weights_(std::move(weights)),
+        blocked_(blocked) {}
 
   // Creates the primitive (and packs the weights) for the shape the plan was built with.
   Status warm_up(const Dims& x_dims, bool has_bias) const {
     try {
-      return primitive_for(x_dims, has_bias).status();
+      return primitive_for(x_dims, has_bias, 1).status();
     } catch (const dnnl::error& e) {
-      return internal_error(node_.describe(), ": oneDNN convolution failed for X ", dims_to_string(x_dims), ": ",
-                            e.what());
+      return internal_error(node_.describe(), ": oneDNN convolution failed for X ",
+                            dims_to_string(x_dims), ": ", e.what());
     }
   }
 
@@ -48,7 +53,8 @@ class ConvOneDnnKernel final : public Kernel {
     const Tensor& x = *inputs[0];
     const Tensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
     try {
-      VOXRT_ASSIGN_OR_RETURN(std::shared_ptr<const ConvPrimitive> conv, primitive_for(x.dims(), bias != nullptr));
+      VOXRT_ASSIGN_OR_RETURN(std::shared_ptr<const ConvPrimitive> conv,
+                             primitive_for(x.dims(), bias != nullptr, context.pool->threads()));
       const dnnl::engine& engine = onednn_engine();
       const int threads = context.pool->threads();
       std::unordered_map<int, memory> args;
@@ -76,31 +82,39 @@ class ConvOneDnnKernel final : public Kernel {
         execute_primitive(*conv->dst_reorder, reorder_args, conv->dst_reorder_scratch, threads);
       }
     } catch (const dnnl::error& e) {
-      return internal_error(node_.describe(), ": oneDNN convolution failed for X ", dims_to_string(x.dims()),
-                            ": ", e.what());
+      return internal_error(node_.describe(), ": oneDNN convolution failed for X ",
+                            dims_to_string(x.dims()), ": ", e.what());
     }
     return Status::ok();
   }
 
  private:
-  Expected<std::shared_ptr<const ConvPrimitive>> primitive_for(const Dims& x_dims, bool has_bias) const {
+  // oneDNN fixes a primitive's thread count when it is created, so the key holds it too.
+  Expected<std::shared_ptr<const ConvPrimitive>> primitive_for(const Dims& x_dims, bool has_bias,
+                                                               int threads) const {
+    Dims key = x_dims;
+    key.push_back(threads);
     std::lock_guard<std::mutex> lock(mutex_);
-    auto it = cache_.find(x_dims);
+    auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
+    set_onednn_threads(threads);
     VOXRT_ASSIGN_OR_RETURN(std::shared_ptr<const ConvPrimitive> made, create(x_dims, has_bias));
-    cache_.emplace(x_dims, made);
+    cache_.emplace(std::move(key), made);
     return made;
   }
 
   Expected<std::shared_ptr<const ConvPrimitive>> create(const Dims& x_dims, bool has_bias) const {
-    VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry g, ir::resolve_conv_geometry(node_, x_dims, weights_.dims()));
+    VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry g,
+                           ir::resolve_conv_geometry(node_, x_dims, weights_.dims()));
     const dnnl::engine& engine = onednn_engine();
     const std::size_t rank = x_dims.size();
     memory::dims dst_dims{g.batch, g.out_channels};
     for (std::int64_t extent : g.output) dst_dims.push_back(extent);
     memory::dims weight_dims;
-    if (g.group > 1) weight_dims = {g.group, g.out_channels / g.group};
-    else weight_dims = {g.out_channels};
+    if (g.group > 1)
+      weight_dims = {g.group, g.out_channels / g.group};
+    else
+      weight_dims = {g.out_channels};
     weight_dims.push_back(g.in_channels / g.group);
     for (std::int64_t extent : g.kernel) weight_dims.push_back(extent);
     memory::dims dilates;
@@ -111,13 +125,17 @@ class ConvOneDnnKernel final : public Kernel {
     conv->user_dst_md = memory::desc(dst_dims, memory::data_type::f32, plain_tag(rank));
     const memory::desc weights_any(weight_dims, memory::data_type::f32, memory::format_tag::any);
     const memory::desc src_req =
-        blocked_ ? memory::desc(to_dnnl(x_dims), memory::data_type::f32, memory::format_tag::any) : conv->user_src_md;
+        blocked_ ? memory::desc(to_dnnl(x_dims), memory::data_type::f32, memory::format_tag::any)
+                 : conv->user_src_md;
     const memory::desc dst_req =
-        blocked_ ? memory::desc(dst_dims, memory::data_type::f32, memory::format_tag::any) : conv->user_dst_md;
-    const memory::desc bias_md = has_bias ? memory::desc({g.out_channels}, memory::data_type::f32, memory::format_tag::a)
-                                          : memory::desc();
-    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                         src_req, weights_any, bias_md, dst_req, to_dnnl(g.strides), dilates,
+        blocked_ ? memory::desc(dst_dims, memory::data_type::f32, memory::format_tag::any)
+                 : conv->user_dst_md;
+    const memory::desc bias_md =
+        has_bias ? memory::desc({g.out_channels}, memory::data_type::f32, memory::format_tag::a)
+                 : memory::desc();
+    dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
+                                         dnnl::algorithm::convolution_direct, src_req, weights_any,
+                                         bias_md, dst_req, to_dnnl(g.strides), dilates,
                                          to_dnnl(g.pads_begin), to_dnnl(g.pads_end));
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -132,12 +150,14 @@ class ConvOneDnnKernel final : public Kernel {
     dnnl::primitive_attr reorder_attr;
     reorder_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (conv->src_md != conv->user_src_md) {
-      dnnl::reorder::primitive_desc rpd(engine, conv->user_src_md, engine, conv->src_md, reorder_attr);
+      dnnl::reorder::primitive_desc rpd(engine, conv->user_src_md, engine, conv->src_md,
+                                        reorder_attr);
       conv->src_reorder = dnnl::reorder(rpd);
       conv->src_reorder_scratch = rpd.scratchpad_desc().get_size();
     }
     if (conv->dst_md != conv->user_dst_md) {
-      dnnl::reorder::primitive_desc rpd(engine, conv->dst_md, engine, conv->user_dst_md, reorder_attr);
+      dnnl::reorder::primitive_desc rpd(engine, conv->dst_md, engine, conv->user_dst_md,
+                                        reorder_attr);
       conv->dst_reorder = dnnl::reorder(rpd);
       conv->dst_reorder_scratch = rpd.scratchpad_desc().get_size();
     }
@@ -178,10 +198,12 @@ Expected<std::unique_ptr<Kernel>> make_conv_onednn_kernel(const ir::Node& node, 
   if (!w || !w->is_constant()) {
     return unsupported(node.describe(), ": the oneDNN Conv tactic needs constant weights");
   }
-  auto kernel = std::make_unique<ConvOneDnnKernel>(detached_node(node), activation, *w->constant, blocked);
+  auto kernel =
+      std::make_unique<ConvOneDnnKernel>(detached_node(node), activation, *w->constant, blocked);
   const ir::Value* x = node.input(0);
   if (x && x->rank_known) {
-    if (auto x_dims = ir::known_dims(x->shape)) VOXRT_RETURN_IF_ERROR(kernel->warm_up(*x_dims, node.input(2) != nullptr));
+    if (auto x_dims = ir::known_dims(x->shape))
+      VOXRT_RETURN_IF_ERROR(kernel->warm_up(*x_dims, node.input(2) != nullptr));
   }
   return std::unique_ptr<Kernel>(std::move(kernel));
 }

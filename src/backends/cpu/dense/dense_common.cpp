@@ -32,9 +32,10 @@ Expected<Activation> read_activation(const ir::Node& node) {
   } else if (name == "gelu_erf") {
     activation.kind = ActivationKind::kGeluErf;
   } else {
-    return invalid_argument(node.describe(),
-                            ": activation must be none, relu, clip, leaky_relu, sigmoid, tanh or gelu_erf, found '",
-                            name, "'");
+    return invalid_argument(
+        node.describe(),
+        ": activation must be none, relu, clip, leaky_relu, sigmoid, tanh or gelu_erf, found '",
+        name, "'");
   }
   return activation;
 }
@@ -85,8 +86,8 @@ Expected<MatMulConfig> read_matmul_config(const ir::Node& node) {
   return config;
 }
 
-Expected<MatMulProblem> plan_matmul(const ir::Node& node, const MatMulConfig& config, const Dims& a_dims,
-                                    const Dims& b_dims) {
+Expected<MatMulProblem> plan_matmul(const ir::Node& node, const MatMulConfig& config,
+                                    const Dims& a_dims, const Dims& b_dims) {
   if (a_dims.empty() || b_dims.empty()) {
     return invalid_argument(node.describe(), ": MatMul operands must have rank >= 1, found ",
                             dims_to_string(a_dims), " and ", dims_to_string(b_dims));
@@ -115,8 +116,8 @@ Expected<MatMulProblem> plan_matmul(const ir::Node& node, const MatMulConfig& co
     k_b = config.trans_b ? b_dims[rb - 1] : b_dims[rb - 2];
   }
   if (k_b != problem.k) {
-    return invalid_argument(node.describe(), ": inner dims differ: A ", dims_to_string(a_dims), " and B ",
-                            dims_to_string(b_dims));
+    return invalid_argument(node.describe(), ": inner dims differ: A ", dims_to_string(a_dims),
+                            " and B ", dims_to_string(b_dims));
   }
   const Dims batch_a(a_dims.begin(), a_dims.end() - std::min<std::size_t>(ra, 2));
   const Dims batch_b(b_dims.begin(), b_dims.end() - std::min<std::size_t>(rb, 2));
@@ -129,8 +130,8 @@ Expected<MatMulProblem> plan_matmul(const ir::Node& node, const MatMulConfig& co
     const std::int64_t da = ia >= batch_rank ? batch_a[ia - batch_rank] : 1;
     const std::int64_t db = ib >= batch_rank ? batch_b[ib - batch_rank] : 1;
     if (da != db && da != 1 && db != 1) {
-      return invalid_argument(node.describe(), ": batch dims of A ", dims_to_string(a_dims), " and B ",
-                              dims_to_string(b_dims), " do not broadcast");
+      return invalid_argument(node.describe(), ": batch dims of A ", dims_to_string(a_dims),
+                              " and B ", dims_to_string(b_dims), " do not broadcast");
     }
     batch[i] = std::max(da, db);
     if (da == 0 || db == 0) batch[i] = 0;
@@ -189,7 +190,8 @@ void broadcast_c_into(const Tensor& c, std::int64_t m, std::int64_t n, std::int6
   (void)n;
 }
 
-void fill_empty_k_matmul(const MatMulConfig& config, const MatMulProblem& p, const Tensor* c, float* y) {
+void fill_empty_k_matmul(const MatMulConfig& config, const MatMulProblem& p, const Tensor* c,
+                         float* y) {
   for (std::int64_t batch = 0; batch < p.batch_count; ++batch) {
     float* out = y + batch * p.m * p.n;
     if (c) {

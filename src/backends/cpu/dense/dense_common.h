@@ -12,10 +12,10 @@
 namespace voxrt::backends::cpu::dense {
 
 // Tactic ids of the dense family (stored in engine files: append only).
-inline constexpr TacticId kTacticOpenBlas = 1;        // MatMul, Gemm, FusedMatMul
-inline constexpr TacticId kTacticOneDnnMatMul = 2;    // MatMul, Gemm, FusedMatMul
-inline constexpr TacticId kTacticIm2ColOpenBlas = 3;  // Conv, FusedConv
-inline constexpr TacticId kTacticOneDnnConv = 4;      // Conv, FusedConv (plain activations)
+inline constexpr TacticId kTacticOpenBlas = 1;           // MatMul, Gemm, FusedMatMul
+inline constexpr TacticId kTacticOneDnnMatMul = 2;       // MatMul, Gemm, FusedMatMul
+inline constexpr TacticId kTacticIm2ColOpenBlas = 3;     // Conv, FusedConv
+inline constexpr TacticId kTacticOneDnnConv = 4;         // Conv, FusedConv (plain activations)
 inline constexpr TacticId kTacticOneDnnConvBlocked = 5;  // Conv, FusedConv (oneDNN's layouts)
 
 enum class ActivationKind { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kTanh, kGeluErf };
@@ -59,8 +59,8 @@ struct MatMulProblem {
   bool b_shared = true;
 };
 // When B is shared and A is not transposed, batches of A are folded into M (one big GEMM).
-Expected<MatMulProblem> plan_matmul(const ir::Node& node, const MatMulConfig& config, const Dims& a_dims,
-                                    const Dims& b_dims);
+Expected<MatMulProblem> plan_matmul(const ir::Node& node, const MatMulConfig& config,
+                                    const Dims& a_dims, const Dims& b_dims);
 
 // Writes C broadcast to rows [m_begin, m_end) x cols [n_begin, n_end) of one [M, N] output
 // (row stride ldy); C has rank <= 2 and dims 1 or equal to M / N (checked by shape inference).
@@ -69,7 +69,8 @@ void broadcast_c_into(const Tensor& c, std::int64_t m, std::int64_t n, std::int6
                       std::int64_t ldy);
 
 // Y = act(beta * C) (or act(0)) for a problem with K == 0, where there is nothing to multiply.
-void fill_empty_k_matmul(const MatMulConfig& config, const MatMulProblem& problem, const Tensor* c, float* y);
+void fill_empty_k_matmul(const MatMulConfig& config, const MatMulProblem& problem, const Tensor* c,
+                         float* y);
 
 // Per-thread scratch that grows and is kept, so steady-state calls do not allocate. Each slot
 // is a separate buffer; a kernel uses distinct slots for buffers live at the same time.

@@ -14,7 +14,8 @@ ir::Node detached_node(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_conv_reference_kernel(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_conv_im2col_kernel(const ir::Node& node);
 // blocked_activations: let oneDNN choose the layouts of X and Y too, reordering around the call.
-Expected<std::unique_ptr<Kernel>> make_conv_onednn_kernel(const ir::Node& node, bool blocked_activations);
+Expected<std::unique_ptr<Kernel>> make_conv_onednn_kernel(const ir::Node& node,
+                                                          bool blocked_activations);
 
 // Gemm, MatMul and FusedMatMul share one implementation per tactic.
 Expected<std::unique_ptr<Kernel>> make_matmul_reference_kernel(const ir::Node& node);

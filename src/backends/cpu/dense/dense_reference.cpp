@@ -29,9 +29,11 @@ class ConvReferenceKernel final : public Kernel {
     const Tensor& x = *inputs[0];
     const Tensor& w = *inputs[1];
     const Tensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
-    VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry g, ir::resolve_conv_geometry(node_, x.dims(), w.dims()));
+    VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry g,
+                           ir::resolve_conv_geometry(node_, x.dims(), w.dims()));
     if (g.input.size() > 3) {
-      return unsupported(node_.describe(), ": the reference Conv handles 1 to 3 spatial dims, found ",
+      return unsupported(node_.describe(),
+                         ": the reference Conv handles 1 to 3 spatial dims, found ",
                          g.input.size());
     }
     // Pad every geometry to 3 spatial dims (leading extents of 1) so one loop nest serves all.
@@ -42,7 +44,8 @@ class ConvReferenceKernel final : public Kernel {
       return out;
     };
     const auto in = pad3(g.input, 1), kernel = pad3(g.kernel, 1), out = pad3(g.output, 1);
-    const auto stride = pad3(g.strides, 1), dilation = pad3(g.dilations, 1), pad = pad3(g.pads_begin, 0);
+    const auto stride = pad3(g.strides, 1), dilation = pad3(g.dilations, 1),
+               pad = pad3(g.pads_begin, 0);
     const std::int64_t group_in = g.in_channels / g.group, group_out = g.out_channels / g.group;
     const std::int64_t in_plane = in[0] * in[1] * in[2], out_plane = out[0] * out[1] * out[2];
     const std::int64_t kernel_volume = kernel[0] * kernel[1] * kernel[2];
@@ -93,7 +96,8 @@ class ConvReferenceKernel final : public Kernel {
 
 class MatMulReferenceKernel final : public Kernel {
  public:
-  MatMulReferenceKernel(ir::Node node, MatMulConfig config) : node_(std::move(node)), config_(config) {}
+  MatMulReferenceKernel(ir::Node node, MatMulConfig config)
+      : node_(std::move(node)), config_(config) {}
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
              KernelContext& context) const override {

@@ -13,7 +13,9 @@ using dense::kTacticOpenBlas;
 
 namespace {
 
-bool is_conv(ir::OpKind op) { return op == ir::OpKind::kConv || op == ir::OpKind::kFusedConv; }
+bool is_conv(ir::OpKind op) {
+  return op == ir::OpKind::kConv || op == ir::OpKind::kFusedConv;
+}
 
 bool is_matmul(ir::OpKind op) {
   return op == ir::OpKind::kGemm || op == ir::OpKind::kMatMul || op == ir::OpKind::kFusedMatMul;
@@ -23,7 +25,8 @@ bool is_matmul(ir::OpKind op) {
 
 std::vector<TacticInfo> dense_tactics(const ir::Node& node) {
   if (!is_conv(node.op) && !is_matmul(node.op)) return {};
-  if (node.inputs.size() < 2 || !node.input(0) || !node.input(1) || !dense::all_inputs_f32(node)) return {};
+  if (node.inputs.size() < 2 || !node.input(0) || !node.input(1) || !dense::all_inputs_f32(node))
+    return {};
   if (!dense::read_activation(node).has_value()) return {};
   std::vector<TacticInfo> tactics{{kReferenceTactic, "reference"}};
   if (is_conv(node.op)) {
@@ -64,7 +67,8 @@ Expected<std::unique_ptr<Kernel>> make_dense_kernel(const ir::Node& node, Tactic
       default: break;
     }
   }
-  return internal_error(node.describe(), ": dense tactic ", tactic, " is listed but has no factory");
+  return internal_error(node.describe(), ": dense tactic ", tactic,
+                        " is listed but has no factory");
 }
 
 }  // namespace voxrt::backends::cpu

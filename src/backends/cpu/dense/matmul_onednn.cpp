@@ -7,8 +7,8 @@
 #include <mutex>
 
 #include "backends/cpu/dense/dense_kernels.h"
-#include "core/thread_pool.h"
 #include "backends/cpu/dense/onednn_common.h"
+#include "core/thread_pool.h"
 
 namespace voxrt::backends::cpu::dense {
 namespace {
@@ -32,13 +32,15 @@ struct MatMulPrimitive {
   std::size_t scratchpad_bytes = 0;
 };
 
-memory::desc matrix_md(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool transposed, std::int64_t ld,
-                       bool three_d) {
+memory::desc matrix_md(std::int64_t batch, std::int64_t rows, std::int64_t cols, bool transposed,
+                       std::int64_t ld, bool three_d) {
   // A [rows, cols] view of storage that is [rows, ld] (or [cols, ld] when transposed).
   const memory::dim row_stride = transposed ? 1 : ld;
   const memory::dim col_stride = transposed ? ld : 1;
-  if (!three_d) return memory::desc({rows, cols}, memory::data_type::f32, memory::dims{row_stride, col_stride});
-  return memory::desc({batch, rows, cols}, memory::data_type::f32, memory::dims{rows * cols, row_stride, col_stride});
+  if (!three_d)
+    return memory::desc({rows, cols}, memory::data_type::f32, memory::dims{row_stride, col_stride});
+  return memory::desc({batch, rows, cols}, memory::data_type::f32,
+                      memory::dims{rows * cols, row_stride, col_stride});
 }
 
 class MatMulOneDnnKernel final : public Kernel {
@@ -52,7 +54,7 @@ class MatMulOneDnnKernel final : public Kernel {
 
   Status warm_up(const Dims& a_dims, const Dims& b_dims, const Dims& c_dims) const {
     try {
-      return primitive_for(a_dims, b_dims, c_dims).status();
+      return primitive_for(a_dims, b_dims, c_dims, 1).status();
     } catch (const dnnl::error& e) {
       return internal_error(node_.describe(), ": oneDNN matmul failed: ", e.what());
     }
@@ -65,8 +67,9 @@ class MatMulOneDnnKernel final : public Kernel {
     const Tensor* c = config_.has_c && inputs.size() > 2 ? inputs[2] : nullptr;
     float* yd = outputs[0]->data<float>();
     try {
-      VOXRT_ASSIGN_OR_RETURN(std::shared_ptr<const MatMulPrimitive> mm,
-                             primitive_for(a.dims(), b.dims(), c ? c->dims() : Dims{}));
+      VOXRT_ASSIGN_OR_RETURN(
+          std::shared_ptr<const MatMulPrimitive> mm,
+          primitive_for(a.dims(), b.dims(), c ? c->dims() : Dims{}, context.pool->threads()));
       const MatMulProblem& p = mm->problem;
       if (p.batch_count == 0 || p.m == 0 || p.n == 0) return Status::ok();
       if (p.k == 0) {
@@ -84,32 +87,41 @@ class MatMulOneDnnKernel final : public Kernel {
       const float* bd = b.data<float>();
       std::unordered_map<int, memory> args;
       if (mm->use_bias) {
-        const memory::desc bias_md = mm->mode == BatchMode::kBatched
-                                         ? memory::desc({1, 1, p.n}, memory::data_type::f32, memory::format_tag::abc)
-                                         : memory::desc({1, p.n}, memory::data_type::f32, memory::format_tag::ab);
-        args[DNNL_ARG_BIAS] = memory(bias_md, engine, const_cast<float*>(bias_times_beta_->data<float>()));
+        const memory::desc bias_md =
+            mm->mode == BatchMode::kBatched
+                ? memory::desc({1, 1, p.n}, memory::data_type::f32, memory::format_tag::abc)
+                : memory::desc({1, p.n}, memory::data_type::f32, memory::format_tag::ab);
+        args[DNNL_ARG_BIAS] =
+            memory(bias_md, engine, const_cast<float*>(bias_times_beta_->data<float>()));
       }
       const std::int64_t steps = mm->mode == BatchMode::kLoop ? p.batch_count : 1;
       for (std::int64_t batch = 0; batch < steps; ++batch) {
         const auto index = static_cast<std::size_t>(batch);
-        args[DNNL_ARG_SRC] = memory(mm->src_md, engine, const_cast<float*>(ad + p.a_offsets[index]));
-        args[DNNL_ARG_WEIGHTS] = mm->packed_weights
-                                     ? *mm->packed_weights
-                                     : memory(mm->weights_md, engine, const_cast<float*>(bd + p.b_offsets[index]));
+        args[DNNL_ARG_SRC] =
+            memory(mm->src_md, engine, const_cast<float*>(ad + p.a_offsets[index]));
+        args[DNNL_ARG_WEIGHTS] =
+            mm->packed_weights
+                ? *mm->packed_weights
+                : memory(mm->weights_md, engine, const_cast<float*>(bd + p.b_offsets[index]));
         args[DNNL_ARG_DST] = memory(mm->dst_md, engine, yd + batch * p.m * p.n);
         execute_primitive(mm->primitive, args, mm->scratchpad_bytes, threads);
       }
     } catch (const dnnl::error& e) {
-      return internal_error(node_.describe(), ": oneDNN matmul failed for A ", dims_to_string(a.dims()), " B ",
-                            dims_to_string(b.dims()), ": ", e.what());
+      return internal_error(node_.describe(), ": oneDNN matmul failed for A ",
+                            dims_to_string(a.dims()), " B ", dims_to_string(b.dims()), ": ",
+                            e.what());
     }
     return Status::ok();
   }
 
  private:
-  Expected<std::shared_ptr<const MatMulPrimitive>> primitive_for(const Dims& a_dims, const Dims& b_dims,
-                                                                const Dims& c_dims) const {
-    std::vector<std::int64_t> key(a_dims);
+  Expected<std::shared_ptr<const MatMulPrimitive>> primitive_for(const Dims& a_dims,
+                                                                 const Dims& b_dims,
+                                                                 const Dims& c_dims,
+                                                                 int threads) const {
+    // oneDNN fixes a primitive's thread count when it is created, so the key holds it too.
+    std::vector<std::int64_t> key{threads};
+    key.insert(key.end(), a_dims.begin(), a_dims.end());
     key.push_back(-1);
     key.insert(key.end(), b_dims.begin(), b_dims.end());
     key.push_back(-1);
@@ -117,19 +129,23 @@ class MatMulOneDnnKernel final : public Kernel {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    VOXRT_ASSIGN_OR_RETURN(std::shared_ptr<const MatMulPrimitive> made, create(a_dims, b_dims, c_dims));
+    set_onednn_threads(threads);
+    VOXRT_ASSIGN_OR_RETURN(std::shared_ptr<const MatMulPrimitive> made,
+                           create(a_dims, b_dims, c_dims));
     cache_.emplace(std::move(key), made);
     return made;
   }
 
   Expected<std::shared_ptr<const MatMulPrimitive>> create(const Dims& a_dims, const Dims& b_dims,
-                                                         const Dims& c_dims) const {
+                                                          const Dims& c_dims) const {
     auto mm = std::make_shared<MatMulPrimitive>();
     VOXRT_ASSIGN_OR_RETURN(mm->problem, plan_matmul(node_, config_, a_dims, b_dims));
     const MatMulProblem& p = mm->problem;
-    if (p.batch_count == 0 || p.m == 0 || p.n == 0 || p.k == 0) return std::shared_ptr<const MatMulPrimitive>(mm);
+    if (p.batch_count == 0 || p.m == 0 || p.n == 0 || p.k == 0)
+      return std::shared_ptr<const MatMulPrimitive>(mm);
     // Batch strides of the operands when they are uniform (full or broadcast).
-    auto uniform_stride = [&](const std::vector<std::int64_t>& offsets, std::int64_t matrix) -> std::int64_t {
+    auto uniform_stride = [&](const std::vector<std::int64_t>& offsets,
+                              std::int64_t matrix) -> std::int64_t {
       const std::int64_t step = offsets.size() > 1 ? offsets[1] - offsets[0] : 0;
       if (step != 0 && step != matrix) return -1;
       for (std::size_t i = 0; i < offsets.size(); ++i) {
@@ -151,9 +167,11 @@ class MatMulOneDnnKernel final : public Kernel {
     mm->weights_md = matrix_md(b_batch, p.k, p.n, p.trans_b, p.ldb, three_d);
     mm->dst_md = matrix_md(p.batch_count, p.m, p.n, false, p.n, three_d);
     const bool alpha_folded = pack_b;
-    const bool c_is_row = c_dims.size() == 1 ? c_dims[0] == p.n && p.n > 1
-                                             : c_dims.size() == 2 && c_dims[0] == 1 && c_dims[1] == p.n && p.n > 1;
-    mm->use_bias = config_.has_c && bias_times_beta_.has_value() && c_is_row && (alpha_folded || config_.alpha == 1.0f);
+    const bool c_is_row = c_dims.size() == 1
+                              ? c_dims[0] == p.n && p.n > 1
+                              : c_dims.size() == 2 && c_dims[0] == 1 && c_dims[1] == p.n && p.n > 1;
+    mm->use_bias = config_.has_c && bias_times_beta_.has_value() && c_is_row &&
+                   (alpha_folded || config_.alpha == 1.0f);
     mm->use_sum = config_.has_c && !mm->use_bias;
 
     dnnl::primitive_attr attr;
@@ -164,7 +182,8 @@ class MatMulOneDnnKernel final : public Kernel {
     append_activation_post_op(config_.activation, ops);
     attr.set_post_ops(ops);
     const memory::desc weights_req =
-        pack_b ? memory::desc({p.k, p.n}, memory::data_type::f32, memory::format_tag::any) : mm->weights_md;
+        pack_b ? memory::desc({p.k, p.n}, memory::data_type::f32, memory::format_tag::any)
+               : mm->weights_md;
     memory::desc bias_md;
     if (mm->use_bias) {
       bias_md = three_d ? memory::desc({1, 1, p.n}, memory::data_type::f32, memory::format_tag::abc)
@@ -216,8 +235,8 @@ Expected<std::unique_ptr<Kernel>> make_matmul_onednn_kernel(const ir::Node& node
     for (float& v : scaled.span<float>()) v *= config.beta;
     bias_times_beta = std::move(scaled);
   }
-  auto kernel = std::make_unique<MatMulOneDnnKernel>(detached_node(node), config, std::move(constant_b),
-                                                     std::move(bias_times_beta));
+  auto kernel = std::make_unique<MatMulOneDnnKernel>(
+      detached_node(node), config, std::move(constant_b), std::move(bias_times_beta));
   // Pack B now when the plan's shapes are known (a dynamic batch/time packs on first use).
   const ir::Value* a = node.input(0);
   const ir::Value* b = node.input(1);
@@ -231,7 +250,8 @@ Expected<std::unique_ptr<Kernel>> make_matmul_onednn_kernel(const ir::Node& node
       c_known = known.has_value() && c->rank_known;
       if (known) c_dims = *known;
     }
-    if (a_dims && b_dims && c_known) VOXRT_RETURN_IF_ERROR(kernel->warm_up(*a_dims, *b_dims, c_dims));
+    if (a_dims && b_dims && c_known)
+      VOXRT_RETURN_IF_ERROR(kernel->warm_up(*a_dims, *b_dims, c_dims));
   }
   return std::unique_ptr<Kernel>(std::move(kernel));
 }

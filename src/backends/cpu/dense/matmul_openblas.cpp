@@ -18,7 +18,8 @@ constexpr std::int64_t kMinTileExtent = 32;
 
 class MatMulOpenBlasKernel final : public Kernel {
  public:
-  MatMulOpenBlasKernel(ir::Node node, MatMulConfig config) : node_(std::move(node)), config_(config) {}
+  MatMulOpenBlasKernel(ir::Node node, MatMulConfig config)
+      : node_(std::move(node)), config_(config) {}
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
              KernelContext& context) const override {
@@ -72,7 +73,8 @@ class MatMulOpenBlasKernel final : public Kernel {
                     static_cast<int>(p.k), config_.alpha, a_tile, static_cast<int>(p.lda), b_tile,
                     static_cast<int>(p.ldb), beta, y + m0 * p.n + n0, static_cast<int>(p.n));
         if (config_.activation.kind != ActivationKind::kNone) {
-          for (std::int64_t i = m0; i < m1; ++i) apply_activation(config_.activation, y + i * p.n + n0, n1 - n0);
+          for (std::int64_t i = m0; i < m1; ++i)
+            apply_activation(config_.activation, y + i * p.n + n0, n1 - n0);
         }
       }
     });

@@ -17,21 +17,30 @@ void append_activation_post_op(const Activation& activation, dnnl::post_ops& ops
   using dnnl::algorithm;
   switch (activation.kind) {
     case ActivationKind::kNone: return;
-    case ActivationKind::kRelu: ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f); return;
+    case ActivationKind::kRelu:
+      ops.append_eltwise(1.0f, algorithm::eltwise_relu, 0.0f, 0.0f);
+      return;
     case ActivationKind::kLeakyRelu:
       ops.append_eltwise(1.0f, algorithm::eltwise_relu, activation.alpha, 0.0f);
       return;
     case ActivationKind::kClip:
       ops.append_eltwise(1.0f, algorithm::eltwise_clip, activation.alpha, activation.beta);
       return;
-    case ActivationKind::kSigmoid: ops.append_eltwise(1.0f, algorithm::eltwise_logistic, 0.0f, 0.0f); return;
-    case ActivationKind::kTanh: ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0.0f, 0.0f); return;
-    case ActivationKind::kGeluErf: ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f); return;
+    case ActivationKind::kSigmoid:
+      ops.append_eltwise(1.0f, algorithm::eltwise_logistic, 0.0f, 0.0f);
+      return;
+    case ActivationKind::kTanh:
+      ops.append_eltwise(1.0f, algorithm::eltwise_tanh, 0.0f, 0.0f);
+      return;
+    case ActivationKind::kGeluErf:
+      ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
+      return;
   }
 }
 
-void execute_primitive(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory>& args,
-                       std::size_t scratchpad_bytes, int threads) {
+void execute_primitive(const dnnl::primitive& primitive,
+                       std::unordered_map<int, dnnl::memory>& args, std::size_t scratchpad_bytes,
+                       int threads) {
   if (scratchpad_bytes > 0) {
     const dnnl::memory::desc scratch_md({static_cast<dnnl::memory::dim>(scratchpad_bytes)},
                                         dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);

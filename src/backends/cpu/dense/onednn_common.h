@@ -19,8 +19,9 @@ void append_activation_post_op(const Activation& activation, dnnl::post_ops& ops
 
 // Runs `primitive` on the calling thread with `threads` OpenMP threads; the scratchpad of
 // `scratchpad_bytes` comes from per-thread storage (scratch slot 7, kept for oneDNN).
-void execute_primitive(const dnnl::primitive& primitive, std::unordered_map<int, dnnl::memory>& args,
-                       std::size_t scratchpad_bytes, int threads);
+void execute_primitive(const dnnl::primitive& primitive,
+                       std::unordered_map<int, dnnl::memory>& args, std::size_t scratchpad_bytes,
+                       int threads);
 
 // Plain row-major format tag for a tensor of `rank` dims (abc..., as dims are ordered).
 dnnl::memory::format_tag plain_tag(std::size_t rank);

@@ -1,0 +1,207 @@
+// Conv / FusedConv: every tactic against the reference on odd shapes, and the reference against
+// hand-computed and PyTorch-computed values.
+#include <cmath>
+
+#include "dense_test_util.h"
+
+namespace voxrt::dense_test {
+namespace {
+
+using ir::OpKind;
+
+struct ConvCase {
+  std::string label;
+  Dims x, w;
+  ir::Attributes attrs;
+  bool bias = true;
+};
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"basic_2d", {2, 3, 7, 9}, {5, 3, 3, 3}, attrs_of({{"pads", Ints{1, 1, 1, 1}}})},
+      {"grouped_strided_asymmetric",
+       {1, 6, 8, 7},
+       {4, 3, 3, 2},
+       attrs_of({{"group", std::int64_t{2}}, {"strides", Ints{2, 1}}, {"pads", Ints{0, 1, 2, 0}}})},
+      {"depthwise_dilated",
+       {2, 8, 9, 11},
+       {8, 1, 3, 3},
+       attrs_of(
+           {{"group", std::int64_t{8}}, {"dilations", Ints{2, 2}}, {"pads", Ints{2, 2, 2, 2}}})},
+      {"same_upper_stride2",
+       {1, 3, 10, 9},
+       {4, 3, 4, 3},
+       attrs_of({{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}})},
+      {"same_lower",
+       {1, 3, 10, 9},
+       {4, 3, 4, 2},
+       attrs_of({{"auto_pad", std::string("SAME_LOWER")}}),
+       false},
+      {"valid_stride3",
+       {2, 2, 13, 11},
+       {3, 2, 3, 5},
+       attrs_of({{"auto_pad", std::string("VALID")}, {"strides", Ints{3, 2}}})},
+      {"conv1d", {2, 5, 23}, {7, 5, 5}, attrs_of({{"strides", Ints{2}}, {"pads", Ints{2, 1}}})},
+      {"conv1d_depthwise_conformer",
+       {1, 16, 30},
+       {16, 1, 15},
+       attrs_of({{"group", std::int64_t{16}}, {"pads", Ints{7, 7}}})},
+      {"pointwise_1x1", {2, 16, 5, 7}, {8, 16, 1, 1}, {}},
+      {"conv3d", {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, attrs_of({{"pads", Ints{1, 1, 1, 1, 1, 1}}})},
+      {"kernel_shape_attr", {1, 3, 6, 6}, {2, 3, 3, 3}, attrs_of({{"kernel_shape", Ints{3, 3}}})},
+  };
+}
+
+TEST(Conv, EveryTacticMatchesReference) {
+  std::uint32_t seed = 1;
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.label);
+    for (bool symbolic_batch : {false, true}) {
+      std::vector<Operand> operands{runtime(random_tensor(c.x, seed++), symbolic_batch),
+                                    constant(random_tensor(c.w, seed++))};
+      if (c.bias) operands.push_back(constant(random_tensor({c.w[0]}, seed++)));
+      auto one = make_node(OpKind::kConv, operands, c.attrs);
+      expect_tactics_match_reference(*one);
+    }
+  }
+}
+
+TEST(Conv, DeepSpeech2FrontEnd) {
+  // Conv2d(1, 32, (41, 11), stride (2, 2), padding (20, 5)) on a 161-bin spectrogram, then the
+  // second DS2 layer Conv2d(32, 32, (21, 11), (2, 1), (10, 5)), both with Hardtanh(0, 20).
+  ir::Attributes first = attrs_of({{"strides", Ints{2, 2}},
+                                   {"pads", Ints{20, 5, 20, 5}},
+                                   {"activation", std::string("clip")},
+                                   {"activation_alpha", 0.0f},
+                                   {"activation_beta", 20.0f}});
+  auto one =
+      make_node(OpKind::kFusedConv,
+                {runtime(random_tensor({1, 1, 161, 37}, 11)),
+                 constant(random_tensor({32, 1, 41, 11}, 12)), constant(random_tensor({32}, 13))},
+                first);
+  ASSERT_EQ(ir::sym_shape_to_string(one->node->outputs[0]->shape), "1x32x81x19");
+  expect_tactics_match_reference(*one, 1e-4, 1e-4);
+  ir::Attributes second = attrs_of({{"strides", Ints{2, 1}},
+                                    {"pads", Ints{10, 5, 10, 5}},
+                                    {"activation", std::string("clip")},
+                                    {"activation_alpha", 0.0f},
+                                    {"activation_beta", 20.0f}});
+  auto two = make_node(OpKind::kFusedConv,
+                       {runtime(random_tensor({1, 32, 81, 19}, 14)),
+                        constant(random_tensor({32, 32, 21, 11}, 15, -0.1f, 0.1f)),
+                        constant(random_tensor({32}, 16))},
+                       second);
+  ASSERT_EQ(ir::sym_shape_to_string(two->node->outputs[0]->shape), "1x32x41x19");
+  expect_tactics_match_reference(*two, 2e-4, 2e-4);
+}
+
+TEST(Conv, FusedActivationsMatchReference) {
+  const std::vector<ir::Attributes> activations{
+      attrs_of({{"activation", std::string("relu")}}),
+      attrs_of({{"activation", std::string("leaky_relu")}, {"activation_alpha", 0.2f}}),
+      attrs_of({{"activation", std::string("clip")},
+                {"activation_alpha", -0.3f},
+                {"activation_beta", 0.4f}}),
+      attrs_of({{"activation", std::string("sigmoid")}}),
+      attrs_of({{"activation", std::string("tanh")}}),
+      attrs_of({{"activation", std::string("gelu_erf")}}),
+  };
+  std::uint32_t seed = 100;
+  for (ir::Attributes attrs : activations) {
+    SCOPED_TRACE(attrs.get_string("activation", ""));
+    attrs.set("pads", Ints{1, 0, 1, 2});
+    attrs.set("group", std::int64_t{3});
+    auto one = make_node(
+        OpKind::kFusedConv,
+        {runtime(random_tensor({2, 6, 5, 8}, seed++)),
+         constant(random_tensor({9, 2, 3, 3}, seed++)), constant(random_tensor({9}, seed++))},
+        attrs);
+    expect_tactics_match_reference(*one);
+  }
+}
+
+TEST(Conv, RuntimeBiasAndWeights) {
+  // Non-constant bias works on every tactic; non-constant weights only offer reference + im2col.
+  auto one = make_node(OpKind::kConv,
+                       {runtime(random_tensor({1, 4, 6, 5}, 1)),
+                        constant(random_tensor({3, 4, 2, 2}, 2)), runtime(random_tensor({3}, 3))});
+  expect_tactics_match_reference(*one);
+  auto two = make_node(OpKind::kConv, {runtime(random_tensor({1, 4, 6, 5}, 1)),
+                                       runtime(random_tensor({3, 4, 2, 2}, 2))});
+  const auto tactics = backends::cpu::tactics_for(*two->node);
+  ASSERT_EQ(tactics.size(), 2u);
+  EXPECT_TRUE(all_close(*run_tactic(*two, 0, 1), *run_tactic(*two, tactics[1].id, 2)));
+}
+
+TEST(Conv, ReferenceMatchesHandValues) {
+  // y[i] = x[i-1] - x[i+1] + 0.5 with zero padding.
+  auto one = make_node(OpKind::kConv,
+                       {runtime(Tensor::from_vector<float>({1, 1, 5}, {1, 2, 3, 4, 5})),
+                        constant(Tensor::from_vector<float>({1, 1, 3}, {1, 0, -1})),
+                        constant(Tensor::from_vector<float>({1}, {0.5f}))},
+                       attrs_of({{"pads", Ints{1, 1}}}));
+  Expected<Tensor> y = run_tactic(*one, 0, 1);
+  ASSERT_TRUE(y.has_value());
+  EXPECT_TRUE(all_close(Tensor::from_vector<float>({1, 1, 5}, {-1.5f, -1.5f, -1.5f, -1.5f, 4.5f}),
+                        *y, 1e-6, 0));
+}
+
+Tensor sequence(const Dims& dims, double scale, double step, double phase, bool cosine) {
+  Tensor t = Tensor::uninitialized(DType::kF32, dims);
+  for (std::int64_t i = 0; i < t.element_count(); ++i) {
+    const double arg = step * static_cast<double>(i) + phase;
+    t.data<float>()[i] = static_cast<float>(scale * (cosine ? std::cos(arg) : std::sin(arg)));
+  }
+  return t;
+}
+
+TEST(Conv, ReferenceMatchesPyTorch) {
+  // torch.nn.functional.conv2d(x, w, b, stride=(2, 1), padding=(1, 1), dilation=(1, 2), groups=2)
+  // with x[i] = sin(0.37 i + 0.1), w[i] = 0.5 cos(0.11 i), b[i] = 0.1 i - 0.2 (float64 in torch).
+  Tensor b = Tensor::uninitialized(DType::kF32, {6});
+  for (int i = 0; i < 6; ++i) b.data<float>()[i] = 0.1f * static_cast<float>(i) - 0.2f;
+  auto one = make_node(OpKind::kConv,
+                       {runtime(sequence({2, 4, 7, 8}, 1.0, 0.37, 0.1, false)),
+                        constant(sequence({6, 2, 3, 2}, 0.5, 0.11, 0.0, true)), constant(b)},
+                       attrs_of({{"strides", Ints{2, 1}},
+                                 {"pads", Ints{1, 1, 1, 1}},
+                                 {"dilations", Ints{1, 2}},
+                                 {"group", std::int64_t{2}}}));
+  Expected<Tensor> y = run_tactic(*one, 0, 1);
+  ASSERT_TRUE(y.has_value());
+  ASSERT_EQ(y->dims(), (Dims{2, 6, 4, 8}));
+  double sum = 0, sum_squares = 0;
+  for (float v : y->span<float>()) {
+    sum += v;
+    sum_squares += static_cast<double>(v) * v;
+  }
+  EXPECT_NEAR(sum, 15.890322771410215, 1e-4);
+  EXPECT_NEAR(sum_squares, 67.94868391553567, 1e-4);
+  const std::pair<int, double> samples[] = {{0, -0.05685254115154703},
+                                            {17, -0.5109964928775605},
+                                            {100, 0.12670343298368134},
+                                            {201, -0.9359326354463227},
+                                            {383, 0.13739798987008978}};
+  for (auto [index, value] : samples) EXPECT_NEAR(y->data<float>()[index], value, 1e-5) << index;
+}
+
+TEST(Conv, ConcurrentCallsGiveIdenticalResults) {
+  auto one =
+      make_node(OpKind::kFusedConv,
+                {runtime(random_tensor({1, 8, 20, 17}, 5), true),
+                 constant(random_tensor({16, 8, 3, 3}, 6)), constant(random_tensor({16}, 7))},
+                attrs_of({{"pads", Ints{1, 1, 1, 1}}, {"activation", std::string("relu")}}));
+  expect_concurrent_calls_identical(*one);
+}
+
+TEST(Conv, NoTacticsForOtherDtypes) {
+  ir::Graph graph;
+  ir::Value* x = graph.add_value("x", DType::kF16, ir::sym_shape_from_dims({1, 2, 4, 4}));
+  ir::Value* w = graph.add_value("w", DType::kF16, ir::sym_shape_from_dims({2, 2, 3, 3}));
+  ir::Value* y = graph.add_value("y", DType::kF16, {});
+  ir::Node* node = graph.add_node(OpKind::kConv, "conv", {x, w}, {y});
+  EXPECT_TRUE(backends::cpu::tactics_for(*node).empty());
+}
+
+}  // namespace
+}  // namespace voxrt::dense_test
