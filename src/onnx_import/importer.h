@@ -1,6 +1,6 @@
-// ONNX ModelProto -> IR graph. One small importer per op family (src/onnx/ops/); the IR never
-// sees protobuf. Every unsupported node is reported at once, each with its name, op type, domain
-// and opset.
+// ONNX ModelProto -> IR graph. One small importer per op family (src/onnx_import/ops/); the IR
+// never sees protobuf. Every unsupported node is reported at once, each with its name, op type,
+// domain and opset.
 #pragma once
 
 #include <string>
@@ -23,6 +23,7 @@ Expected<std::unique_ptr<ir::Graph>> import_model_bytes(const std::string& bytes
 // name when not null.
 Expected<Tensor> read_tensor_proto_file(const std::string& path, std::string* name = nullptr);
 Expected<Tensor> parse_tensor_proto_bytes(const std::string& bytes, std::string* name = nullptr);
-Status write_tensor_proto_file(const std::string& path, const Tensor& tensor, const std::string& name);
+Status write_tensor_proto_file(const std::string& path, const Tensor& tensor,
+                               const std::string& name);
 
 }  // namespace voxrt::onnx_import
