@@ -541,13 +541,9 @@ Status infer_pad(const Node& node, std::span<const ValueInfo> in,
       return invalid_argument(node.describe(), ": pads ", begin, "/", end, " on axis ", i,
                               " of size ", d.value, " give a negative size");
     }
-    if (mode == PadMode::kEdge && d.value == 0 && size > 0) {
-      return invalid_argument(node.describe(), ": edge padding of an empty axis ", i);
-    }
-    if (mode == PadMode::kReflect && (begin > d.value - 1 || end > d.value - 1) &&
-        (begin > 0 || end > 0)) {
-      return invalid_argument(node.describe(), ": reflect pads ", begin, "/", end, " on axis ", i,
-                              " must be smaller than its size ", d.value);
+    if (mode != PadMode::kConstant && d.value == 0 && size > 0) {
+      return invalid_argument(node.describe(), ": ", mode == PadMode::kEdge ? "edge" : "reflect",
+                              " padding of the empty axis ", i);
     }
     shape.push_back(Dim::known(size));
   }

@@ -110,8 +110,9 @@ Status infer_pooling(const Node& node, std::span<const ValueInfo> inputs,
     return invalid_argument(node.describe(), ": expected input X and output Y");
   }
   const ValueInfo& x = inputs[0];
-  if (!is_floating(x.dtype)) {
-    return invalid_argument(node.describe(), ": X must be a floating-point tensor, got ",
+  // MaxPool also takes i8/u8 (opset 12); whether a backend runs it is the backend's call.
+  if (!is_floating(x.dtype) && x.dtype != DType::kI8 && x.dtype != DType::kU8) {
+    return invalid_argument(node.describe(), ": X must be a floating-point or 8-bit tensor, got ",
                             dtype_name(x.dtype));
   }
   for (std::size_t i = 0; i < outputs.size(); ++i) {
