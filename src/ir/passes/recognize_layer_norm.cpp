@@ -30,15 +30,15 @@ std::optional<float> scalar_constant(const Value* value, std::size_t min_partner
   return static_cast<float>(tensor.element_as_double(0));
 }
 
-// For ReduceMean(x, axes) with keepdims=1 over exactly the last k axes, k; nullopt otherwise.
-std::optional<std::int64_t> trailing_axis_count(const Node& mean) {
+// For ReduceMean(., axes) with keepdims=1 over exactly the last k axes, k; nullopt otherwise.
+// `rank` is the pattern input's rank (every tensor of the pattern has it), if known: the
+// intermediate values may not have been shape-inferred yet.
+std::optional<std::int64_t> trailing_axis_count(const Node& mean, std::optional<std::size_t> rank) {
   if (mean.op != OpKind::kReduceMean || mean.attrs.get_int("keepdims", 1) != 1) return std::nullopt;
-  const Value* x = mean.input(0);
   const Value* axes_value = mean.input(1);
-  if (!x || !axes_value || !axes_value->is_constant()) return std::nullopt;
+  if (!mean.input(0) || !axes_value || !axes_value->is_constant()) return std::nullopt;
   std::vector<std::int64_t> axes = axes_value->constant->to_i64_vector();
   if (axes.empty()) return std::nullopt;
-  const std::optional<std::size_t> rank = known_rank(x);
   for (std::int64_t& axis : axes) {
     if (axis >= 0) {
       if (!rank || axis >= static_cast<std::int64_t>(*rank)) return std::nullopt;
@@ -104,11 +104,11 @@ std::optional<Tensor> normalized_parameter(const Value* param, const Value* x,
 
 std::optional<Match> match_at(const Graph& graph, Node* first_mean) {
   Match match;
-  const std::optional<std::int64_t> k = trailing_axis_count(*first_mean);
+  match.x = first_mean->input(0);
+  if (!match.x || !is_floating(match.x->dtype)) return std::nullopt;
+  const std::optional<std::int64_t> k = trailing_axis_count(*first_mean, known_rank(match.x));
   if (!k) return std::nullopt;
   match.axis_count = *k;
-  match.x = first_mean->input(0);
-  if (!is_floating(match.x->dtype)) return std::nullopt;
   const std::size_t min_rank = known_rank(match.x).value_or(static_cast<std::size_t>(*k));
 
   Node* sub = sole_consumer(graph, first_mean->output(0));
@@ -138,7 +138,7 @@ std::optional<Match> match_at(const Graph& graph, Node* first_mean) {
 
   Node* second_mean = sole_consumer(graph, square->output(0));
   if (!second_mean || second_mean->input(0) != square->output(0) ||
-      trailing_axis_count(*second_mean) != k) {
+      trailing_axis_count(*second_mean, known_rank(match.x)) != k) {
     return std::nullopt;
   }
   Node* add_epsilon = sole_consumer(graph, second_mean->output(0));

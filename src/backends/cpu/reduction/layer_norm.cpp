@@ -1,8 +1,9 @@
 // LayerNormalization (opset 17), both tactics: each row of the flattened [rows, n] view (n = the
 // product of dims[axis:]) is normalized to zero mean and unit variance, then scaled and shifted.
 // Statistics are float (stash_type 1). The vectorized tactic uses two passes over the row
-// (mean, then squared deviations) rather than one-pass E[x^2] - E[x]^2, which loses every digit
+// (mean, then deviations from it) rather than one-pass E[x^2] - E[x]^2, which loses every digit
 // when |mean| >> std; the row is in L1 for the second pass, so it costs little.
+#include <algorithm>
 #include <cmath>
 
 #include "backends/cpu/reduction/reduction_kernels.h"
@@ -70,8 +71,11 @@ VOXRT_MULTIVERSION void vectorized_rows(const float* x, float* y, std::int64_t r
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* in = x + r * n;
     float* out = y + r * n;
-    const float mean = row_sum(in, n) * inv_n;
-    const float variance = row_sum_squared_deviation(in, n, mean) * inv_n;
+    const float first_mean = row_sum(in, n) * inv_n;
+    const Deviations deviations = row_deviations(in, n, first_mean);
+    const float correction = deviations.sum * inv_n;
+    const float mean = first_mean + correction;
+    const float variance = std::max(0.0f, deviations.sum_squares * inv_n - correction * correction);
     const float inv_std_dev = 1.0f / std::sqrt(variance + epsilon);
     if (bias) {
       for (std::int64_t j = 0; j < n; ++j)

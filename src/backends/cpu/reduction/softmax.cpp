@@ -65,8 +65,9 @@ VOXRT_MULTIVERSION void softmax_rows(const float* x, float* y, std::int64_t rows
         for (int l = 0; l < kLanes; ++l) lanes[l] += exp_approx(in[i + l] - max);
       }
       for (; i < n; ++i) lanes[0] += exp_approx(in[i] - max);
-      const float shift = max + std::log(row_sum(lanes, kLanes));
-      for (std::int64_t j = 0; j < n; ++j) out[j] = in[j] - shift;
+      // (x - max) - log(sum), not x - (max + log(sum)): x - max is exact for the large entries.
+      const float log_sum = std::log(row_sum(lanes, kLanes));
+      for (std::int64_t j = 0; j < n; ++j) out[j] = (in[j] - max) - log_sum;
     } else {
       for (; i + kLanes <= n; i += kLanes) {
         for (int l = 0; l < kLanes; ++l) {
@@ -110,11 +111,11 @@ VOXRT_MULTIVERSION void softmax_columns(const float* x, float* y, std::int64_t n
     }
   }
   if (log) {
-    for (std::int64_t j = 0; j < width; ++j) max[j] += std::log(sum[j]);
+    for (std::int64_t j = 0; j < width; ++j) sum[j] = std::log(sum[j]);
     for (std::int64_t r = 0; r < n; ++r) {
       const float* row = x + r * inner;
       float* out = y + r * inner;
-      for (std::int64_t j = 0; j < width; ++j) out[j] = row[j] - max[j];
+      for (std::int64_t j = 0; j < width; ++j) out[j] = (row[j] - max[j]) - sum[j];
     }
   } else {
     for (std::int64_t j = 0; j < width; ++j) sum[j] = 1.0f / sum[j];

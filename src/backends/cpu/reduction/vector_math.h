@@ -68,20 +68,35 @@ inline float row_sum(const float* x, std::int64_t n) {
   return total;
 }
 
-// Sum of (x - center)^2: the second pass of a two-pass variance, exact where one-pass
-// E[x^2] - E[x]^2 cancels catastrophically for rows with a large mean.
-inline float row_sum_squared_deviation(const float* x, std::int64_t n, float center) {
-  float lanes[kLanes] = {};
+struct Deviations {
+  float sum = 0.0f;          // sum of (x - center)
+  float sum_squares = 0.0f;  // sum of (x - center)^2
+};
+
+// The second pass of a two-pass variance. One-pass E[x^2] - E[x]^2 loses every digit when
+// |mean| >> std; the sum of deviations also corrects the rounding error of the first pass's
+// mean ("corrected two-pass", Chan, Golub & LeVeque).
+inline Deviations row_deviations(const float* x, std::int64_t n, float center) {
+  float sums[kLanes] = {};
+  float squares[kLanes] = {};
   std::int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) {
     for (int l = 0; l < kLanes; ++l) {
       const float d = x[i + l] - center;
-      lanes[l] += d * d;
+      sums[l] += d;
+      squares[l] += d * d;
     }
   }
-  for (; i < n; ++i) lanes[0] += (x[i] - center) * (x[i] - center);
-  float total = 0.0f;
-  for (float lane : lanes) total += lane;
+  for (; i < n; ++i) {
+    const float d = x[i] - center;
+    sums[0] += d;
+    squares[0] += d * d;
+  }
+  Deviations total;
+  for (int l = 0; l < kLanes; ++l) {
+    total.sum += sums[l];
+    total.sum_squares += squares[l];
+  }
   return total;
 }
 
