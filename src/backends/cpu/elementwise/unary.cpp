@@ -71,8 +71,13 @@ Expected<KernelFn> float_unary_fn(const ir::Node& node, DType dtype, Op op, bool
   if (dtype != DType::kF32) {
     return unsupported(node.describe(), ": CPU kernel takes f32, found ", dtype_name(dtype));
   }
-  if (fast) return unary_fn<float>(fast_op, true);
-  return unary_fn<float>(op, false);
+  // Ops without a fast variant keep their own parameters (alpha, beta) in the fast tactic.
+  if constexpr (std::is_same_v<FastOp, Op>)
+    return unary_fn<float>(op, fast);
+  else if (fast)
+    return unary_fn<float>(fast_op, true);
+  else
+    return unary_fn<float>(op, false);
 }
 
 template <typename T>
