@@ -5,7 +5,8 @@
 // of each tactic and, for batch 1, the recurrent part of each whole model (1 first layer + 4
 // others) with its fastest tactic.
 //
-// Usage: recurrent_tactics [--iterations N] [--seq T] [--reference] [--quick]
+// Usage: recurrent_tactics [--iterations N] [--seq T] [--only LAYER] [--reference] [--quick]
+//   --only      layers whose name contains LAYER (gru, bilstm, gru_512_512, ...)
 //   --reference also times the naive tactic (slow: seconds per BiLSTM layer)
 //   --quick     batch 1 only, fewer iterations
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <random>
 #include <string>
@@ -73,6 +75,14 @@ void build_layer(const LayerShape& shape, std::int64_t seq, std::int64_t batch, 
                    Tensor::zeros(DType::kF32, {dirs, batch, shape.hidden})};
 }
 
+// CPU time of the calling thread: on a shared, oversubscribed machine this is a steadier measure
+// of single-thread work than wall time (it excludes time the thread spent descheduled).
+double thread_cpu_ms() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) * 1e-6;
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const std::size_t n = values.size();
@@ -85,18 +95,22 @@ int main(int argc, char** argv) {
   int iterations = 15;
   std::int64_t seq = 100;
   bool with_reference = false, quick = false;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--seq") && i + 1 < argc) {
       seq = std::atoll(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      only = argv[++i];
     } else if (!std::strcmp(argv[i], "--reference")) {
       with_reference = true;
     } else if (!std::strcmp(argv[i], "--quick")) {
       quick = true;
       iterations = std::min(iterations, 7);
     } else {
-      std::fprintf(stderr, "usage: %s [--iterations N] [--seq T] [--reference] [--quick]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--iterations N] [--seq T] [--only LAYER] [--reference] [--quick]\n",
                    argv[0]);
       return 2;
     }
@@ -111,8 +125,10 @@ int main(int argc, char** argv) {
   if (quick) batches = {1};
   // best[threads][layer] = fastest median at batch 1, for the model estimates.
   std::map<int, std::map<std::string, double>> best;
-  std::printf("%-18s %5s %7s %-10s %12s\n", "layer", "batch", "threads", "tactic", "median_ms");
+  std::printf("%-18s %5s %7s %-10s %12s %16s\n", "layer", "batch", "threads", "tactic", "median_ms",
+              "caller_cpu_ms");
   for (const LayerShape& shape : shapes) {
+    if (!only.empty() && std::string(shape.name).find(only) == std::string::npos) continue;
     for (std::int64_t batch : batches) {
       Layer layer;
       build_layer(shape, seq, batch, layer);
@@ -138,12 +154,13 @@ int main(int argc, char** argv) {
       for (int threads : {1, 2}) {
         ThreadPool pool(threads);
         backends::KernelContext context{&pool};
-        std::vector<std::vector<double>> times(kernels.size());
+        std::vector<std::vector<double>> times(kernels.size()), cpu_times(kernels.size());
         const int runs =
             names.size() && names[0] == "reference" ? std::min(iterations, 3) : iterations;
         for (int it = -1; it < runs; ++it) {  // iteration -1 warms up (and creates caches)
           // Interleave tactics so that machine noise hits them alike.
           for (std::size_t k = 0; k < kernels.size(); ++k) {
+            const double cpu_start = thread_cpu_ms();
             const auto start = std::chrono::steady_clock::now();
             Status status = kernels[k]->run(inputs, outputs, context);
             const double ms =
@@ -153,13 +170,18 @@ int main(int argc, char** argv) {
               std::fprintf(stderr, "%s: %s\n", names[k].c_str(), status.to_string().c_str());
               return 1;
             }
-            if (it >= 0) times[k].push_back(ms);
+            const double cpu_ms = thread_cpu_ms() - cpu_start;
+            if (it >= 0) {
+              times[k].push_back(ms);
+              cpu_times[k].push_back(cpu_ms);
+            }
           }
         }
         for (std::size_t k = 0; k < kernels.size(); ++k) {
           const double m = median(times[k]);
-          std::printf("%-18s %5lld %7d %-10s %12.3f\n", shape.name, static_cast<long long>(batch),
-                      threads, names[k].c_str(), m);
+          std::printf("%-18s %5lld %7d %-10s %12.3f %16.3f\n", shape.name,
+                      static_cast<long long>(batch), threads, names[k].c_str(), m,
+                      median(cpu_times[k]));
           if (batch == 1 && names[k] != "reference") {
             double& b = best[threads][shape.name];
             if (b == 0.0 || m < b) b = m;

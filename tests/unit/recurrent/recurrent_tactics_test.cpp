@@ -2,6 +2,10 @@
 // PyTorch and ONNX's node tests use.
 #include <gtest/gtest.h>
 
+#include <set>
+#include <thread>
+
+#include "backends/cpu/recurrent/recurrent_kernels.h"
 #include "unit/recurrent/recurrent_harness.h"
 
 namespace voxrt::recurrent_test {
@@ -14,6 +18,13 @@ using backends::TacticId;
 // or step gives errors of order 1e-1).
 constexpr double kAtol = 2e-5, kRtol = 1e-4;
 
+// Names of the tactics that some case compared with the reference (checked at the end, so a
+// tactic that silently stopped offering itself fails the suite).
+std::set<std::string>& tested_tactics() {
+  static std::set<std::string> names;
+  return names;
+}
+
 void expect_tactics_match_reference(const RecurrentCase& c, const std::vector<int>& thread_counts) {
   RecurrentFixture fixture;
   build_fixture(c, fixture);
@@ -24,6 +35,7 @@ void expect_tactics_match_reference(const RecurrentCase& c, const std::vector<in
   EXPECT_EQ(tactics[0].name, "reference");
   for (const auto& tactic : tactics) {
     if (tactic.id == 0) continue;
+    tested_tactics().insert(tactic.name);
     for (int threads : thread_counts) {
       auto result = run_tactic(fixture, tactic.id, threads);
       ASSERT_TRUE(result.has_value())
@@ -171,6 +183,71 @@ TEST(RecurrentTactics, WeightsKnownOnlyAtRunTime) {
     c.peepholes = true;
     c.seed = 77;
     expect_tactics_match_reference(c, {1, 2});
+  }
+}
+
+// One kernel, two callers at once (two ExecutionContexts of one engine), each with its own pool
+// and its own batch size, so the oneDNN per-shape cache is filled concurrently too.
+TEST(RecurrentTactics, OneKernelServesConcurrentCallers) {
+  for (ir::OpKind op : {ir::OpKind::kGRU, ir::OpKind::kLSTM}) {
+    RecurrentCase small, large;
+    small.op = large.op = op;
+    small.direction = large.direction = "bidirectional";
+    small.linear_before_reset = large.linear_before_reset = 1;
+    small.hidden = large.hidden = 24;
+    small.batch = 1;
+    large.batch = 4;
+    small.seed = 31;
+    large.seed = 32;
+    RecurrentFixture fixtures[2];
+    build_fixture(small, fixtures[0]);
+    // The kernel holds fixture 0's weights: give fixture 1 the same W, R, B.
+    build_fixture(
+        large, fixtures[1],
+        {std::nullopt, fixtures[0].inputs[1], fixtures[0].inputs[2], fixtures[0].inputs[3]});
+    std::vector<Tensor> expected[2];
+    for (int i = 0; i < 2; ++i) {
+      auto reference = run_tactic(fixtures[i], 0, 1);
+      ASSERT_TRUE(reference.has_value()) << reference.status().to_string();
+      expected[i] = *reference;
+    }
+    for (const auto& tactic : backends::cpu::tactics_for(*fixtures[0].node)) {
+      auto kernel = backends::cpu::create_kernel(*fixtures[0].node, tactic.id);
+      ASSERT_TRUE(kernel.has_value()) << kernel.status().to_string();
+      double worst[2] = {0.0, 0.0};
+      auto caller = [&](int i) {
+        const RecurrentFixture& f = fixtures[i];
+        std::vector<const Tensor*> inputs;
+        for (const auto& in : f.inputs) inputs.push_back(in ? &*in : nullptr);
+        std::vector<Tensor> results;
+        for (const Tensor& e : expected[i]) results.push_back(Tensor::zeros(DType::kF32, e.dims()));
+        std::vector<Tensor*> outputs;
+        for (Tensor& r : results) outputs.push_back(&r);
+        ThreadPool pool(2);
+        backends::KernelContext context{&pool};
+        for (int repeat = 0; repeat < 20; ++repeat) {
+          if (!(*kernel)->run(inputs, outputs, context).is_ok()) worst[i] = INFINITY;
+          for (std::size_t o = 0; o < results.size(); ++o) {
+            worst[i] =
+                std::max(worst[i], worst_error_ratio(results[o], expected[i][o], kAtol, kRtol));
+          }
+        }
+      };
+      std::thread first(caller, 0), second(caller, 1);
+      first.join();
+      second.join();
+      EXPECT_LE(worst[0], 1.0) << tactic.name;
+      EXPECT_LE(worst[1], 1.0) << tactic.name;
+    }
+  }
+}
+
+TEST(RecurrentTactics, ZzEveryTacticWasCompared) {
+  // Runs after the other RecurrentTactics tests (gtest keeps definition order within a file).
+  EXPECT_TRUE(tested_tactics().count("blas"));
+  EXPECT_TRUE(tested_tactics().count("onednn"));
+  if (backends::cpu::recurrent::packed_available()) {
+    EXPECT_TRUE(tested_tactics().count("packed"));
   }
 }
 

@@ -249,7 +249,7 @@ VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, const WorkerRange& r
             projection + plan.strides.x_row(times[m], b) * row_stride + block * gates * kLanes;
         const float* rec = out[m];
         const __m256 h_old = _mm256_loadu_ps(h_prev + b * padded + unit0);
-        __m256 h_new;
+        __m256 h_new = _mm256_setzero_ps();
         switch (spec.cell) {
           case CellKind::kRnn:
             h_new = apply_activation256(f, clip256(spec, gate_sum(xp, rec, 0)));

@@ -48,7 +48,8 @@ Expected<std::vector<Activation>> parse_activations(const ir::Node& node,
   }
   const std::size_t expected = static_cast<std::size_t>(per_direction * spec.num_directions);
   if (names.size() == static_cast<std::size_t>(per_direction) && spec.num_directions == 2) {
-    names.insert(names.end(), names.begin(), names.end());  // one list for both directions
+    const std::vector<std::string> forward_names = names;  // one list for both directions
+    names.insert(names.end(), forward_names.begin(), forward_names.end());
   }
   if (names.size() != expected) {
     return invalid_argument(node.describe(), ": attribute activations needs ", expected,

@@ -110,7 +110,7 @@ class SpinBarrier {
       return;
     }
     for (int spins = 0; generation_.load(std::memory_order_acquire) == generation; ++spins) {
-      if (spins < 20000) {
+      if (spins < 2000) {
         _mm_pause();
       } else {
         std::this_thread::yield();
