@@ -1,4 +1,8 @@
 // FusedPointwise: runs a register program (ir/pointwise_program.h) over broadcasting f32 inputs.
+// Lets GCC if-convert and vectorize the branch-free approximations in fast_math.h (it will not
+// speculate a possibly trapping float op otherwise); voxrt never reads FP exception flags. Set
+// before every include so that all inline functions of this file share one set of options.
+#pragma GCC optimize("no-trapping-math")
 // Reference: the scalar interpreter per element. Vectorized: blocks of kBlockElements, one
 // instruction at a time over whole blocks, so each instruction is a plain loop that vectorizes;
 // inputs read with stride 1 are used in place, broadcast ones are filled once per block.

@@ -1,4 +1,8 @@
 // Unary elementwise kernels (same shape in and out): math ops, Clip, Not, Identity/Dropout.
+// Lets GCC if-convert and vectorize the branch-free approximations in fast_math.h (it will not
+// speculate a possibly trapping float op otherwise); voxrt never reads FP exception flags. Set
+// before every include so that all inline functions of this file share one set of options.
+#pragma GCC optimize("no-trapping-math")
 #include <cstring>
 
 #include "backends/cpu/elementwise/elementwise_kernels.h"
