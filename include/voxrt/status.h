@@ -110,6 +110,7 @@ class [[nodiscard]] Expected {
   T&& value() && { return std::get<T>(std::move(storage_)); }
   T& operator*() & { return value(); }
   const T& operator*() const& { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   // The error; Status::ok() when a value is present.

@@ -91,14 +91,14 @@ Status optimize_graph(ir::Graph& graph, std::vector<std::string>& changes) {
 #ifdef VOXRT_HAVE_LAYER_NORM
   passes.push_back(ir::make_recognize_layer_norm_pass());
 #endif
-#ifdef VOXRT_HAVE_FOLD_BN
-  passes.push_back(ir::make_fold_batch_norm_pass());
-#endif
 #ifdef VOXRT_HAVE_FOLD_TRANSPOSE
   passes.push_back(ir::make_fold_transpose_into_gemm_pass());
 #endif
 #ifdef VOXRT_HAVE_MATMUL_ADD
   passes.push_back(ir::make_matmul_add_to_gemm_pass());
+#endif
+#ifdef VOXRT_HAVE_FOLD_BN
+  passes.push_back(ir::make_fold_batch_norm_pass());
 #endif
 #ifdef VOXRT_HAVE_DENSE_ACTIVATION
   passes.push_back(ir::make_fuse_dense_activation_pass());

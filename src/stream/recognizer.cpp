@@ -148,11 +148,17 @@ Expected<std::unique_ptr<Stream>> Recognizer::open_stream(const StreamOptions& o
 Expected<int> Recognizer::advance(std::span<Stream* const> streams) {
   int calls = 0;
   for (;;) {
-    // Full chunks batch together; a stream's last, shorter chunk runs with others of its length.
+    // Silence chunks go to their decoders first (no model work), in stream order; then full
+    // chunks batch together, and a stream's last, shorter chunk runs with others of its length.
     std::map<int, std::vector<Stream*>> by_frames;
     for (Stream* s : streams) {
+      while (!s->ready_chunks_.empty() && !s->ready_chunks_.front().run_model) {
+        VOXRT_RETURN_IF_ERROR(s->deliver_blanks(s->ready_chunks_.front()));
+        s->ready_chunks_.pop_front();
+      }
       if (!s->ready_chunks_.empty()) {
-        by_frames[static_cast<int>(s->ready_chunks_.front().size()) / feature_dim_].push_back(s);
+        by_frames[static_cast<int>(s->ready_chunks_.front().features.size()) / feature_dim_]
+            .push_back(s);
       }
     }
     if (by_frames.empty()) break;
@@ -181,7 +187,7 @@ Status Recognizer::run_batch(std::span<Stream* const> batch, int frames) {
   Tensor features = Tensor::uninitialized(DType::kF32, {batch_size, frames, feature_dim_});
   std::vector<int> slots;
   for (std::size_t b = 0; b < batch.size(); ++b) {
-    const auto& chunk = batch[b]->ready_chunks_.front();
+    const auto& chunk = batch[b]->ready_chunks_.front().features;
     std::copy(chunk.begin(), chunk.end(), features.data<float>() + b * chunk.size());
     slots.push_back(batch[b]->slot_);
   }
@@ -195,15 +201,15 @@ Status Recognizer::run_batch(std::span<Stream* const> batch, int frames) {
   const auto out_frames = static_cast<int>(log_probs.dim(1));
   for (std::size_t b = 0; b < batch.size(); ++b) {
     Stream* s = batch[b];
+    const Stream::Chunk chunk = std::move(s->ready_chunks_.front());
     s->ready_chunks_.pop_front();
     int valid = out_frames;
-    if (s->ready_chunks_.empty() && s->final_chunk_valid_frames_ >= 0) {
+    if (chunk.valid_frames >= 0) {
       // The padded last chunk: output frame j depends on input frames <= subsampling*j.
-      valid =
-          std::min(out_frames, (s->final_chunk_valid_frames_ + subsampling_ - 1) / subsampling_);
+      valid = std::min(out_frames, (chunk.valid_frames + subsampling_ - 1) / subsampling_);
     }
-    VOXRT_RETURN_IF_ERROR(
-        s->deliver(log_probs.data<float>() + b * out_frames * vocab_size(), valid, true));
+    VOXRT_RETURN_IF_ERROR(s->deliver(log_probs.data<float>() + b * out_frames * vocab_size(), valid,
+                                     true, chunk.ends_speech));
   }
   return Status::ok();
 }
@@ -226,7 +232,7 @@ Status Stream::accept_pcm(std::span<const float> samples) {
     VOXRT_RETURN_IF_ERROR(resampler_->process(samples, resampled_));
     at_model_rate = resampled_;
   }
-  if (vad_) vad_->accept_waveform(at_model_rate, vad_events_);
+  if (vad_) vad_->accept_waveform(at_model_rate, new_vad_events_);
   features_->accept_waveform(at_model_rate);
   collect_chunks(false);
   return Status::ok();
@@ -237,10 +243,10 @@ Status Stream::input_finished() {
   if (resampler_) {
     resampled_.clear();
     VOXRT_RETURN_IF_ERROR(resampler_->flush(resampled_));
-    if (vad_) vad_->accept_waveform(resampled_, vad_events_);
+    if (vad_) vad_->accept_waveform(resampled_, new_vad_events_);
     features_->accept_waveform(resampled_);
   }
-  if (vad_) vad_->input_finished(vad_events_);
+  if (vad_) vad_->input_finished(new_vad_events_);
   features_->input_finished();
   input_done_ = true;
   collect_chunks(true);
@@ -249,21 +255,40 @@ Status Stream::input_finished() {
 
 void Stream::collect_chunks(bool flush) {
   const int dim = recognizer_->feature_dim_;
-  const int chunk = recognizer_->chunk_frames_;
+  const int chunk_frames = recognizer_->chunk_frames_;
   std::vector<float> popped;
   features_->pop_frames(popped, features_->frames_ready());
   frame_buffer_.insert(frame_buffer_.end(), popped.begin(), popped.end());
-  for (const auto& event : vad_events_) {
-    if (event.kind == audio::VadEvent::Kind::kSpeechStart) {
-      in_speech_ = true;
-    } else {
-      in_speech_ = false;
-      vad_speech_ended_ = true;
+  vad_events_.insert(vad_events_.end(), new_vad_events_.begin(), new_vad_events_.end());
+  new_vad_events_.clear();
+  const auto& features = recognizer_->feature_config_;
+  const long long shift_samples = features.frame_shift_samples();
+  const long long tail_samples = features.frame_length_samples() - shift_samples;
+
+  // VAD events apply to the chunk whose audio they fall in, so the decision for each chunk is
+  // the same however the audio was cut into pieces.
+  auto route = [&](Chunk c, bool last) {
+    const long long frames = static_cast<long long>(c.features.size()) / dim;
+    const long long end_sample = (frames_routed_ + frames) * shift_samples + tail_samples;
+    frames_routed_ += frames;
+    bool speech_in_chunk = in_speech_;
+    while (!vad_events_.empty() && (last || vad_events_.front().sample <= end_sample)) {
+      if (vad_events_.front().kind == audio::VadEvent::Kind::kSpeechStart) {
+        in_speech_ = true;
+        speech_in_chunk = true;
+      } else {
+        in_speech_ = false;
+        c.ends_speech = true;
+        hangover_left_ = recognizer_->config_.vad_hangover_chunks;
+      }
+      vad_events_.pop_front();
     }
-  }
-  vad_events_.clear();
-  auto route = [&](std::vector<float> c) {
-    if (!vad_ || in_speech_) {
+    bool hangover = false;
+    if (!speech_in_chunk && !in_speech_ && hangover_left_ > 0) {
+      hangover = true;
+      --hangover_left_;
+    }
+    if (!vad_ || speech_in_chunk || in_speech_ || hangover) {
       while (!preroll_.empty()) {
         ready_chunks_.push_back(std::move(preroll_.front()));
         preroll_.pop_front();
@@ -272,42 +297,61 @@ void Stream::collect_chunks(bool flush) {
       return;
     }
     preroll_.push_back(std::move(c));
-    while (static_cast<int>(preroll_.size()) > recognizer_->config_.vad_preroll_chunks) {
-      const int frames = static_cast<int>(preroll_.front().size()) / dim;
+    while (static_cast<int>(preroll_.size()) > recognizer_->config_.vad_preroll_chunks ||
+           (last && !preroll_.empty())) {
+      // Silence costs no model work: the decoder sees blanks, so times and endpoints stay right.
+      preroll_.front().run_model = false;
+      ready_chunks_.push_back(std::move(preroll_.front()));
       preroll_.pop_front();
       ++chunks_skipped_;
-      // Silence costs no model work: the decoder sees blanks, so times and endpoints stay right.
-      const int out_frames = frames / recognizer_->subsampling_;
-      const int vocab = recognizer_->vocab_size();
-      std::vector<float> blanks(static_cast<std::size_t>(out_frames * vocab), kImpossibleLogProb);
-      for (int t = 0; t < out_frames; ++t)
-        blanks[static_cast<std::size_t>(t * vocab + recognizer_->vocabulary_->blank_id())] = 0.0f;
-      (void)deliver(blanks.data(), out_frames, false);
     }
   };
-  const std::size_t chunk_values = static_cast<std::size_t>(chunk * dim);
+  const std::size_t chunk_values = static_cast<std::size_t>(chunk_frames * dim);
   while (frame_buffer_.size() >= chunk_values) {
-    route(std::vector<float>(frame_buffer_.begin(),
-                             frame_buffer_.begin() + static_cast<std::ptrdiff_t>(chunk_values)));
+    Chunk c;
+    c.features.assign(frame_buffer_.begin(),
+                      frame_buffer_.begin() + static_cast<std::ptrdiff_t>(chunk_values));
     frame_buffer_.erase(frame_buffer_.begin(),
                         frame_buffer_.begin() + static_cast<std::ptrdiff_t>(chunk_values));
+    route(std::move(c), flush && frame_buffer_.empty());
   }
   if (flush) {
-    if (vad_ && !in_speech_) preroll_.clear();  // trailing silence: nothing more to recognise
     const int valid = static_cast<int>(frame_buffer_.size()) / dim;
-    if (valid > 0 && (!vad_ || in_speech_)) {
+    if (valid > 0) {
       // Pad with zero frames (the normalised mean) to a multiple of the subsampling.
       const int sub = recognizer_->subsampling_;
       const int padded = (valid + sub - 1) / sub * sub;
-      frame_buffer_.resize(static_cast<std::size_t>(padded * dim), 0.0f);
-      final_chunk_valid_frames_ = valid;
-      route(std::move(frame_buffer_));
+      Chunk c;
+      c.features = std::move(frame_buffer_);
+      c.features.resize(static_cast<std::size_t>(padded * dim), 0.0f);
+      c.valid_frames = valid;
+      route(std::move(c), true);
+    } else {
+      while (!preroll_.empty()) {
+        preroll_.front().run_model = false;
+        ready_chunks_.push_back(std::move(preroll_.front()));
+        preroll_.pop_front();
+        ++chunks_skipped_;
+      }
     }
     frame_buffer_.clear();
   }
 }
 
-Status Stream::deliver(const float* log_probs, int frames, bool from_model) {
+Status Stream::deliver_blanks(const Chunk& chunk) {
+  const int dim = recognizer_->feature_dim_;
+  int frames = static_cast<int>(chunk.features.size()) / dim;
+  if (chunk.valid_frames >= 0) frames = chunk.valid_frames;
+  const int out_frames = (frames + recognizer_->subsampling_ - 1) / recognizer_->subsampling_;
+  const int vocab = recognizer_->vocab_size();
+  std::vector<float> blanks(static_cast<std::size_t>(out_frames * vocab), kImpossibleLogProb);
+  for (int t = 0; t < out_frames; ++t) {
+    blanks[static_cast<std::size_t>(t * vocab + recognizer_->vocabulary_->blank_id())] = 0.0f;
+  }
+  return deliver(blanks.data(), out_frames, false, chunk.ends_speech);
+}
+
+Status Stream::deliver(const float* log_probs, int frames, bool from_model, bool vad_ended) {
   if (from_model) ++chunks_run_;
   if (frames <= 0) return Status::ok();
   const decode::LogProbView view{log_probs, frames, recognizer_->vocab_size()};
@@ -324,12 +368,10 @@ Status Stream::deliver(const float* log_probs, int frames, bool from_model) {
     trailing_blank = beam_->trailing_blank_frames();
     has_tokens = beam_->has_tokens();
   }
-  const bool vad_end =
-      vad_speech_ended_ && recognizer_->config_.endpoint.use_vad_endpoint && has_tokens;
+  const bool vad_end = vad_ended && recognizer_->config_.endpoint.use_vad_endpoint && has_tokens;
   const auto reason =
       recognizer_->endpoint_->detect(utterance_frames, trailing_blank, has_tokens, vad_end);
   if (reason != decode::EndpointReason::kNone) {
-    vad_speech_ended_ = false;
     finish_utterance(reason);
   } else {
     emit_partial();
@@ -348,8 +390,9 @@ void Stream::emit_partial() {
 void Stream::finish_utterance(decode::EndpointReason reason) {
   decode::DecodingResult final_result = greedy_ ? greedy_->finalize() : beam_->finalize();
   final_result.is_final = true;
-  // An endpoint over pure silence has nothing to say; the end of the stream always answers.
-  if (!final_result.text.empty() || reason == decode::EndpointReason::kNone) {
+  // An endpoint over pure silence has nothing to say; a stream that never said anything still
+  // gets one (empty) final at its end.
+  if (!final_result.text.empty() || (reason == decode::EndpointReason::kNone && utterance_ == 0)) {
     results_.push_back(StreamResult{std::move(final_result), utterance_, reason});
     ++utterance_;
   }

@@ -43,6 +43,8 @@ struct RecognizerConfig {
   audio::EnergyVadConfig energy_vad;
   // Chunks kept while the VAD hears silence, so a word's onset reaches the model.
   int vad_preroll_chunks = 1;
+  // Chunks still sent after the VAD's end of speech, so a word's tail reaches the model.
+  int vad_hangover_chunks = 1;
   decode::EndpointConfig endpoint;
 
   Status validate() const;
@@ -87,9 +89,21 @@ class Stream {
 
  private:
   friend class Recognizer;
+  // A chunk of feature frames in stream order: run through the model, or (silence under the
+  // VAD) delivered to the decoder as blank frames without model work.
+  struct Chunk {
+    std::vector<float> features;
+    bool run_model = true;
+    // The VAD's end of speech fell inside this chunk: endpoint after decoding it.
+    bool ends_speech = false;
+    // Frames of the stream's last chunk that hold audio (the rest is padding); -1: all.
+    int valid_frames = -1;
+  };
+
   Stream(std::shared_ptr<Recognizer> recognizer, StreamOptions options, int slot);
   void collect_chunks(bool flush);
-  Status deliver(const float* log_probs, int frames, bool from_model);
+  Status deliver(const float* log_probs, int frames, bool from_model, bool vad_ended);
+  Status deliver_blanks(const Chunk& chunk);
   void emit_partial();
   void finish_utterance(decode::EndpointReason reason);
 
@@ -103,12 +117,13 @@ class Stream {
   std::optional<decode::CtcPrefixBeamDecoder> beam_;
   std::vector<float> resampled_;
   std::vector<float> frame_buffer_;  // features not yet in a chunk
-  std::deque<std::vector<float>>
-      ready_chunks_;  // chunks for the model (chunk_frames each, the last may be shorter)
-  std::deque<std::vector<float>> preroll_;  // chunks held while the VAD hears silence
-  std::vector<audio::VadEvent> vad_events_;
+  std::deque<Chunk> ready_chunks_;
+  std::deque<Chunk> preroll_;  // chunks held while the VAD hears silence
+  std::deque<audio::VadEvent> vad_events_;
+  std::vector<audio::VadEvent> new_vad_events_;
+  long long frames_routed_ = 0;
   bool in_speech_ = false;
-  bool vad_speech_ended_ = false;
+  int hangover_left_ = 0;
   bool input_done_ = false;
   bool finished_ = false;
   int utterance_ = 0;
@@ -117,7 +132,6 @@ class Stream {
   long long samples_in_ = 0;
   long long chunks_run_ = 0;
   long long chunks_skipped_ = 0;
-  int final_chunk_valid_frames_ = -1;
 };
 
 class Recognizer : public std::enable_shared_from_this<Recognizer> {

@@ -1,0 +1,130 @@
+// The Recognizer on the default model: streams batched together give the same text as each
+// stream alone, the text does not depend on how the audio is chunked, and the slot pool returns
+// to empty when streams close.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "audio/audio_io.h"
+#include "stream/recognizer.h"
+#include "voxrt/builder.h"
+
+namespace voxrt {
+namespace {
+namespace fs = std::filesystem;
+
+fs::path source_dir() {
+  return std::getenv("VOXRT_SOURCE_DIR") ? std::getenv("VOXRT_SOURCE_DIR") : ".";
+}
+
+class RecognizerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    engine_path_ = (fs::temp_directory_path() / "voxrt_e2e_default.engine").string();
+    BuilderConfig config;
+    config.autotune = false;
+    config.profiles = {OptimizationProfile{
+        "p", {{"features", ShapeRange{{1, 2, 80}, {4, 32, 80}, {16, 32, 80}}}}}};
+    auto bytes =
+        build_engine_from_onnx_file((source_dir() / "models/default/model.onnx").string(), config);
+    ASSERT_TRUE(bytes.has_value()) << bytes.status().to_string();
+    std::ofstream(engine_path_, std::ios::binary) << *bytes;
+    auto clip = audio::read_audio_file((source_dir() / "samples/play_music.wav").string());
+    ASSERT_TRUE(clip.has_value()) << clip.status().to_string();
+    clip_ = std::move(*clip);
+  }
+
+  std::shared_ptr<stream::Recognizer> make(stream::VadKind vad, int max_batch) {
+    stream::RecognizerConfig config;
+    config.engine_path = engine_path_;
+    config.vad = vad;
+    config.max_batch = max_batch;
+    config.max_streams = 8;
+    auto r = stream::Recognizer::create(config);
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : nullptr;
+  }
+
+  // Feeds `streams` copies of the sample, each in pieces of piece_samples[i], advancing all
+  // streams together after every round; returns each stream's final texts joined.
+  std::vector<std::string> run(stream::Recognizer& r,
+                               const std::vector<std::size_t>& piece_samples) {
+    std::vector<std::unique_ptr<stream::Stream>> streams;
+    std::vector<std::size_t> next(piece_samples.size(), 0);
+    std::vector<std::string> texts(piece_samples.size());
+    for (std::size_t i = 0; i < piece_samples.size(); ++i)
+      streams.push_back(std::move(*r.open_stream()));
+    std::vector<stream::Stream*> all;
+    for (auto& s : streams) all.push_back(s.get());
+    for (bool active = true; active;) {
+      active = false;
+      for (std::size_t i = 0; i < streams.size(); ++i) {
+        if (next[i] >= clip_.samples.size()) continue;
+        const std::size_t n = std::min(piece_samples[i], clip_.samples.size() - next[i]);
+        EXPECT_TRUE(streams[i]
+                        ->accept_pcm(std::span<const float>(clip_.samples.data() + next[i], n))
+                        .is_ok());
+        next[i] += n;
+        if (next[i] >= clip_.samples.size()) {
+          EXPECT_TRUE(streams[i]->input_finished().is_ok());
+        }
+        active = true;
+      }
+      EXPECT_TRUE(r.advance(all).has_value());
+      for (std::size_t i = 0; i < streams.size(); ++i) {
+        for (const auto& result : streams[i]->take_results()) {
+          if (result.result.is_final && !result.result.text.empty())
+            texts[i] += result.result.text + "|";
+        }
+      }
+    }
+    for (auto& s : streams) EXPECT_TRUE(s->finished());
+    return texts;
+  }
+
+  static inline std::string engine_path_;
+  static inline audio::AudioClip clip_;
+};
+
+TEST_F(RecognizerTest, RecognisesTheBundledSample) {
+  auto r = make(stream::VadKind::kOff, 4);
+  ASSERT_TRUE(r);
+  auto texts = run(*r, {320});
+  EXPECT_NE(texts[0].find("play some music"), std::string::npos) << texts[0];
+}
+
+TEST_F(RecognizerTest, BatchedStreamsEqualStreamsAloneWhateverTheChunking) {
+  for (auto vad : {stream::VadKind::kOff, stream::VadKind::kEnergy}) {
+    auto alone = make(vad, 1);
+    auto batched = make(vad, 8);
+    ASSERT_TRUE(alone && batched);
+    const std::string reference = run(*alone, {320})[0];
+    ASSERT_FALSE(reference.empty());
+    // Five streams at once, each cut differently (20 ms, odd sizes, one big piece).
+    const auto texts = run(*batched, {320, 333, 1000, 7, 48000});
+    for (const auto& t : texts) EXPECT_EQ(t, reference) << "vad " << static_cast<int>(vad);
+    EXPECT_EQ(batched->streams_open(), 0);  // every slot returned
+  }
+}
+
+TEST_F(RecognizerTest, SlotsAreRefusedBeyondMaxStreamsAndBadRatesAreErrors) {
+  auto r = make(stream::VadKind::kOff, 4);
+  ASSERT_TRUE(r);
+  std::vector<std::unique_ptr<stream::Stream>> open;
+  for (int i = 0; i < 8; ++i) open.push_back(std::move(*r->open_stream()));
+  auto refused = r->open_stream();
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  open.clear();
+  stream::StreamOptions bad;
+  bad.sample_rate_hz = 0;
+  EXPECT_FALSE(r->open_stream(bad).has_value());
+  bad.sample_rate_hz = 1000000000;
+  EXPECT_FALSE(r->open_stream(bad).has_value());
+  EXPECT_EQ(r->streams_open(), 0);
+}
+
+}  // namespace
+}  // namespace voxrt
