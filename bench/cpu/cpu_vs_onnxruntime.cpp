@@ -2,7 +2,7 @@
 // interleaved rounds (voxrt block, onnxruntime block, ...), and prints both medians and their
 // ratio. Outputs are compared first, so a fast wrong engine cannot look good.
 //
-//   cpu_vs_onnxruntime --onnx M.onnx --engine M.engine --shapes x:1x1x161x200 \
+//   cpu_vs_onnxruntime --onnx M.onnx --engine M.engine --shapes x:1x1x161x200
 //       [--ort-input sr=16000] [--threads 1] [--rounds 5] [--iterations 20] [--json]
 #include <sys/resource.h>
 

@@ -5,7 +5,7 @@
 #   bash bench/cpu/run.sh [ROUNDS] [ITERATIONS]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin="$root/build/bin"
+bin="${VOXRT_BIN_DIR:-$root/build/bin}"
 work="$root/build/bench-cpu"
 rounds=${1:-5}
 iterations=${2:-10}
