@@ -30,7 +30,7 @@ class Pass {
 
 // Computes a node's outputs from constant inputs (the builder passes the CPU reference kernels),
 // so constant folding in ir/ needs no backend.
-using NodeEvaluator =
-    std::function<Expected<std::vector<Tensor>>(const Node& node, std::span<const Tensor* const> inputs)>;
+using NodeEvaluator = std::function<Expected<std::vector<Tensor>>(
+    const Node& node, std::span<const Tensor* const> inputs)>;
 
 }  // namespace voxrt::ir
