@@ -12,5 +12,7 @@ void add_run_command(CLI::App& app, int& exit_code);
 void add_check_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 void add_transcribe_command(CLI::App& app, int& exit_code);
+void add_serve_command(CLI::App& app, int& exit_code);
+void add_loadgen_command(CLI::App& app, int& exit_code);
 
 }  // namespace voxrt::cli

@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   voxrt::cli::add_check_command(app, exit_code);
   voxrt::cli::add_bench_command(app, exit_code);
   voxrt::cli::add_transcribe_command(app, exit_code);
+  voxrt::cli::add_serve_command(app, exit_code);
+  voxrt::cli::add_loadgen_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

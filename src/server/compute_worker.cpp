@@ -1,0 +1,441 @@
+#include "server/compute_worker.h"
+
+#include <algorithm>
+
+#include "server/protocol.h"
+
+namespace voxrt::server {
+
+Expected<std::unique_ptr<ComputeWorker>> ComputeWorker::create(
+    const ServerConfig& config, std::shared_ptr<ServerMetrics> metrics) {
+  VOXRT_RETURN_IF_ERROR(config.validate());
+  auto worker = std::unique_ptr<ComputeWorker>(new ComputeWorker(config, std::move(metrics)));
+  VOXRT_ASSIGN_OR_RETURN(worker->recognizer_, stream::Recognizer::create(config.recognizer));
+  worker->metrics_->slots_capacity.Set(config.recognizer.max_streams);
+  worker->thread_ = std::thread([w = worker.get()] { w->run(); });
+  return worker;
+}
+
+ComputeWorker::~ComputeWorker() {
+  if (thread_.joinable()) drain_and_stop();
+}
+
+Expected<StreamId> ComputeWorker::admit(std::shared_ptr<StreamSink> sink) {
+  if (draining_.load()) return failed_precondition("the server is shutting down");
+  int admitted = admitted_.load();
+  do {
+    if (admitted >= config_.recognizer.max_streams) {
+      return resource_exhausted("all ", config_.recognizer.max_streams,
+                                " streams are in use (--max-streams); try again later");
+    }
+  } while (!admitted_.compare_exchange_weak(admitted, admitted + 1));
+  metrics_->active_streams.Set(admitted_.load());
+  const StreamId id = next_id_.fetch_add(1);
+  Command open;
+  open.kind = Command::Kind::kOpen;
+  open.sink = std::move(sink);
+  {
+    std::lock_guard lock(mutex_);
+    inboxes_[id];
+  }
+  push(id, std::move(open));
+  return id;
+}
+
+void ComputeWorker::push(StreamId id, Command command) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = inboxes_.find(id);
+    if (it == inboxes_.end()) return;  // already closed: nothing more to do for it
+    it->second.commands.push_back(std::move(command));
+    has_commands_ = true;
+  }
+  wake_.notify_one();
+}
+
+void ComputeWorker::configure(StreamId id, StreamSettings settings) {
+  {
+    std::lock_guard lock(mutex_);
+    auto it = inboxes_.find(id);
+    if (it == inboxes_.end()) return;
+    it->second.max_buffered_samples = settings.max_buffered_samples;
+    it->second.feed_budget_samples =
+        static_cast<long long>(settings.sample_rate_hz) * config_.max_feed_ms_per_round / 1000;
+  }
+  Command command;
+  command.kind = Command::Kind::kConfigure;
+  command.settings = std::move(settings);
+  push(id, std::move(command));
+}
+
+bool ComputeWorker::push_audio(StreamId id, std::vector<float> samples,
+                               Clock::time_point received) {
+  bool over_bound = false;
+  {
+    std::lock_guard lock(mutex_);
+    auto it = inboxes_.find(id);
+    if (it == inboxes_.end()) return false;
+    Inbox& inbox = it->second;
+    inbox.buffered_samples += static_cast<long long>(samples.size());
+    Command command;
+    command.kind = Command::Kind::kAudio;
+    command.samples = std::move(samples);
+    command.received = received;
+    inbox.commands.push_back(std::move(command));
+    has_commands_ = true;
+    if (inbox.max_buffered_samples > 0 && inbox.buffered_samples > inbox.max_buffered_samples) {
+      inbox.reading_paused = true;
+      over_bound = true;
+    }
+  }
+  wake_.notify_one();
+  return over_bound;
+}
+
+void ComputeWorker::finish(StreamId id, Clock::time_point received) {
+  Command command;
+  command.kind = Command::Kind::kEof;
+  command.received = received;
+  push(id, std::move(command));
+}
+
+void ComputeWorker::cancel(StreamId id) {
+  Command command;
+  command.kind = Command::Kind::kCancel;
+  push(id, std::move(command));
+}
+
+void ComputeWorker::drain_and_stop() {
+  draining_.store(true);
+  {
+    std::lock_guard lock(mutex_);
+    drain_requested_ = true;
+  }
+  wake_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ComputeWorker::take_commands(std::vector<Taken>& out, bool everything) {
+  has_commands_ = false;
+  for (auto& [id, inbox] : inboxes_) {
+    long long taken_samples = 0;
+    // Audio per stream per round is bounded by time at the stream's rate (16 kHz until known).
+    const long long budget = inbox.feed_budget_samples;
+    while (!inbox.commands.empty()) {
+      Command& front = inbox.commands.front();
+      if (front.kind == Command::Kind::kAudio) {
+        const auto size = static_cast<long long>(front.samples.size());
+        if (!everything && taken_samples > 0 && taken_samples + size > budget) break;
+        taken_samples += size;
+        inbox.buffered_samples -= size;
+      }
+      out.push_back(Taken{id, std::move(front), false});
+      inbox.commands.pop_front();
+    }
+    if (!inbox.commands.empty()) has_commands_ = true;
+    if (inbox.reading_paused && !inbox.throttle_reported) {
+      inbox.throttle_reported = true;
+      Taken note{id, Command{}, false};
+      note.command.kind = Command::Kind::kAudio;  // empty audio: marks the throttle warning
+      note.command.received = Clock::time_point::min();
+      out.push_back(std::move(note));
+    }
+    if (inbox.reading_paused && inbox.buffered_samples <= inbox.max_buffered_samples / 2) {
+      inbox.reading_paused = false;
+      inbox.throttle_reported = false;
+      out.push_back(Taken{id, Command{}, true});
+    }
+  }
+}
+
+void ComputeWorker::apply(std::vector<Taken>& taken) {
+  for (Taken& t : taken) {
+    if (t.resume) {
+      auto it = live_.find(t.id);
+      if (it != live_.end() && !it->second.closed) it->second.sink->resume_reading();
+      continue;
+    }
+    apply_one(t.id, t.command);
+  }
+  taken.clear();
+}
+
+void ComputeWorker::apply_one(StreamId id, Command& command) {
+  if (command.kind == Command::Kind::kOpen) {
+    Live& live = live_[id];
+    live.sink = std::move(command.sink);
+    return;
+  }
+  auto it = live_.find(id);
+  if (it == live_.end()) return;
+  Live& live = it->second;
+  if (command.kind == Command::Kind::kCancel) {
+    if (!live.closed) {
+      live.closed = true;
+      closing_.push_back(id);
+    }
+    return;
+  }
+  if (live.closed) return;
+  switch (command.kind) {
+    case Command::Kind::kConfigure:
+      if (live.stream) {
+        fail(id, live, "bad_config", "config after the stream started", kClosePolicy);
+        return;
+      }
+      live.settings = std::move(command.settings);
+      (void)open_stream(id, live);
+      return;
+    case Command::Kind::kAudio: {
+      if (command.received == Clock::time_point::min()) {
+        metrics_->count_refusal("throttled");
+        live.warning = "throttled: more than " + std::to_string(config_.max_buffered_ms) +
+                       " ms of audio queued; the server reads again when half of it is decoded";
+        return;
+      }
+      if (live.eof) return;  // audio after eof (or during shutdown) is ignored
+      if (!live.stream && !open_stream(id, live)) return;
+      Status accepted = live.stream->accept_pcm(command.samples);
+      if (!accepted) {
+        fail(id, live, "bad_audio", accepted.message(), kClosePolicy);
+        return;
+      }
+      metrics_->audio_seconds_total.Increment(static_cast<double>(command.samples.size()) /
+                                              live.settings.sample_rate_hz);
+      live.unanswered.push_back(command.received);
+      live.last_fed = command.received;
+      return;
+    }
+    case Command::Kind::kEof: {
+      if (live.eof) return;
+      if (!live.stream && !open_stream(id, live)) return;
+      Status finished = live.stream->input_finished();
+      if (!finished) {
+        fail(id, live, "bad_audio", finished.message(), kClosePolicy);
+        return;
+      }
+      live.eof = true;
+      live.eof_received = command.received;
+      return;
+    }
+    case Command::Kind::kOpen:
+    case Command::Kind::kCancel: return;
+  }
+}
+
+bool ComputeWorker::open_stream(StreamId id, Live& live) {
+  stream::StreamOptions options;
+  options.sample_rate_hz = live.settings.sample_rate_hz;
+  if (!live.settings.phrase_list.empty()) {
+    if (config_.recognizer.decoder == stream::DecoderKind::kBeam) {
+      options.hotwords = live.settings.phrase_list;
+    } else {
+      live.warning =
+          "phrase_list ignored: the server runs the greedy decoder (start it with --decoder "
+          "beam for hotwords)";
+    }
+  }
+  auto opened = recognizer_->open_stream(options);
+  if (!opened) {
+    fail(id, live, "bad_config", opened.status().message(), kClosePolicy);
+    return false;
+  }
+  live.stream = std::move(*opened);
+  metrics_->slots_in_use.Set(recognizer_->streams_open());
+  return true;
+}
+
+void ComputeWorker::fail(StreamId id, Live& live, std::string_view kind, const std::string& message,
+                         int close_code) {
+  metrics_->count_error(kind);
+  live.sink->send_text(error_json(kind, message));
+  live.sink->close(close_code, std::string(kind));
+  live.closed = true;
+  closing_.push_back(id);
+}
+
+void ComputeWorker::reap() {
+  for (StreamId id : closing_) {
+    if (live_.erase(id) == 0) continue;  // the Stream's destructor returns its slot
+    {
+      std::lock_guard lock(mutex_);
+      inboxes_.erase(id);
+    }
+    admitted_.fetch_sub(1);
+  }
+  closing_.clear();
+  metrics_->active_streams.Set(admitted_.load());
+  metrics_->slots_in_use.Set(recognizer_->streams_open());
+}
+
+int ComputeWorker::count_ready() const {
+  int ready = 0;
+  for (const auto& [id, live] : live_) {
+    if (!live.closed && live.stream && live.stream->chunks_pending() > 0) ++ready;
+  }
+  return ready;
+}
+
+void ComputeWorker::begin_drain() {
+  drain_started_ = true;
+  const auto now = Clock::now();
+  for (auto& [id, live] : live_) {
+    if (live.closed) continue;
+    if (!live.stream) {
+      live.sink->close(kCloseGoingAway, "server shutting down");
+      live.closed = true;
+      closing_.push_back(id);
+      continue;
+    }
+    if (!live.eof) {
+      (void)live.stream->input_finished();
+      live.eof = true;
+      live.eof_received = now;
+    }
+  }
+}
+
+void ComputeWorker::run_round() {
+  std::vector<stream::Stream*> streams;
+  std::vector<StreamId> ids;
+  std::vector<long long> pending;
+  for (auto& [id, live] : live_) {
+    if (live.closed || !live.stream) continue;
+    const auto chunks = static_cast<long long>(live.stream->chunks_pending());
+    if (chunks > 0 || !live.unanswered.empty() || (live.eof && !live.stream->finished())) {
+      streams.push_back(live.stream.get());
+      ids.push_back(id);
+      pending.push_back(chunks);
+    }
+  }
+  if (ids.empty()) return;
+  // Recognizer::advance runs the k-th pending chunk of every stream together, max_batch at a
+  // time; replay that here for the batch-size histogram.
+  long long total_chunks = 0;
+  for (long long p : pending) total_chunks += p;
+  const long long max_batch = config_.recognizer.max_batch;
+  for (long long layer = 0;; ++layer) {
+    long long count = 0;
+    for (long long p : pending) count += p > layer ? 1 : 0;
+    if (count == 0) break;
+    for (long long left = count; left > 0; left -= max_batch)
+      metrics_->batch_size.Observe(static_cast<double>(std::min(left, max_batch)));
+  }
+  const auto start = Clock::now();
+  for (StreamId id : ids) {
+    for (const auto& received : live_[id].unanswered)
+      metrics_->queue_delay_seconds.Observe(
+          std::chrono::duration<double>(start - received).count());
+  }
+  auto calls = recognizer_->advance(streams);
+  const auto end = Clock::now();
+  if (!calls) {
+    for (StreamId id : ids) fail(id, live_[id], "engine", calls.status().message(), kCloseInternal);
+    return;
+  }
+  if (total_chunks > 0) {
+    metrics_->engine_seconds.Observe(std::chrono::duration<double>(end - start).count());
+    metrics_->engine_calls_total.Increment(*calls);
+    metrics_->count_chunks(total_chunks);
+  }
+  for (StreamId id : ids) {
+    Live& live = live_[id];
+    answer(id, live, live.stream->take_results());
+  }
+}
+
+void ComputeWorker::answer(StreamId id, Live& live, std::vector<stream::StreamResult> results) {
+  const auto now = Clock::now();
+  auto seconds_since = [&](Clock::time_point t) {
+    return std::chrono::duration<double>(now - t).count();
+  };
+  auto take_warning = [&] {
+    std::string warning;
+    warning.swap(live.warning);
+    return warning;
+  };
+  const bool stream_done = live.eof && live.stream->finished();
+  std::vector<std::string> finals;
+  for (const auto& r : results) {
+    if (!r.result.is_final) {
+      live.partial = r.result.text;
+      if (!live.partial.empty() && !live.partial_nonempty_sent) {
+        live.partial_nonempty_sent = true;
+        metrics_->first_partial_latency_seconds.Observe(seconds_since(live.last_fed));
+      }
+      continue;
+    }
+    finals.push_back(final_json(r.result, live.settings.words, take_warning()));
+    metrics_->final_latency_seconds.Observe(
+        seconds_since(stream_done ? live.eof_received : live.last_fed));
+    live.partial.clear();
+    live.partial_nonempty_sent = false;
+  }
+  // Vosk clients wait for one reply per audio frame: finals answer the first frame, partials
+  // the others; finals with no frame left to answer (end of stream) follow.
+  for (const auto& received : live.unanswered) {
+    metrics_->reply_latency_seconds.Observe(seconds_since(received));
+    if (!finals.empty()) {
+      for (auto& f : finals) live.sink->send_text(std::move(f));
+      finals.clear();
+    } else {
+      live.sink->send_text(partial_json(live.partial, take_warning()));
+    }
+  }
+  live.unanswered.clear();
+  for (auto& f : finals) live.sink->send_text(std::move(f));
+  if (stream_done) {
+    live.sink->close(drain_started_ ? kCloseGoingAway : kCloseNormal,
+                     drain_started_ ? "server shutting down" : "eof");
+    live.closed = true;
+    closing_.push_back(id);
+  }
+}
+
+void ComputeWorker::run() {
+  std::vector<Taken> taken;
+  for (;;) {
+    bool drain = false;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return has_commands_ || drain_requested_; });
+      drain = drain_requested_;
+      take_commands(taken, drain);
+    }
+    apply(taken);
+    reap();
+    if (drain) {
+      if (!drain_started_) begin_drain();
+      run_round();
+      reap();
+      if (live_.empty()) break;
+      continue;
+    }
+    if (config_.max_queue_delay_us > 0) {
+      int ready = count_ready();
+      if (ready > 0 && ready < config_.recognizer.max_batch) {
+        Clock::time_point oldest = Clock::now();
+        for (const auto& [id, live] : live_) {
+          if (!live.closed && live.stream && live.stream->chunks_pending() > 0 &&
+              !live.unanswered.empty())
+            oldest = std::min(oldest, live.unanswered.front());
+        }
+        const auto deadline = oldest + std::chrono::microseconds(config_.max_queue_delay_us);
+        while (ready < config_.recognizer.max_batch && Clock::now() < deadline) {
+          {
+            std::unique_lock lock(mutex_);
+            wake_.wait_until(lock, deadline, [&] { return has_commands_ || drain_requested_; });
+            if (!has_commands_) break;
+            take_commands(taken, false);
+          }
+          apply(taken);
+          ready = count_ready();
+        }
+      }
+    }
+    run_round();
+    reap();
+  }
+}
+
+}  // namespace voxrt::server

@@ -1,0 +1,165 @@
+// The one compute thread of the server (STYLE.md 11): it owns the Recognizer and is the only
+// thread that calls Stream methods and Recognizer::advance. Network threads only hand it
+// commands (open, audio, eof, cancel) through per-stream bounded queues; each round the worker
+// drains the queues, feeds the streams, and advances every stream with a ready chunk in one
+// call, which batches ready chunks across streams (the dynamic batcher). Replies go back through
+// each stream's StreamSink, which posts them to the connection's own executor.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "server/server_config.h"
+#include "server/server_metrics.h"
+#include "stream/recognizer.h"
+
+namespace voxrt::server {
+
+using Clock = std::chrono::steady_clock;
+using StreamId = std::uint64_t;
+
+// Called on the worker thread; implementations must only post to their connection and return.
+class StreamSink {
+ public:
+  virtual ~StreamSink() = default;
+  // One JSON text message for the client (replies in the order of the frames they answer).
+  virtual void send_text(std::string message) = 0;
+  // The stream is over (after the messages already sent): close with this WebSocket code.
+  virtual void close(int close_code, std::string reason) = 0;
+  // The stream's queued audio drained below the bound: the connection may read again.
+  virtual void resume_reading() = 0;
+};
+
+struct StreamSettings {
+  int sample_rate_hz = 16000;
+  bool words = false;
+  std::vector<std::string> phrase_list;
+  // Audio this stream may queue ahead of the model, in samples (0: no bound); beyond it
+  // push_audio() asks the caller to stop reading.
+  long long max_buffered_samples = 0;
+};
+
+// WebSocket close codes the worker uses (RFC 6455).
+inline constexpr int kCloseNormal = 1000;
+inline constexpr int kCloseGoingAway = 1001;
+inline constexpr int kClosePolicy = 1008;
+inline constexpr int kCloseInternal = 1011;
+inline constexpr int kCloseTryLater = 1013;
+
+class ComputeWorker {
+ public:
+  static Expected<std::unique_ptr<ComputeWorker>> create(const ServerConfig& config,
+                                                         std::shared_ptr<ServerMetrics> metrics);
+  ~ComputeWorker();
+  ComputeWorker(const ComputeWorker&) = delete;
+  ComputeWorker& operator=(const ComputeWorker&) = delete;
+
+  // ---- called from network threads ----
+  // Reserves one of max_streams; refused (resource_exhausted / failed_precondition) when all are
+  // taken or the server is shutting down.
+  Expected<StreamId> admit(std::shared_ptr<StreamSink> sink);
+  // Opens the recognizer stream (once, before any audio).
+  void configure(StreamId id, StreamSettings settings);
+  // Queues samples; returns true when the stream is now over its bound and the caller should
+  // stop reading until StreamSink::resume_reading().
+  bool push_audio(StreamId id, std::vector<float> samples, Clock::time_point received);
+  // End of input: the final result follows, then the stream closes.
+  void finish(StreamId id, Clock::time_point received);
+  // The client is gone or misbehaved: drop the stream and free its slot without replies.
+  void cancel(StreamId id);
+  // Graceful shutdown: refuse new streams, finish every live one (finals sent), then stop the
+  // thread. Blocks until done.
+  void drain_and_stop();
+
+  int admitted_streams() const { return admitted_.load(); }
+  int slots_in_use() const { return recognizer_->streams_open(); }
+  bool draining() const { return draining_.load(); }
+  const stream::Recognizer& recognizer() const { return *recognizer_; }
+
+ private:
+  struct Command {
+    enum class Kind { kOpen, kConfigure, kAudio, kEof, kCancel };
+    Kind kind = Kind::kAudio;
+    std::vector<float> samples;
+    Clock::time_point received;
+    StreamSettings settings;
+    std::shared_ptr<StreamSink> sink;
+  };
+  // Shared between network threads and the worker, under mutex_.
+  struct Inbox {
+    std::deque<Command> commands;
+    long long buffered_samples = 0;
+    long long max_buffered_samples = 0;  // 0: no bound (HTTP uploads, bounded by their size)
+    long long feed_budget_samples = 16000;
+    bool reading_paused = false;
+    bool throttle_reported = false;
+  };
+  // Worker thread only.
+  struct Live {
+    std::shared_ptr<StreamSink> sink;
+    StreamSettings settings;
+    std::unique_ptr<stream::Stream> stream;
+    // Receive times of frames fed and not yet answered (one reply each).
+    std::deque<Clock::time_point> unanswered;
+    Clock::time_point last_fed;
+    Clock::time_point eof_received;
+    std::string partial;
+    bool partial_nonempty_sent = false;
+    bool eof = false;
+    bool closed = false;
+    std::string warning;
+  };
+  struct Taken {
+    StreamId id = 0;
+    Command command;
+    bool resume = false;
+  };
+
+  ComputeWorker(const ServerConfig& config, std::shared_ptr<ServerMetrics> metrics)
+      : config_(config), metrics_(std::move(metrics)) {}
+  void push(StreamId id, Command command);
+  void run();
+  // Moves queued commands out (at most max_feed_ms_per_round of audio per stream unless
+  // `everything`); needs mutex_ held.
+  void take_commands(std::vector<Taken>& out, bool everything);
+  void apply(std::vector<Taken>& taken);
+  void apply_one(StreamId id, Command& command);
+  bool open_stream(StreamId id, Live& live);
+  int count_ready() const;
+  void run_round();
+  void answer(StreamId id, Live& live, std::vector<stream::StreamResult> results);
+  void fail(StreamId id, Live& live, std::string_view kind, const std::string& message,
+            int close_code);
+  // Destroys the streams marked closed (their slots return to the pool).
+  void reap();
+  void begin_drain();
+
+  ServerConfig config_;
+  std::shared_ptr<ServerMetrics> metrics_;
+  std::shared_ptr<stream::Recognizer> recognizer_;
+  std::atomic<int> admitted_{0};
+  std::atomic<bool> draining_{false};
+  std::atomic<StreamId> next_id_{1};
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::unordered_map<StreamId, Inbox> inboxes_;
+  bool has_commands_ = false;
+  bool drain_requested_ = false;
+
+  std::unordered_map<StreamId, Live> live_;
+  std::vector<StreamId> closing_;
+  bool drain_started_ = false;
+  std::thread thread_;
+};
+
+}  // namespace voxrt::server

@@ -1,0 +1,45 @@
+// The Vosk-compatible WebSocket protocol (docs/server.md): parsing and validating what a client
+// sends as text, and building the JSON replies. No networking here, so it is cheap to test.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "decode/decoding_result.h"
+#include "voxrt/status.h"
+
+namespace voxrt::server {
+
+// Largest phrase_list a client may send, and the longest phrase in it.
+inline constexpr std::size_t kMaxPhrases = 1000;
+inline constexpr std::size_t kMaxPhraseBytes = 256;
+inline constexpr int kMinSampleRateHz = 1000;
+inline constexpr int kMaxSampleRateHz = 384000;
+
+struct ClientConfig {
+  // Absent: the stream keeps the default (16 kHz, as Vosk's server assumes).
+  std::optional<int> sample_rate_hz;
+  bool words = false;
+  std::vector<std::string> phrase_list;
+};
+
+struct ClientMessage {
+  enum class Kind { kConfig, kEof };
+  Kind kind = Kind::kConfig;
+  ClientConfig config;
+};
+
+// A text frame: {"config": {...}} or {"eof": 1}. Errors say which field was wrong and why.
+Expected<ClientMessage> parse_client_text(std::string_view text);
+
+// {"partial": "..."}; `warning` (when not empty) is added as a "warning" field.
+std::string partial_json(std::string_view text, std::string_view warning = {});
+// {"text": "...", "result": [{"word", "start", "end", "conf"}]}; result only when words is set.
+std::string final_json(const decode::DecodingResult& result, bool words,
+                       std::string_view warning = {});
+// {"error": "...", "kind": "..."}: sent before the server closes a stream it refuses.
+std::string error_json(std::string_view kind, std::string_view message);
+
+}  // namespace voxrt::server

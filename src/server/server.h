@@ -1,0 +1,39 @@
+// `voxrt serve`: a WebSocket (Vosk protocol) and HTTP server in front of one ComputeWorker.
+// Network I/O runs on an asio thread pool; the compute worker thread is the only one that touches
+// streams (STYLE.md 11). docs/server.md describes the protocol, limits and metrics.
+#pragma once
+
+#include <memory>
+
+#include "server/server_config.h"
+#include "server/server_metrics.h"
+#include "voxrt/status.h"
+
+namespace voxrt::server {
+
+class Server {
+ public:
+  // Loads the engine and binds the port (so port() is known before run()).
+  static Expected<std::unique_ptr<Server>> create(const ServerConfig& config);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Serves until shutdown() or, with handle_signals, SIGINT/SIGTERM; returns after the drain.
+  Status run();
+  // Graceful and thread-safe: stop accepting, finish every live stream (finals sent), stop.
+  void shutdown();
+
+  int port() const;
+  ServerMetrics& metrics();
+  int active_streams() const;
+  int slots_in_use() const;
+
+  struct Impl;
+
+ private:
+  explicit Server(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace voxrt::server

@@ -1,0 +1,46 @@
+#include "server/server_config.h"
+
+#include <sstream>
+
+namespace voxrt::server {
+
+Status ServerConfig::validate() const {
+  VOXRT_RETURN_IF_ERROR(recognizer.validate());
+  if (port < 0 || port > 65535)
+    return invalid_argument("serve: --port must be 0..65535, got ", port);
+  if (host.empty()) return invalid_argument("serve: --host is empty");
+  if (io_threads < 1 || io_threads > 256)
+    return invalid_argument("serve: --threads must be 1..256, got ", io_threads);
+  if (max_queue_delay_us < 0 || max_queue_delay_us > 1000000)
+    return invalid_argument("serve: --max-queue-delay-us must be 0..1000000, got ",
+                            max_queue_delay_us);
+  if (max_message_bytes < 2 || max_message_bytes > (64u << 20))
+    return invalid_argument("serve: --max-message-bytes must be 2..67108864, got ",
+                            max_message_bytes);
+  if (max_buffered_ms < 100 || max_buffered_ms > 600000)
+    return invalid_argument("serve: --max-buffered-ms must be 100..600000, got ", max_buffered_ms);
+  if (idle_timeout_s < 1 || idle_timeout_s > 86400)
+    return invalid_argument("serve: --idle-timeout-s must be 1..86400, got ", idle_timeout_s);
+  if (max_connections_per_ip < 1)
+    return invalid_argument("serve: --max-connections-per-ip must be >= 1, got ",
+                            max_connections_per_ip);
+  if (max_upload_bytes < 44) return invalid_argument("serve: max_upload_bytes must be >= 44");
+  if (max_feed_ms_per_round < 20)
+    return invalid_argument("serve: max_feed_ms_per_round must be >= 20, got ",
+                            max_feed_ms_per_round);
+  return Status::ok();
+}
+
+std::string ServerConfig::to_string() const {
+  std::ostringstream out;
+  out << "listen=" << host << ":" << port << " io_threads=" << io_threads
+      << " max_queue_delay_us=" << max_queue_delay_us
+      << " auth=" << (auth_token.empty() ? "off" : "bearer")
+      << " max_message_bytes=" << max_message_bytes << " max_buffered_ms=" << max_buffered_ms
+      << " idle_timeout_s=" << idle_timeout_s
+      << " max_connections_per_ip=" << max_connections_per_ip << " recognizer={"
+      << recognizer.to_string() << "}";
+  return out.str();
+}
+
+}  // namespace voxrt::server

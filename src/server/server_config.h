@@ -1,0 +1,45 @@
+// Settings of `voxrt serve`: the recognizer it runs, where it listens, and the limits that keep one
+// client from hurting the others (docs/server.md). Validates and prints itself (STYLE.md 12).
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "stream/recognizer.h"
+
+namespace voxrt::server {
+
+struct ServerConfig {
+  // Engine, decoder, max_streams (= state slots), max_batch (streams per engine call), threads
+  // (kernel threads of the one compute worker).
+  stream::RecognizerConfig recognizer;
+  std::string host = "127.0.0.1";
+  // 0: the system picks a free port (Server::port() tells which).
+  int port = 8080;
+  // Network I/O threads (parsing, validation, WebSocket and HTTP); compute runs on its own thread.
+  int io_threads = 1;
+  // With fewer than max_batch streams ready, wait up to this long for more before running.
+  long long max_queue_delay_us = 0;
+  // Empty: no authentication. Otherwise clients send "Authorization: Bearer <token>".
+  std::string auth_token;
+  // Largest WebSocket message (one PCM frame or one JSON text); larger ones close the stream
+  // (1009).
+  std::size_t max_message_bytes = 1 << 20;
+  // Audio a stream may have queued ahead of the model; beyond it the server stops reading from
+  // that client (TCP back-pressure) until the queue drains to half, and says so in a reply.
+  int max_buffered_ms = 10000;
+  // A WebSocket that sends nothing for this long is closed.
+  int idle_timeout_s = 30;
+  int max_connections_per_ip = 64;
+  // Largest POST /v1/audio/transcriptions body.
+  std::size_t max_upload_bytes = 25u << 20;
+  // Audio taken from one stream's queue per worker round, so a fast client cannot starve others.
+  int max_feed_ms_per_round = 1280;
+  // Stop gracefully on SIGINT/SIGTERM (the CLI sets it; tests call Server::shutdown()).
+  bool handle_signals = false;
+
+  Status validate() const;
+  std::string to_string() const;
+};
+
+}  // namespace voxrt::server

@@ -1,0 +1,59 @@
+// The server's Prometheus metrics (docs/server.md lists them). Counters and histograms are
+// thread-safe; GET /metrics serializes them in the text format.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace voxrt::server {
+
+class ServerMetrics {
+ private:
+  // First: every metric below is registered in it during construction.
+  std::shared_ptr<prometheus::Registry> registry_;
+
+ public:
+  ServerMetrics();
+
+  // Refusals: a request the server turned away on purpose (max_streams, max_connections_per_ip,
+  // unauthorized, throttled, shutting_down). Errors: a stream that ended badly (invalid_json,
+  // bad_message, bad_config, message_too_big, idle_timeout, client_gone, engine, ...).
+  void count_refusal(std::string_view kind);
+  void count_error(std::string_view kind);
+  // Model chunks run in one worker round (feeds the chunks-per-second gauge).
+  void count_chunks(long long chunks);
+  std::string serialize();
+
+  prometheus::Gauge& active_streams;
+  prometheus::Gauge& websocket_connections;
+  prometheus::Gauge& slots_in_use;
+  prometheus::Gauge& slots_capacity;
+  prometheus::Gauge& chunks_per_second;
+  prometheus::Counter& chunks_total;
+  prometheus::Counter& engine_calls_total;
+  prometheus::Counter& audio_seconds_total;
+  prometheus::Histogram& batch_size;
+  prometheus::Histogram& queue_delay_seconds;
+  prometheus::Histogram& engine_seconds;
+  prometheus::Histogram& reply_latency_seconds;
+  prometheus::Histogram& first_partial_latency_seconds;
+  prometheus::Histogram& final_latency_seconds;
+
+ private:
+  prometheus::Family<prometheus::Counter>& refusals_;
+  prometheus::Family<prometheus::Counter>& errors_;
+  std::mutex rate_mutex_;
+  std::deque<std::pair<std::chrono::steady_clock::time_point, long long>> recent_chunks_;
+};
+
+}  // namespace voxrt::server

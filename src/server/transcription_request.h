@@ -1,0 +1,39 @@
+// POST /v1/audio/transcriptions (OpenAI-compatible): the multipart/form-data body, its audio,
+// and the response formats. No networking here.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "audio/audio_io.h"
+#include "decode/decoding_result.h"
+#include "voxrt/status.h"
+
+namespace voxrt::server {
+
+struct TranscriptionRequest {
+  std::string file_bytes;  // the uploaded audio file
+  std::string file_name;
+  std::string model;
+  std::string response_format = "json";  // json | text | verbose_json
+};
+
+// `content_type` is the request's Content-Type header (multipart/form-data; boundary=...).
+Expected<TranscriptionRequest> parse_transcription_request(std::string_view content_type,
+                                                           std::string_view body);
+// Any format libsndfile reads (WAV, FLAC, ...), downmixed to mono.
+Expected<audio::AudioClip> decode_uploaded_audio(const std::string& file_bytes);
+
+struct TranscriptionSegment {
+  std::string text;
+  std::vector<decode::WordResult> words;
+};
+struct TranscriptionResponse {
+  std::string content_type;
+  std::string body;
+};
+TranscriptionResponse format_transcription(const std::vector<TranscriptionSegment>& segments,
+                                           const std::string& response_format, double duration_s);
+
+}  // namespace voxrt::server
