@@ -15,6 +15,8 @@ packages=(
   libsndfile1-dev libsoxr-dev libsentencepiece-dev
   # server, JSON, metrics
   libboost-dev libboost-system-dev nlohmann-json3-dev prometheus-cpp-dev libcli11-dev
+  # reverse proxy in front of voxrt serve (server e2e test)
+  nginx
   # tests
   libgtest-dev libgmock-dev libbenchmark-dev
   # model export and references at test time

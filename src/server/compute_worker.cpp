@@ -371,6 +371,15 @@ void ComputeWorker::answer(StreamId id, Live& live, std::vector<stream::StreamRe
     live.partial.clear();
     live.partial_nonempty_sent = false;
   }
+  // Vosk clients wait for a final after eof; the Recognizer gives none when the last utterance
+  // already ended at an endpoint, so answer with an empty one.
+  if (stream_done && finals.empty() && !live.final_after_eof_sent) {
+    decode::DecodingResult empty;
+    empty.is_final = true;
+    finals.push_back(final_json(empty, live.settings.words, take_warning()));
+    metrics_->final_latency_seconds.Observe(seconds_since(live.eof_received));
+  }
+  if (stream_done) live.final_after_eof_sent = true;
   // Vosk clients wait for one reply per audio frame: finals answer the first frame, partials
   // the others; finals with no frame left to answer (end of stream) follow.
   for (const auto& received : live.unanswered) {

@@ -116,6 +116,7 @@ class ComputeWorker {
     bool partial_nonempty_sent = false;
     bool eof = false;
     bool closed = false;
+    bool final_after_eof_sent = false;
     std::string warning;
   };
   struct Taken {
