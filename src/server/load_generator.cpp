@@ -101,6 +101,8 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_connect(beast::error_code ec) {
     if (ec) return finish("connect: " + ec.message(), false);
     beast::get_lowest_layer(ws_).expires_never();
+    beast::error_code nodelay_ec;  // small frames must leave at once (no Nagle)
+    beast::get_lowest_layer(ws_).socket().set_option(tcp::no_delay(true), nodelay_ec);
     ws_.set_option(websocket::stream_base::timeout::suggested(beast::role_type::client));
     const std::string token = config_.auth_token;
     ws_.set_option(websocket::stream_base::decorator([token](websocket::request_type& request) {

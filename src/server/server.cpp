@@ -607,6 +607,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
     if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
     if (!ec) {
       beast::error_code ip_ec;
+      // Replies are small and latency-bound: Nagle + the client's delayed ACK would hold each
+      // one until the next frame arrives (~20 ms).
+      socket.set_option(tcp::no_delay(true), ip_ec);
       const std::string ip = socket.remote_endpoint(ip_ec).address().to_string();
       bool refuse = false;
       {
