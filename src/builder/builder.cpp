@@ -181,8 +181,14 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
                          builder::make_opt_inputs(*graph, config, warnings));
   for (auto& w : warnings) report.pass_changes.push_back("warning: " + w);
   progress(config, "profile", 0, 1);
-  VOXRT_ASSIGN_OR_RETURN(builder::ProfilingRun run,
-                         builder::run_profiling(*graph, opt_inputs, config.threads));
+  auto profiled = builder::run_profiling(*graph, opt_inputs, config.threads);
+  if (!profiled && !warnings.empty()) {
+    // The usual cause: a symbolic dim taken as 1 because no profile names its input.
+    std::string hint;
+    for (const auto& w : warnings) hint += str_cat("\n  note: ", w);
+    return Status(profiled.status().code(), str_cat(profiled.status().message(), hint));
+  }
+  VOXRT_ASSIGN_OR_RETURN(builder::ProfilingRun run, std::move(profiled));
   progress(config, "profile", 1, 1);
 
   builder::TimingCache cache;

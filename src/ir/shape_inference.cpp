@@ -1,5 +1,7 @@
 #include "ir/shape_inference.h"
 
+#include <string_view>
+
 namespace voxrt::ir {
 
 Status infer_outputs(const Node& node, std::span<const ValueInfo> inputs,
@@ -16,6 +18,37 @@ Status infer_outputs(const Node& node, std::span<const ValueInfo> inputs,
   }
   return internal_error(node.describe(), ": no shape inference for family");
 }
+
+namespace {
+
+// Writes dtypes and shapes into an If's branch graphs, from the values the node captures, so
+// that the kernels chosen for branch nodes see the real input dtypes (a value without ONNX type
+// information would otherwise read as f32). Done at build time only, on the builder's own graph.
+// A branch that a known condition never takes may not infer (its shapes can be impossible):
+// its errors are ignored.
+Status infer_branch_graphs(const Node& if_node, std::span<const ValueInfo> inputs) {
+  const bool cond_known = !inputs.empty() && inputs[0].data != nullptr;
+  const bool taken_then = cond_known && inputs[0].data->element_count() == 1 &&
+                          inputs[0].data->element_as_i64(0) != 0;
+  for (const char* name : {"then_branch", "else_branch"}) {
+    std::shared_ptr<Graph> branch = if_node.attrs.get_graph(name);
+    if (!branch || branch->inputs.size() + 1 != inputs.size()) continue;
+    for (std::size_t i = 0; i < branch->inputs.size(); ++i) {
+      Value* value = branch->inputs[i];
+      const ValueInfo& info = inputs[i + 1];
+      if (!value || !info.present) continue;
+      value->dtype = info.dtype;
+      value->shape = info.shape;
+      value->rank_known = info.rank_known;
+    }
+    Status status = infer_graph(*branch);
+    const bool taken = !cond_known || (std::string_view(name) == "then_branch") == taken_then;
+    if (!status && taken) return status.with_context(str_cat(if_node.describe(), " ", name));
+  }
+  return Status::ok();
+}
+
+}  // namespace
 
 Status infer_graph(Graph& graph) {
   VOXRT_ASSIGN_OR_RETURN(std::vector<Node*> order, graph.topological_order());
@@ -43,6 +76,7 @@ Status infer_graph(Graph& graph) {
       out->shape = outs[i].shape;
       out->rank_known = outs[i].rank_known;
     }
+    if (node->op == OpKind::kIf) VOXRT_RETURN_IF_ERROR(infer_branch_graphs(*node, infos));
   }
   return Status::ok();
 }

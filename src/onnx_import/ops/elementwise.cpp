@@ -49,7 +49,7 @@ Status import_cast(NodeImport& node) {
   } else {
     return invalid_argument(node.describe(), ": attribute 'to' is missing or not an integer");
   }
-  VOXRT_ASSIGN_OR_RETURN(DType to, dtype_from_onnx(onnx_type, str_cat(node.describe(), " 'to'")));
+  VOXRT_ASSIGN_OR_RETURN(DType to, dtype_from_onnx(onnx_type, "attribute 'to'"));
   node.attrs.set("to", static_cast<std::int64_t>(to));
   return import_as_is(node);
 }

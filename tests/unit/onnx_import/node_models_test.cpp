@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <regex>
 
 #include "model_builder.h"
 #include "onnx_import/op_importer.h"
@@ -30,7 +31,9 @@ TEST(NodeModels, EveryModelImportsOrIsUnsupported) {
   ASSERT_GT(folders.size(), 500u);
   int imported = 0;
   int unsupported_count = 0;
-  std::map<std::string, int> failures;
+  // Which ops (or other reasons) make models unsupported, most frequent first.
+  std::map<std::string, int> unsupported_reasons;
+  const std::regex node_pattern(R"(node '[^']*' \(([^,]+), domain '([^']*)')");
   for (const std::string& folder : folders) {
     auto graph = import_model_file(folder + "/model.onnx");
     if (graph) {
@@ -41,13 +44,31 @@ TEST(NodeModels, EveryModelImportsOrIsUnsupported) {
     if (graph.status().code() == StatusCode::kUnsupported) {
       ++unsupported_count;
       // The message must name at least one node or value.
-      EXPECT_NE(graph.status().message().find("'"), std::string::npos) << graph.status().message();
+      const std::string message = graph.status().message();
+      EXPECT_NE(message.find("'"), std::string::npos) << message;
+      std::smatch match;
+      if (std::regex_search(message, match, node_pattern)) {
+        ++unsupported_reasons[match[2].str() + "." + match[1].str()];
+      } else {
+        // An unsupported input or initializer: its first listed line, without the names.
+        const std::size_t line = message.find("\n  ");
+        const std::string first = message.substr(line == std::string::npos ? 0 : line + 3);
+        const std::string reason = std::regex_replace(first, std::regex("'[^']*'"), "'.'");
+        ++unsupported_reasons[reason.substr(0, reason.find(" (voxrt supports"))];
+      }
+      if (std::getenv("VOXRT_IMPORT_VERBOSE")) std::printf("%s\n", message.c_str());
       continue;
     }
     ADD_FAILURE() << folder << ": " << graph.status().to_string();
   }
   std::printf("ONNX node test models: %zu, imported %d, unsupported %d\n", folders.size(), imported,
               unsupported_count);
+  std::vector<std::pair<int, std::string>> ranked;
+  for (const auto& [reason, count] : unsupported_reasons) ranked.emplace_back(-count, reason);
+  std::sort(ranked.begin(), ranked.end());
+  std::string summary;
+  for (const auto& [count, reason] : ranked) summary += str_cat(reason, " x", -count, ", ");
+  std::printf("first unsupported node per model, by op: %s\n", summary.c_str());
   EXPECT_GT(imported, 300);
 }
 
