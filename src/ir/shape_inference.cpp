@@ -28,8 +28,8 @@ namespace {
 // its errors are ignored.
 Status infer_branch_graphs(const Node& if_node, std::span<const ValueInfo> inputs) {
   const bool cond_known = !inputs.empty() && inputs[0].data != nullptr;
-  const bool taken_then = cond_known && inputs[0].data->element_count() == 1 &&
-                          inputs[0].data->element_as_i64(0) != 0;
+  const bool taken_then =
+      cond_known && inputs[0].data->element_count() == 1 && inputs[0].data->element_as_i64(0) != 0;
   for (const char* name : {"then_branch", "else_branch"}) {
     std::shared_ptr<Graph> branch = if_node.attrs.get_graph(name);
     if (!branch || branch->inputs.size() + 1 != inputs.size()) continue;
