@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <sstream>
 
@@ -45,6 +46,12 @@ Status RecognizerConfig::validate() const {
   }
   if (vad_preroll_chunks < 0)
     return invalid_argument("recognizer: vad_preroll_chunks must be >= 0");
+  if (vad == VadKind::kSilero) {
+    if (silero_engine_path.empty())
+      return invalid_argument("recognizer: vad=silero needs silero_engine_path");
+    VOXRT_RETURN_IF_ERROR(silero_vad.validate());
+  }
+  if (wake_word) VOXRT_RETURN_IF_ERROR(wake_word->validate());
   return endpoint.validate();
 }
 
@@ -55,8 +62,10 @@ std::string RecognizerConfig::to_string() const {
       << " decoder=" << (decoder == DecoderKind::kGreedy ? "greedy" : "beam");
   if (decoder == DecoderKind::kBeam)
     out << " beam=" << beam.beam_width << " lm=" << (lm_path.empty() ? "none" : lm_path);
-  out << " vad=" << (vad == VadKind::kOff ? "off" : "energy") << " endpoint={"
-      << endpoint.to_string() << "}";
+  out << " vad=" << (vad == VadKind::kOff ? "off" : vad == VadKind::kEnergy ? "energy" : "silero");
+  if (vad == VadKind::kSilero) out << " silero=" << silero_engine_path << silero_vad.to_string();
+  if (wake_word) out << " wake_word=" << wake_word->to_string();
+  out << " endpoint={" << endpoint.to_string() << "}";
   return out.str();
 }
 
@@ -102,6 +111,28 @@ Expected<std::shared_ptr<Recognizer>> Recognizer::create(const RecognizerConfig&
         "non-state output (log_probs); this one has ", r->pool_->stream_inputs().size(), " and ",
         r->pool_->stream_outputs().size(), " (was it built with --state for every state pair?)");
   }
+  if (config.vad == VadKind::kSilero || config.wake_word) {
+    if (r->feature_config_.sample_rate_hz != 16000) {
+      return invalid_argument(config.engine_path, ": the model runs at ",
+                              r->feature_config_.sample_rate_hz,
+                              " Hz; Silero VAD and the wake word take 16 kHz");
+    }
+  }
+  if (config.vad == VadKind::kSilero) {
+    VOXRT_ASSIGN_OR_RETURN(r->silero_,
+                           SileroVadModel::load(config.silero_engine_path, config.threads));
+    if (r->silero_->input_samples() != config.silero_vad.model_input_samples()) {
+      return invalid_argument(config.silero_engine_path, ": the engine takes ",
+                              r->silero_->input_samples(), " samples per window, the config ",
+                              config.silero_vad.to_string(), " gives ",
+                              config.silero_vad.model_input_samples());
+    }
+  }
+  if (config.wake_word) {
+    WakeWordConfig wake = *config.wake_word;
+    wake.threads = config.threads;
+    VOXRT_ASSIGN_OR_RETURN(r->wake_models_, WakeWordModels::load(wake));
+  }
   return r;
 }
 
@@ -127,6 +158,16 @@ Expected<std::unique_ptr<Stream>> Recognizer::open_stream(const StreamOptions& o
     vad_config.sample_rate_hz = feature_config_.sample_rate_hz;
     VOXRT_ASSIGN_OR_RETURN(auto vad, audio::EnergyVad::create(vad_config));
     stream->vad_.emplace(std::move(vad));
+  } else if (config_.vad == VadKind::kSilero) {
+    stream->silero_framer_.emplace(config_.silero_vad);
+    VOXRT_ASSIGN_OR_RETURN(auto segmenter,
+                           audio::SpeechProbabilitySegmenter::create(config_.silero_vad));
+    stream->silero_segmenter_.emplace(std::move(segmenter));
+    stream->silero_state_.assign(SileroVadModel::kStateValues, 0.0f);
+  }
+  if (wake_models_) {
+    stream->wake_.emplace(wake_models_);
+    stream->awake_ = false;
   }
   if (config_.decoder == DecoderKind::kGreedy) {
     stream->greedy_.emplace(vocabulary_, time_base_);
@@ -145,7 +186,63 @@ Expected<std::unique_ptr<Stream>> Recognizer::open_stream(const StreamOptions& o
   return stream;
 }
 
+Status Recognizer::run_front_end(std::span<Stream* const> streams) {
+  for (Stream* s : streams) {
+    if (!s->wake_ || s->awake_) continue;
+    // One stream at a time: the wake word is an optional stage, usually on few streams.
+    while (s->wake_->has_chunk() && !s->wake_->fired())
+      VOXRT_RETURN_IF_ERROR(s->wake_->process_chunk());
+    s->route_ready();
+  }
+  if (!silero_) return Status::ok();
+  const int input_samples = silero_->input_samples();
+  std::vector<float> windows;
+  std::vector<const float*> window_ptrs;
+  std::vector<float*> state_ptrs;
+  std::vector<float> probabilities;
+  for (;;) {
+    // One window from every stream that has one, batched; in rounds, so each stream's chunks are
+    // routed as soon as its VAD has heard them.
+    std::vector<Stream*> round;
+    for (Stream* s : streams) {
+      if (s->silero_framer_ && s->silero_framer_->has_window()) round.push_back(s);
+    }
+    if (round.empty()) break;
+    for (std::size_t begin = 0; begin < round.size();
+         begin += static_cast<std::size_t>(silero_->max_batch())) {
+      const std::size_t end =
+          std::min(round.size(), begin + static_cast<std::size_t>(silero_->max_batch()));
+      const std::size_t n = end - begin;
+      windows.resize(n * static_cast<std::size_t>(input_samples));
+      window_ptrs.clear();
+      state_ptrs.clear();
+      for (std::size_t b = 0; b < n; ++b) {
+        float* w = windows.data() + b * static_cast<std::size_t>(input_samples);
+        round[begin + b]->silero_framer_->pop_window(w);
+        window_ptrs.push_back(w);
+        state_ptrs.push_back(round[begin + b]->silero_state_.data());
+      }
+      probabilities.assign(n, 0.0f);
+      VOXRT_RETURN_IF_ERROR(silero_->run(window_ptrs, state_ptrs, probabilities));
+      for (std::size_t b = 0; b < n; ++b) {
+        Stream* s = round[begin + b];
+        s->silero_segmenter_->accept(probabilities[b], s->new_vad_events_);
+      }
+    }
+    for (Stream* s : round) s->route_ready();
+  }
+  for (Stream* s : streams) {
+    if (s->silero_framer_ && s->silero_framer_->finished() && !s->silero_done_) {
+      s->silero_segmenter_->input_finished(s->silero_framer_->samples_in(), s->new_vad_events_);
+      s->silero_done_ = true;
+      s->route_ready();
+    }
+  }
+  return Status::ok();
+}
+
 Expected<int> Recognizer::advance(std::span<Stream* const> streams) {
+  VOXRT_RETURN_IF_ERROR(run_front_end(streams));
   int calls = 0;
   for (;;) {
     // Silence chunks go to their decoders first (no model work), in stream order; then full
@@ -174,7 +271,7 @@ Expected<int> Recognizer::advance(std::span<Stream* const> streams) {
     }
   }
   for (Stream* s : streams) {
-    if (s->input_done_ && !s->finished_ && s->ready_chunks_.empty()) {
+    if (s->input_done_ && !s->finished_ && s->ready_chunks_.empty() && s->unrouted_.empty()) {
       s->finish_utterance(decode::EndpointReason::kNone);
       s->finished_ = true;
     }
@@ -233,6 +330,8 @@ Status Stream::accept_pcm(std::span<const float> samples) {
     at_model_rate = resampled_;
   }
   if (vad_) vad_->accept_waveform(at_model_rate, new_vad_events_);
+  if (silero_framer_) silero_framer_->accept_waveform(at_model_rate);
+  if (wake_ && !wake_->fired()) wake_->accept_waveform(at_model_rate);
   features_->accept_waveform(at_model_rate);
   collect_chunks(false);
   return Status::ok();
@@ -244,9 +343,12 @@ Status Stream::input_finished() {
     resampled_.clear();
     VOXRT_RETURN_IF_ERROR(resampler_->flush(resampled_));
     if (vad_) vad_->accept_waveform(resampled_, new_vad_events_);
+    if (silero_framer_) silero_framer_->accept_waveform(resampled_);
+    if (wake_ && !wake_->fired()) wake_->accept_waveform(resampled_);
     features_->accept_waveform(resampled_);
   }
   if (vad_) vad_->input_finished(new_vad_events_);
+  if (silero_framer_) silero_framer_->input_finished();
   features_->input_finished();
   input_done_ = true;
   collect_chunks(true);
@@ -259,52 +361,13 @@ void Stream::collect_chunks(bool flush) {
   std::vector<float> popped;
   features_->pop_frames(popped, features_->frames_ready());
   frame_buffer_.insert(frame_buffer_.end(), popped.begin(), popped.end());
-  vad_events_.insert(vad_events_.end(), new_vad_events_.begin(), new_vad_events_.end());
-  new_vad_events_.clear();
   const auto& features = recognizer_->feature_config_;
   const long long shift_samples = features.frame_shift_samples();
   const long long tail_samples = features.frame_length_samples() - shift_samples;
-
-  // VAD events apply to the chunk whose audio they fall in, so the decision for each chunk is
-  // the same however the audio was cut into pieces.
-  auto route = [&](Chunk c, bool last) {
-    const long long frames = static_cast<long long>(c.features.size()) / dim;
-    const long long end_sample = (frames_routed_ + frames) * shift_samples + tail_samples;
-    frames_routed_ += frames;
-    bool speech_in_chunk = in_speech_;
-    while (!vad_events_.empty() && (last || vad_events_.front().sample <= end_sample)) {
-      if (vad_events_.front().kind == audio::VadEvent::Kind::kSpeechStart) {
-        in_speech_ = true;
-        speech_in_chunk = true;
-      } else {
-        in_speech_ = false;
-        c.ends_speech = true;
-        hangover_left_ = recognizer_->config_.vad_hangover_chunks;
-      }
-      vad_events_.pop_front();
-    }
-    bool hangover = false;
-    if (!speech_in_chunk && !in_speech_ && hangover_left_ > 0) {
-      hangover = true;
-      --hangover_left_;
-    }
-    if (!vad_ || speech_in_chunk || in_speech_ || hangover) {
-      while (!preroll_.empty()) {
-        ready_chunks_.push_back(std::move(preroll_.front()));
-        preroll_.pop_front();
-      }
-      ready_chunks_.push_back(std::move(c));
-      return;
-    }
-    preroll_.push_back(std::move(c));
-    while (static_cast<int>(preroll_.size()) > recognizer_->config_.vad_preroll_chunks ||
-           (last && !preroll_.empty())) {
-      // Silence costs no model work: the decoder sees blanks, so times and endpoints stay right.
-      preroll_.front().run_model = false;
-      ready_chunks_.push_back(std::move(preroll_.front()));
-      preroll_.pop_front();
-      ++chunks_skipped_;
-    }
+  auto queue = [&](Chunk c, bool last) {
+    frames_collected_ += static_cast<long long>(c.features.size()) / dim;
+    unrouted_.push_back(
+        PendingChunk{std::move(c), frames_collected_ * shift_samples + tail_samples, last});
   };
   const std::size_t chunk_values = static_cast<std::size_t>(chunk_frames * dim);
   while (frame_buffer_.size() >= chunk_values) {
@@ -313,7 +376,7 @@ void Stream::collect_chunks(bool flush) {
                       frame_buffer_.begin() + static_cast<std::ptrdiff_t>(chunk_values));
     frame_buffer_.erase(frame_buffer_.begin(),
                         frame_buffer_.begin() + static_cast<std::ptrdiff_t>(chunk_values));
-    route(std::move(c), flush && frame_buffer_.empty());
+    queue(std::move(c), flush && frame_buffer_.empty());
   }
   if (flush) {
     const int valid = static_cast<int>(frame_buffer_.size()) / dim;
@@ -325,16 +388,99 @@ void Stream::collect_chunks(bool flush) {
       c.features = std::move(frame_buffer_);
       c.features.resize(static_cast<std::size_t>(padded * dim), 0.0f);
       c.valid_frames = valid;
-      route(std::move(c), true);
+      queue(std::move(c), true);
+    }
+    frame_buffer_.clear();
+  }
+  route_ready();
+}
+
+long long Stream::decided_until_sample() const {
+  constexpr long long kAll = std::numeric_limits<long long>::max();
+  long long until = kAll;
+  // The energy VAD runs inside accept_pcm, so it has always heard everything received.
+  if (silero_segmenter_ && !silero_done_) until = silero_segmenter_->samples_scored();
+  // Without more audio the wake word's partial last chunk is never scored.
+  if (wake_ && !awake_ && !wake_->fired() && (!input_done_ || wake_->has_chunk()))
+    until = std::min<long long>(until, wake_->samples_scored());
+  return until;
+}
+
+void Stream::route_ready() {
+  vad_events_.insert(vad_events_.end(), new_vad_events_.begin(), new_vad_events_.end());
+  new_vad_events_.clear();
+  const long long until = decided_until_sample();
+  while (!unrouted_.empty() && unrouted_.front().end_sample <= until) {
+    PendingChunk p = std::move(unrouted_.front());
+    unrouted_.pop_front();
+    route(std::move(p.chunk), p.end_sample, p.last);
+  }
+  if (input_done_ && unrouted_.empty() && until == std::numeric_limits<long long>::max()) {
+    while (!preroll_.empty()) {
+      preroll_.front().run_model = false;
+      ready_chunks_.push_back(std::move(preroll_.front()));
+      preroll_.pop_front();
+      ++chunks_skipped_;
+    }
+  }
+}
+
+// VAD events apply to the chunk whose audio they fall in, so the decision for each chunk is the
+// same however the audio was cut into pieces (and, for Silero, however streams were batched).
+void Stream::route(Chunk c, long long end_sample, bool last) {
+  bool speech_in_chunk = in_speech_;
+  while (!vad_events_.empty() && (last || vad_events_.front().sample <= end_sample)) {
+    if (vad_events_.front().kind == audio::VadEvent::Kind::kSpeechStart) {
+      in_speech_ = true;
+      speech_in_chunk = true;
     } else {
+      in_speech_ = false;
+      c.ends_speech = true;
+      hangover_left_ = recognizer_->config_.vad_hangover_chunks;
+    }
+    vad_events_.pop_front();
+  }
+  bool hangover = false;
+  if (!speech_in_chunk && !in_speech_ && hangover_left_ > 0) {
+    hangover = true;
+    --hangover_left_;
+  }
+  if (wake_ && !awake_) {
+    if (wake_->fired() && wake_->fired_at_sample() <= end_sample) {
+      awake_ = true;
+    } else {
+      // Before the wake word: no model work and no text; the decoder sees blanks so times stay
+      // right.
       while (!preroll_.empty()) {
         preroll_.front().run_model = false;
         ready_chunks_.push_back(std::move(preroll_.front()));
         preroll_.pop_front();
         ++chunks_skipped_;
       }
+      c.run_model = false;
+      c.ends_speech = false;
+      ready_chunks_.push_back(std::move(c));
+      ++chunks_skipped_;
+      return;
     }
-    frame_buffer_.clear();
+  }
+  const bool gated = vad_.has_value() || silero_segmenter_.has_value();
+  if (!gated || speech_in_chunk || in_speech_ || hangover) {
+    while (!preroll_.empty()) {
+      ready_chunks_.push_back(std::move(preroll_.front()));
+      preroll_.pop_front();
+    }
+    ready_chunks_.push_back(std::move(c));
+    return;
+  }
+  preroll_.push_back(std::move(c));
+  while (static_cast<int>(preroll_.size()) > recognizer_->config_.vad_preroll_chunks ||
+         (last && !preroll_.empty())) {
+    // Silence costs no model work: the decoder sees blanks, so times and endpoints stay right.
+    preroll_.front().run_model = false;
+    ready_chunks_.push_back(std::move(preroll_.front()));
+    preroll_.pop_front();
+    ++chunks_skipped_;
   }
 }
 

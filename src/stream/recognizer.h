@@ -15,18 +15,21 @@
 #include "audio/energy_vad.h"
 #include "audio/feature_extractor.h"
 #include "audio/resampler.h"
+#include "audio/silero_vad.h"
 #include "decode/arpa_lm.h"
 #include "decode/context_graph.h"
 #include "decode/ctc_greedy.h"
 #include "decode/ctc_prefix_beam.h"
 #include "decode/endpoint.h"
 #include "runtime/state_pool.h"
+#include "stream/silero_vad_model.h"
+#include "stream/wake_word.h"
 #include "voxrt/engine.h"
 
 namespace voxrt::stream {
 
 enum class DecoderKind { kGreedy, kBeam };
-enum class VadKind { kOff, kEnergy };
+enum class VadKind { kOff, kEnergy, kSilero };
 
 struct RecognizerConfig {
   std::string engine_path;
@@ -41,6 +44,12 @@ struct RecognizerConfig {
   std::string lm_path;  // ARPA; beam search only
   VadKind vad = VadKind::kEnergy;
   audio::EnergyVadConfig energy_vad;
+  // Silero VAD v5 engine (stream/silero_vad_model.h says how it is built); vad == kSilero only.
+  std::string silero_engine_path;
+  audio::SileroVadConfig silero_vad;
+  // Optional wake-word stage: until it fires, a stream's audio costs no acoustic-model work
+  // and yields no text; once it fires the stream stays awake.
+  std::optional<WakeWordConfig> wake_word;
   // Chunks kept while the VAD hears silence, so a word's onset reaches the model.
   int vad_preroll_chunks = 1;
   // Chunks still sent after the VAD's end of speech, so a word's tail reaches the model.
@@ -86,6 +95,13 @@ class Stream {
   // Engine chunks this stream ran, and chunks the VAD kept away from the model.
   long long chunks_run() const { return chunks_run_; }
   long long chunks_skipped() const { return chunks_skipped_; }
+  // Wake-word state (always awake without a wake-word stage).
+  bool awake() const { return awake_; }
+  float wake_word_max_score() const { return wake_ ? wake_->max_score() : 0.0f; }
+  // Stream sample (at the model rate) where the wake word fired, -1 if it has not.
+  std::int64_t wake_word_sample() const {
+    return wake_ && wake_->fired() ? wake_->fired_at_sample() : -1;
+  }
 
  private:
   friend class Recognizer;
@@ -100,8 +116,19 @@ class Stream {
     int valid_frames = -1;
   };
 
+  // A chunk waiting for the VAD (or the wake word) to have heard up to its end sample.
+  struct PendingChunk {
+    Chunk chunk;
+    long long end_sample = 0;
+    bool last = false;
+  };
+
   Stream(std::shared_ptr<Recognizer> recognizer, StreamOptions options, int slot);
   void collect_chunks(bool flush);
+  // Routes the pending chunks that the VAD and wake word have decided about.
+  void route_ready();
+  void route(Chunk c, long long end_sample, bool last);
+  long long decided_until_sample() const;
   Status deliver(const float* log_probs, int frames, bool from_model, bool vad_ended);
   Status deliver_blanks(const Chunk& chunk);
   void emit_partial();
@@ -119,6 +146,14 @@ class Stream {
   std::vector<float> frame_buffer_;  // features not yet in a chunk
   std::deque<Chunk> ready_chunks_;
   std::deque<Chunk> preroll_;  // chunks held while the VAD hears silence
+  std::deque<PendingChunk> unrouted_;
+  long long frames_collected_ = 0;
+  std::optional<audio::SileroFramer> silero_framer_;
+  std::optional<audio::SpeechProbabilitySegmenter> silero_segmenter_;
+  std::vector<float> silero_state_;
+  bool silero_done_ = false;
+  std::optional<WakeWordDetector> wake_;
+  bool awake_ = true;
   std::deque<audio::VadEvent> vad_events_;
   std::vector<audio::VadEvent> new_vad_events_;
   long long frames_routed_ = 0;
@@ -149,11 +184,19 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   int subsampling() const { return subsampling_; }
   int vocab_size() const { return vocabulary_->size(); }
   int streams_open() const { return pool_->in_use(); }
+  // Engine calls of the front-end models so far (0 without them).
+  long long vad_engine_calls() const { return silero_ ? silero_->engine_calls() : 0; }
+  long long vad_windows_run() const { return silero_ ? silero_->windows_run() : 0; }
+  long long wake_word_engine_calls() const {
+    return wake_models_ ? wake_models_->engine_calls() : 0;
+  }
 
  private:
   friend class Stream;
   Recognizer() = default;
   Status run_batch(std::span<Stream* const> batch, int frames);
+  // Wake word (per stream) and Silero VAD (batched across streams) on the audio received so far.
+  Status run_front_end(std::span<Stream* const> streams);
 
   RecognizerConfig config_;
   std::shared_ptr<const Engine> engine_;
@@ -164,6 +207,8 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   std::shared_ptr<const decode::Vocabulary> vocabulary_;
   std::shared_ptr<const decode::ArpaLm> lm_;
   std::optional<decode::EndpointDetector> endpoint_;
+  std::shared_ptr<SileroVadModel> silero_;
+  std::shared_ptr<WakeWordModels> wake_models_;
   decode::TimeBase time_base_;
   int chunk_frames_ = 0;
   int subsampling_ = 1;

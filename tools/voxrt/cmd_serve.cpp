@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "commands.h"
+#include "front_end_models.h"
 #include "server/server.h"
 
 namespace voxrt::cli {
@@ -15,6 +16,7 @@ struct ServeArgs {
   std::string devices = "cpu";
   std::string decoder = "greedy";
   std::string vad = "energy";
+  std::string vad_model;
   int beam_width = 8;
   std::string auth_token_file;
 };
@@ -34,11 +36,25 @@ int run_serve(ServeArgs& args) {
   config.recognizer.decoder =
       args.decoder == "beam" ? stream::DecoderKind::kBeam : stream::DecoderKind::kGreedy;
   config.recognizer.beam.beam_width = args.beam_width;
-  if (args.vad != "energy" && args.vad != "off") {
-    std::cerr << "error: --vad '" << args.vad << "': expected energy or off\n";
+  if (args.vad != "energy" && args.vad != "off" && args.vad != "silero") {
+    std::cerr << "error: --vad '" << args.vad << "': expected silero, energy or off\n";
     return 2;
   }
-  config.recognizer.vad = args.vad == "off" ? stream::VadKind::kOff : stream::VadKind::kEnergy;
+  config.recognizer.vad = args.vad == "off"      ? stream::VadKind::kOff
+                          : args.vad == "energy" ? stream::VadKind::kEnergy
+                                                 : stream::VadKind::kSilero;
+  if (args.vad == "silero") {
+    if (args.vad_model.empty()) {
+      std::cerr << "error: --vad silero needs --vad-model silero_vad_v5.onnx (or an engine)\n";
+      return 2;
+    }
+    auto engine = silero_vad_engine(args.vad_model);
+    if (!engine) {
+      std::cerr << "error: " << engine.status().message() << "\n";
+      return 1;
+    }
+    config.recognizer.silero_engine_path = *engine;
+  }
   if (!args.auth_token_file.empty()) {
     std::ifstream in(args.auth_token_file);
     if (!in || !std::getline(in, config.auth_token) || config.auth_token.empty()) {
@@ -100,7 +116,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--decoder", args->decoder, "greedy | beam (beam: phrase_list hotwords)")
       ->capture_default_str();
   cmd->add_option("--beam", args->beam_width, "Beam width")->capture_default_str();
-  cmd->add_option("--vad", args->vad, "energy | off")->capture_default_str();
+  cmd->add_option("--vad", args->vad, "silero | energy | off")->capture_default_str();
+  cmd->add_option("--vad-model", args->vad_model,
+                  "Silero VAD v5 .onnx (built once into ~/.cache/voxrt) or engine");
   cmd->add_option("--auth-token-file", args->auth_token_file,
                   "File whose first line is the bearer token clients must send")
       ->check(CLI::ExistingFile);

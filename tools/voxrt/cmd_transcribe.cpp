@@ -13,6 +13,7 @@
 
 #include "audio/audio_io.h"
 #include "commands.h"
+#include "front_end_models.h"
 #include "stream/recognizer.h"
 
 namespace voxrt::cli {
@@ -27,7 +28,15 @@ struct TranscribeArgs {
   std::string lm;
   std::string hotwords_file;
   float hotword_bonus = 1.5f;
+  std::string vad_model;
+  float vad_onset = 0.5f;
+  float vad_offset = 0.35f;
+  int vad_min_speech_ms = 250;
+  int vad_min_silence_ms = 300;
   std::string wake_word;
+  std::string wake_mel;
+  std::string wake_embedding;
+  float wake_threshold = 0.5f;
   bool realtime = false;
   bool json = false;
   bool partials = true;
@@ -68,16 +77,41 @@ int run_transcribe(const TranscribeArgs& args) {
     return 2;
   }
   if (!args.wake_word.empty()) {
-    std::cerr << "error: --wake-word is not implemented yet in this build\n";
-    return 2;
+    auto wake = wake_word_engines(args.wake_word, args.wake_mel, args.wake_embedding);
+    if (!wake) {
+      std::cerr << "error: " << wake.status().message() << "\n";
+      return 2;
+    }
+    wake->threshold = args.wake_threshold;
+    config.wake_word = *wake;
   }
   if (args.vad == "off") {
     config.vad = stream::VadKind::kOff;
   } else if (args.vad == "energy") {
     config.vad = stream::VadKind::kEnergy;
+  } else if (args.vad == "silero") {
+    config.vad = stream::VadKind::kSilero;
+    std::string model = args.vad_model;
+    if (model.empty()) {
+      if (const char* env = std::getenv("VOXRT_VAD_MODEL")) model = env;
+    }
+    if (model.empty()) {
+      std::cerr << "error: --vad silero needs --vad-model silero_vad_v5.onnx (or an engine; "
+                   "or set VOXRT_VAD_MODEL); scripts/fetch-third-party.sh fetches the model\n";
+      return 2;
+    }
+    auto engine = silero_vad_engine(model);
+    if (!engine) {
+      std::cerr << "error: " << engine.status().message() << "\n";
+      return 1;
+    }
+    config.silero_engine_path = *engine;
+    config.silero_vad.onset_threshold = args.vad_onset;
+    config.silero_vad.offset_threshold = args.vad_offset;
+    config.silero_vad.min_speech_ms = args.vad_min_speech_ms;
+    config.silero_vad.min_silence_ms = args.vad_min_silence_ms;
   } else {
-    std::cerr << "error: --vad '" << args.vad
-              << "': this build offers energy or off (silero is not wired in yet)\n";
+    std::cerr << "error: --vad '" << args.vad << "': expected silero, energy or off\n";
     return 2;
   }
   config.decoder =
@@ -200,6 +234,15 @@ int run_transcribe(const TranscribeArgs& args) {
   for (auto& s : sources) {
     run += s.stream->chunks_run();
     skipped += s.stream->chunks_skipped();
+    if (config.wake_word) {
+      std::cerr << std::fixed << std::setprecision(3) << "[voxrt] " << s.name
+                << ": wake word max score " << s.stream->wake_word_max_score();
+      if (s.stream->wake_word_sample() >= 0)
+        std::cerr << ", fired at " << s.stream->wake_word_sample() / 16000.0 << " s";
+      else
+        std::cerr << ", did not fire";
+      std::cerr << "\n";
+    }
   }
   std::cerr << std::fixed << std::setprecision(3) << "[voxrt] " << sources.size() << " stream(s), "
             << audio_s << " s of audio in " << wall_s << " s: RTF "
@@ -207,7 +250,9 @@ int run_transcribe(const TranscribeArgs& args) {
             << "ms-chunk latency p50 " << percentile(chunk_latency_ms, 50) << " p95 "
             << percentile(chunk_latency_ms, 95) << " p99 " << percentile(chunk_latency_ms, 99)
             << " max " << percentile(chunk_latency_ms, 100) << " ms; model chunks run " << run
-            << ", skipped by VAD " << skipped << "\n";
+            << ", skipped by VAD " << skipped << "; VAD engine calls "
+            << (*recognizer)->vad_engine_calls() << ", wake-word engine calls "
+            << (*recognizer)->wake_word_engine_calls() << "\n";
   return 0;
 }
 
@@ -228,7 +273,19 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
   cmd->add_option("files", args->files, "WAV/FLAC/... files, or - for stdin")->required();
   cmd->add_option("--engine", args->engine,
                   "Engine of a ctc_streaming model (default: $VOXRT_ENGINE)");
-  cmd->add_option("--vad", args->vad, "energy | off")->capture_default_str();
+  cmd->add_option("--vad", args->vad, "silero | energy | off")->capture_default_str();
+  cmd->add_option("--vad-model", args->vad_model,
+                  "Silero VAD v5: .onnx (built once into ~/.cache/voxrt) or an engine "
+                  "(default: $VOXRT_VAD_MODEL)");
+  cmd->add_option("--vad-onset", args->vad_onset, "Silero: speech starts at probability >= this")
+      ->capture_default_str();
+  cmd->add_option("--vad-offset", args->vad_offset, "Silero: speech ends below this")
+      ->capture_default_str();
+  cmd->add_option("--vad-min-speech-ms", args->vad_min_speech_ms, "Silero: shortest speech")
+      ->capture_default_str();
+  cmd->add_option("--vad-min-silence-ms", args->vad_min_silence_ms,
+                  "Silero: silence that ends speech")
+      ->capture_default_str();
   cmd->add_option("--decoder", args->decoder, "greedy | beam")->capture_default_str();
   cmd->add_option("--beam", args->beam_width, "Beam width")->capture_default_str();
   cmd->add_option("--lm", args->lm, "Word n-gram LM (ARPA) for beam search")
@@ -237,7 +294,15 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--hotword-bonus", args->hotword_bonus, "Log-score bonus per matched unit")
       ->capture_default_str();
-  cmd->add_option("--wake-word", args->wake_word, "Wake-word model (not implemented yet)");
+  cmd->add_option("--wake-word", args->wake_word,
+                  "Wake-word head (.onnx/.engine, e.g. hey_jarvis_v0.1.onnx) or its folder; "
+                  "recognition starts once it fires");
+  cmd->add_option("--wake-mel", args->wake_mel,
+                  "openWakeWord melspectrogram model (default: beside the head)");
+  cmd->add_option("--wake-embedding", args->wake_embedding,
+                  "openWakeWord embedding model (default: beside the head)");
+  cmd->add_option("--wake-threshold", args->wake_threshold, "Wake-word score that fires")
+      ->capture_default_str();
   cmd->add_flag("--realtime", args->realtime, "Pace the audio like a live microphone");
   cmd->add_flag("--json", args->json, "One JSON object per result line");
   cmd->add_option("--threads", args->threads, "Kernel threads")->capture_default_str();
