@@ -126,6 +126,34 @@ TEST(RecurrentTactics, LargerLayersAndThreadCounts) {
   expect_tactics_match_reference(lstm, {1, 2, 3});
 }
 
+TEST(RecurrentTactics, OversubscribedThreadsStealBlocks) {
+  // More threads than cores and odd block counts: the packed tactic's threads steal blocks from
+  // each other and sleep when a step waits long; long sequences make many phases of both GRU
+  // forms (one and two phases per step) and of a bidirectional LSTM.
+  std::uint32_t seed = 950;
+  for (int lbr : {0, 1}) {
+    RecurrentCase gru;
+    gru.hidden = 41;  // 6 unit blocks, the last one partial
+    gru.input = 7;
+    gru.seq = 64;
+    gru.batch = 1;
+    gru.linear_before_reset = lbr;
+    gru.initial_states = true;
+    gru.seed = seed++;
+    expect_tactics_match_reference(gru, {2, 5, 8});
+  }
+  RecurrentCase lstm;
+  lstm.op = ir::OpKind::kLSTM;
+  lstm.direction = "bidirectional";
+  lstm.hidden = 17;
+  lstm.input = 5;
+  lstm.seq = 40;
+  lstm.batch = 3;
+  lstm.lengths = {40, 13, 1};
+  lstm.seed = seed++;
+  expect_tactics_match_reference(lstm, {3, 7});
+}
+
 TEST(RecurrentTactics, LstmInputForgetAndPeepholes) {
   for (const char* direction : {"forward", "bidirectional"}) {
     RecurrentCase c;
@@ -248,6 +276,7 @@ TEST(RecurrentTactics, ZzEveryTacticWasCompared) {
   EXPECT_TRUE(tested_tactics().count("onednn"));
   if (backends::cpu::recurrent::packed_available()) {
     EXPECT_TRUE(tested_tactics().count("packed"));
+    EXPECT_TRUE(tested_tactics().count("packed_single_thread"));
   }
 }
 

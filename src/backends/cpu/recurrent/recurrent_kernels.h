@@ -13,6 +13,7 @@ inline constexpr TacticId kReferenceTacticId = 0;
 inline constexpr TacticId kBlasTacticId = 1;
 inline constexpr TacticId kOnednnTacticId = 2;
 inline constexpr TacticId kPackedTacticId = 3;
+inline constexpr TacticId kPackedSingleThreadTacticId = 4;
 
 // Naive loops straight from the ONNX formulas: the test oracle.
 std::unique_ptr<Kernel> make_reference_kernel(const RecurrentSpec& spec);
@@ -23,9 +24,10 @@ bool onednn_can_run(const ir::Node& node, const RecurrentSpec& spec);
 Expected<std::unique_ptr<Kernel>> make_onednn_kernel(const ir::Node& node,
                                                      const RecurrentSpec& spec);
 // Hand-written AVX2/FMA kernel: gate-interleaved packed weights, the hidden dimension split
-// across threads with one barrier per step. Needs a CPU with AVX2 and FMA.
+// across threads (a StepSchedule per direction), or on the calling thread alone when
+// single_thread. Needs a CPU with AVX2 and FMA.
 bool packed_available();
 Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
-                                                     const RecurrentSpec& spec);
+                                                     const RecurrentSpec& spec, bool single_thread);
 
 }  // namespace voxrt::backends::cpu::recurrent

@@ -1,19 +1,27 @@
 // Tactic "packed": hand-written AVX2/FMA GRU / LSTM / RNN for small batches (streaming speech:
 // batch 1, a few hundred hidden units). Per step the cost is reading R once, so:
 //  - R is packed gate-interleaved by blocks of 8 units (recurrent_packing.h) and streamed
-//    contiguously; each thread owns a range of unit blocks and computes every gate of them;
-//  - the input projection X.W^T of all steps is done up front by the same threads, each for its
-//    own unit blocks, so no synchronisation is needed before the recurrence;
-//  - per step, one spin barrier (two for GRU without linear_before_reset, whose candidate needs
-//    r (.) h of every unit); bidirectional layers run their directions on separate thread groups.
+//    contiguously; a block computes every gate of its units, nonlinearities fused;
+//  - the input projection X.W^T of all steps is one OpenBLAS sgemm up front (W is stored so
+//    that the product lands in the gate-interleaved layout), split by unit blocks over threads;
+//  - threads share the steps through a StepSchedule (recurrent_step_schedule.h): each owns a
+//    range of blocks, steals from the others when done, and a phase waits only for blocks in
+//    flight, so a preempted thread does not stall the step; bidirectional layers run their
+//    directions on separate thread groups.
+// Tactic "packed_single_thread" is the same kernel on the calling thread only: at batch 1 a
+// small layer can be faster alone than with a per-step hand-off, and timing decides.
 // Scratch lives on the calling thread's stack/heap per call: the kernel is const and reentrant.
+#include <cblas.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "backends/cpu/recurrent/recurrent_kernels.h"
 #include "backends/cpu/recurrent/recurrent_packing.h"
+#include "backends/cpu/recurrent/recurrent_step_schedule.h"
 #include "backends/cpu/recurrent/recurrent_vector_math.h"
 #include "core/thread_pool.h"
 
@@ -21,6 +29,13 @@ namespace voxrt::backends::cpu::recurrent {
 namespace {
 
 constexpr int kLanes = static_cast<int>(kUnitBlock);
+
+// OpenBLAS (pthread build) has one global thread count; the projection is split across our
+// own pool, so OpenBLAS must not start threads of its own.
+void keep_openblas_single_threaded() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
 
 // Rows of one register tile for `gates` side-by-side panels (accumulators rows*gates <= 12).
 constexpr int max_tile_rows(int gates) {
@@ -147,6 +162,8 @@ struct DirectionScratch {
   std::unique_ptr<float[]> h;           // [2][batch][blocks*8], double-buffered
   std::unique_ptr<float[]> c;           // [batch][blocks*8] (LSTM)
   std::unique_ptr<float[]> reset_h;     // [batch][blocks*8] (GRU without linear_before_reset)
+  std::unique_ptr<float[]> z_keep;      // [batch][blocks*8] (GRU without linear_before_reset)
+  std::unique_ptr<StepSchedule> schedule;
 };
 
 struct CallPlan {
@@ -158,91 +175,96 @@ struct CallPlan {
   std::vector<DirectionScratch>* scratch;
 };
 
-struct WorkerRange {
-  std::int64_t block_begin, block_end;
-  SpinBarrier* barrier;
-};
-
-VOXRT_AVX2 void project_inputs(const CallPlan& plan, int d, const WorkerRange& range) {
+// Projection columns [block_begin, block_end) * gates * 8 of direction d, all rows:
+// bias, then += X . W^T with OpenBLAS (W is stored [input][blocks][gates][8], so the product
+// lands in the projection layout directly).
+void project_inputs(const CallPlan& plan, int d, std::int64_t block_begin, std::int64_t block_end) {
+  if (block_end <= block_begin) return;
   const RecurrentSpec& spec = *plan.spec;
   const PackedDirection& weights = plan.weights->directions[static_cast<std::size_t>(d)];
   const std::int64_t rows = plan.io->seq_length * plan.io->batch;
   const std::int64_t row_stride = plan.blocks * spec.gates * kLanes;
-  const float* x = plan.io->x->data<float>();
+  const std::int64_t col_begin = block_begin * spec.gates * kLanes;
+  const std::int64_t cols = (block_end - block_begin) * spec.gates * kLanes;
   float* projection = (*plan.scratch)[static_cast<std::size_t>(d)].projection.get();
-  constexpr int kChunk = 24;
-  const float* a[kChunk];
-  float* out[kChunk];
-  for (std::int64_t block = range.block_begin; block < range.block_end; ++block) {
-    const float* bias = weights.projection_bias.data() + block * spec.gates * kLanes;
-    for (std::int64_t row0 = 0; row0 < rows; row0 += kChunk) {
-      const int count = static_cast<int>(std::min<std::int64_t>(kChunk, rows - row0));
-      for (int m = 0; m < count; ++m) {
-        a[m] = x + (row0 + m) * spec.input_size;
-        out[m] = projection + (row0 + m) * row_stride + block * spec.gates * kLanes;
-      }
-      panels_multiply(spec.gates, a, count, spec.input_size, weights.w.panel(block), bias, out);
-    }
+  const float* bias = weights.projection_bias.data() + col_begin;
+  for (std::int64_t row = 0; row < rows; ++row) {
+    std::memcpy(projection + row * row_stride + col_begin, bias,
+                static_cast<std::size_t>(cols) * sizeof(float));
   }
+  if (rows == 0 || spec.input_size == 0) return;
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
+              static_cast<int>(cols), static_cast<int>(spec.input_size), 1.0f,
+              plan.io->x->data<float>(), static_cast<int>(spec.input_size),
+              weights.w_kn.data<float>() + col_begin, static_cast<int>(row_stride), 1.0f,
+              projection + col_begin, static_cast<int>(row_stride));
 }
 
-VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, const WorkerRange& range) {
+// One thread's part of the recurrence of direction d: it claims unit blocks phase by phase
+// (its own range first) until the sequence is done, then writes the final states of its range.
+VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, int owner) {
   const RecurrentSpec& spec = *plan.spec;
   const RecurrentIo& io = *plan.io;
   const PackedDirection& weights = plan.weights->directions[static_cast<std::size_t>(d)];
   DirectionScratch& scratch = (*plan.scratch)[static_cast<std::size_t>(d)];
+  StepSchedule& schedule = *scratch.schedule;
   const std::int64_t batch = io.batch, padded = plan.padded_hidden, hidden = spec.hidden_size;
   const std::int64_t row_stride = plan.blocks * spec.gates * kLanes;
   const int gates = spec.gates;
   const bool split_candidate = spec.cell == CellKind::kGru && !spec.linear_before_reset;
+  const int phases_per_step = split_candidate ? 2 : 1;
   const int r_gates = weights.r.gates;
   const Activation& f = spec.activation(d, 0);
   const Activation& g = spec.activation(d, spec.cell == CellKind::kRnn ? 0 : 1);
   const Activation& h_act = spec.activation(d, spec.cell == CellKind::kLstm ? 2 : 0);
   const bool reverse = spec.is_reverse(d);
-  const std::int64_t own_blocks = range.block_end - range.block_begin;
 
   std::vector<const float*> a(static_cast<std::size_t>(batch));
   std::vector<float*> out(static_cast<std::size_t>(batch));
-  std::vector<std::int64_t> active, times;
+  std::vector<std::int64_t> active, times, finished;
   // Recurrent pre-activations of the active rows for one block: [batch][gates][8].
   auto acc = std::make_unique<float[]>(static_cast<std::size_t>(batch * gates * kLanes));
-  // GRU without linear_before_reset keeps z between its two phases: [batch][own blocks][8].
-  std::unique_ptr<float[]> z_keep;
-  if (split_candidate) {
-    z_keep = std::make_unique<float[]>(static_cast<std::size_t>(batch * own_blocks * kLanes));
-  }
   float* y = io.y ? io.y->data<float>() : nullptr;
   const float* projection = scratch.projection.get();
-  int current = 0;
+  float* z_keep = scratch.z_keep.get();
 
   for (std::int64_t step = 0; step < plan.max_length; ++step) {
+    const int current = static_cast<int>(step & 1);
     const float* h_prev = scratch.h.get() + current * batch * padded;
     float* h_next = scratch.h.get() + (1 - current) * batch * padded;
     active.clear();
     times.clear();
+    finished.clear();
     for (std::int64_t b = 0; b < batch; ++b) {
       const std::int64_t length = io.lengths[static_cast<std::size_t>(b)];
       if (step < length) {
         active.push_back(b);
         times.push_back(reverse ? length - 1 - step : step);
       } else {
-        // Finished entries carry their state forward into the other buffer.
-        std::memcpy(h_next + b * padded + range.block_begin * kLanes,
-                    h_prev + b * padded + range.block_begin * kLanes,
-                    static_cast<std::size_t>(own_blocks * kLanes) * sizeof(float));
+        finished.push_back(b);
       }
     }
     const int rows = static_cast<int>(active.size());
-    for (int m = 0; m < rows; ++m) {
-      a[m] = h_prev + active[m] * padded;
-      out[m] = acc.get() + m * gates * kLanes;
-    }
+    const bool backwards = (step & 1) != 0;
 
-    for (std::int64_t block = range.block_begin; block < range.block_end; ++block) {
-      panels_multiply(r_gates, a.data(), rows, hidden, weights.r.panel(block), nullptr, out.data());
+    // Phase 1: every gate (z and r only for GRU without linear_before_reset).
+    const std::int64_t phase = step * phases_per_step;
+    for (std::optional<std::int64_t> next; (next = schedule.claim(owner, phase, backwards));
+         schedule.complete(phase)) {
+      const std::int64_t block = *next;
       const std::int64_t unit0 = block * kLanes;
       const std::int64_t count = std::min<std::int64_t>(kLanes, hidden - unit0);
+      // Finished entries carry their state forward into the other buffer.
+      for (std::int64_t b : finished) {
+        std::memcpy(h_next + b * padded + unit0, h_prev + b * padded + unit0,
+                    static_cast<std::size_t>(kLanes) * sizeof(float));
+      }
+      if (rows == 0) continue;
+      for (int m = 0; m < rows; ++m) {
+        a[m] = h_prev + active[m] * padded;
+        out[m] = acc.get() + m * gates * kLanes;
+      }
+      panels_multiply(r_gates, a.data(), rows, hidden, weights.r.panel(block), nullptr, out.data());
       for (int m = 0; m < rows; ++m) {
         const std::int64_t b = active[m];
         const float* xp =
@@ -258,8 +280,7 @@ VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, const WorkerRange& r
             const __m256 z = apply_activation256(f, clip256(spec, gate_sum(xp, rec, 0)));
             const __m256 r = apply_activation256(f, clip256(spec, gate_sum(xp, rec, 1)));
             if (split_candidate) {
-              _mm256_storeu_ps(z_keep.get() + (b * own_blocks + block - range.block_begin) * kLanes,
-                               z);
+              _mm256_storeu_ps(z_keep + b * padded + unit0, z);
               _mm256_storeu_ps(scratch.reset_h.get() + b * padded + unit0, _mm256_mul_ps(r, h_old));
               continue;
             }
@@ -299,12 +320,19 @@ VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, const WorkerRange& r
         if (y) store_lanes(y + plan.strides.y_offset(times[m], d, b) + unit0, h_new, count);
       }
     }
+    schedule.wait_phase(phase);
 
     if (split_candidate) {
       // Phase 2 of GRU (linear_before_reset = 0): candidate from R_h . (r (.) h) of all units.
-      range.barrier->arrive_and_wait();
-      for (int m = 0; m < rows; ++m) a[m] = scratch.reset_h.get() + active[m] * padded;
-      for (std::int64_t block = range.block_begin; block < range.block_end; ++block) {
+      const std::int64_t phase2 = phase + 1;
+      for (int m = 0; m < rows; ++m) {
+        a[m] = scratch.reset_h.get() + active[m] * padded;
+        out[m] = acc.get() + m * gates * kLanes;
+      }
+      for (std::optional<std::int64_t> next; (next = schedule.claim(owner, phase2, backwards));
+           schedule.complete(phase2)) {
+        if (rows == 0) continue;
+        const std::int64_t block = *next;
         panels_multiply(1, a.data(), rows, hidden, weights.r_candidate.panel(block), nullptr,
                         out.data());
         const std::int64_t unit0 = block * kLanes;
@@ -316,23 +344,21 @@ VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, const WorkerRange& r
           const __m256 candidate = apply_activation256(
               g, clip256(spec,
                          _mm256_add_ps(_mm256_loadu_ps(xp + 2 * kLanes), _mm256_loadu_ps(out[m]))));
-          const __m256 z =
-              _mm256_loadu_ps(z_keep.get() + (b * own_blocks + block - range.block_begin) * kLanes);
+          const __m256 z = _mm256_loadu_ps(z_keep + b * padded + unit0);
           const __m256 h_old = _mm256_loadu_ps(h_prev + b * padded + unit0);
           const __m256 h_new = _mm256_fmadd_ps(z, _mm256_sub_ps(h_old, candidate), candidate);
           _mm256_storeu_ps(h_next + b * padded + unit0, h_new);
           if (y) store_lanes(y + plan.strides.y_offset(times[m], d, b) + unit0, h_new, count);
         }
       }
+      schedule.wait_phase(phase2);
     }
-    range.barrier->arrive_and_wait();
-    current = 1 - current;
   }
 
-  // Final states of this worker's units.
-  const float* h_final = scratch.h.get() + current * batch * padded;
-  const std::int64_t unit_begin = range.block_begin * kLanes;
-  const std::int64_t unit_end = std::min(range.block_end * kLanes, hidden);
+  // Final states of this thread's range (every phase is done: each step ended with a wait).
+  const float* h_final = scratch.h.get() + (plan.max_length & 1) * batch * padded;
+  const std::int64_t unit_begin = schedule.range_begin(owner) * kLanes;
+  const std::int64_t unit_end = std::min(schedule.range_end(owner) * kLanes, hidden);
   if (unit_end <= unit_begin) return;
   const std::size_t bytes = static_cast<std::size_t>(unit_end - unit_begin) * sizeof(float);
   for (std::int64_t b = 0; b < batch; ++b) {
@@ -349,8 +375,8 @@ VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, const WorkerRange& r
 
 class PackedKernel final : public Kernel {
  public:
-  PackedKernel(RecurrentSpec spec, std::optional<PackedWeights> weights)
-      : spec_(std::move(spec)), weights_(std::move(weights)) {}
+  PackedKernel(RecurrentSpec spec, std::optional<PackedWeights> weights, bool single_thread)
+      : spec_(std::move(spec)), weights_(std::move(weights)), single_thread_(single_thread) {}
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
              KernelContext& context) const override {
@@ -370,6 +396,19 @@ class PackedKernel final : public Kernel {
                   nullptr};
     plan.max_length = *std::max_element(io.lengths.begin(), io.lengths.end());
     if (io.batch == 0) return Status::ok();
+
+    // Thread plan: two groups (one per direction) when there are threads for both, else one
+    // group that walks the directions in turn. Within a group, unit blocks are split evenly.
+    const int pool_threads = single_thread_ ? 1 : std::max(context.pool->threads(), 1);
+    const std::int64_t max_workers = spec_.num_directions * plan.blocks;
+    const int workers = static_cast<int>(std::min<std::int64_t>(pool_threads, max_workers));
+    const int groups = spec_.num_directions == 2 && workers >= 2 ? 2 : 1;
+    auto group_of = [&](int worker) { return groups == 2 && worker >= workers / 2 ? 1 : 0; };
+    auto group_first = [&](int group) { return workers * group / groups; };
+    auto group_members = [&](int group) {
+      return workers * (group + 1) / groups - workers * group / groups;
+    };
+
     std::vector<DirectionScratch> scratch(static_cast<std::size_t>(spec_.num_directions));
     plan.scratch = &scratch;
     const std::int64_t state_floats = io.batch * plan.padded_hidden;
@@ -382,7 +421,10 @@ class PackedKernel final : public Kernel {
       s.c = std::make_unique<float[]>(static_cast<std::size_t>(state_floats));
       if (spec_.cell == CellKind::kGru) {
         s.reset_h = std::make_unique<float[]>(static_cast<std::size_t>(state_floats));
+        s.z_keep = std::make_unique<float[]>(static_cast<std::size_t>(state_floats));
       }
+      s.schedule = std::make_unique<StepSchedule>(
+          plan.blocks, std::min<std::int64_t>(plan.blocks, group_members(groups == 2 ? d : 0)));
       for (std::int64_t b = 0; b < io.batch; ++b) {
         const std::size_t bytes = static_cast<std::size_t>(spec_.hidden_size) * sizeof(float);
         if (io.initial_h) {
@@ -396,37 +438,37 @@ class PackedKernel final : public Kernel {
       }
     }
 
-    // Thread plan: two groups (one per direction) when there are threads for both, else one
-    // group that walks the directions in turn. Within a group, unit blocks are split evenly.
-    const std::int64_t max_workers = spec_.num_directions * plan.blocks;
-    const int workers =
-        static_cast<int>(std::min<std::int64_t>(std::max(context.pool->threads(), 1), max_workers));
-    const int groups = spec_.num_directions == 2 && workers >= 2 ? 2 : 1;
-    std::vector<std::unique_ptr<SpinBarrier>> barriers;
-    for (int group = 0; group < groups; ++group) {
-      const int members = workers * (group + 1) / groups - workers * group / groups;
-      barriers.push_back(std::make_unique<SpinBarrier>(members));
-    }
+    keep_openblas_single_threaded();
     auto work = [&](int worker) {
-      const int group = groups == 2 && worker >= workers / 2 ? 1 : 0;
-      const int first = workers * group / groups;
-      const int members = workers * (group + 1) / groups - first;
-      const int rank = worker - first;
-      WorkerRange range{plan.blocks * rank / members, plan.blocks * (rank + 1) / members,
-                        barriers[static_cast<std::size_t>(group)].get()};
+      const int group = group_of(worker);
+      const int rank = worker - group_first(group);
       for (int d = 0; d < spec_.num_directions; ++d) {
         if (groups == 2 && d != group) continue;
-        project_inputs(plan, d, range);
-        run_recurrence(plan, d, range);
+        const StepSchedule& schedule = *scratch[static_cast<std::size_t>(d)].schedule;
+        project_inputs(plan, d, schedule.range_begin(rank), schedule.range_end(rank));
+      }
+    };
+    auto recur = [&](int worker) {
+      const int group = group_of(worker);
+      const int rank = worker - group_first(group);
+      for (int d = 0; d < spec_.num_directions; ++d) {
+        if (groups == 2 && d != group) continue;
+        run_recurrence(plan, d, rank);
       }
     };
     if (workers == 1) {
       work(0);
+      recur(0);
     } else {
-      // One range per worker (count == workers <= threads), so every barrier party runs at once.
-      context.pool->parallel_for(workers, 1, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t w = begin; w < end; ++w) work(static_cast<int>(w));
-      });
+      // The projection of every block must be complete before any thread may steal it, hence
+      // two passes. One range per worker (count == workers <= threads).
+      auto each = [&](auto& fn) {
+        context.pool->parallel_for(workers, 1, [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t w = begin; w < end; ++w) fn(static_cast<int>(w));
+        });
+      };
+      each(work);
+      each(recur);
     }
     return Status::ok();
   }
@@ -434,6 +476,7 @@ class PackedKernel final : public Kernel {
  private:
   RecurrentSpec spec_;
   std::optional<PackedWeights> weights_;
+  bool single_thread_;
 };
 
 bool is_constant_input(const ir::Node& node, std::size_t index) {
@@ -448,7 +491,8 @@ bool packed_available() {
 }
 
 Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
-                                                     const RecurrentSpec& spec) {
+                                                     const RecurrentSpec& spec,
+                                                     bool single_thread) {
   if (!packed_available()) {
     return unsupported(node.describe(), ": the packed tactic needs a CPU with AVX2 and FMA");
   }
@@ -463,7 +507,8 @@ Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
     weights = pack_weights(spec, *node.input(1)->constant, *node.input(2)->constant,
                            b ? &*b->constant : nullptr, p ? &*p->constant : nullptr);
   }
-  return std::unique_ptr<Kernel>(std::make_unique<PackedKernel>(spec, std::move(weights)));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<PackedKernel>(spec, std::move(weights), single_thread));
 }
 
 }  // namespace voxrt::backends::cpu::recurrent

@@ -44,7 +44,17 @@ PackedWeights pack_weights(const RecurrentSpec& spec, const Tensor& w, const Ten
     PackedDirection dir;
     const float* w_d = w.data<float>() + d * gate_rows * input;
     const float* r_d = r.data<float>() + d * gate_rows * hidden;
-    dir.w = pack_panels(w_d, hidden, input, all_gates, blocks);
+    dir.w_kn = Tensor::zeros(DType::kF32, {input, blocks * spec.gates * kUnitBlock});
+    float* w_kn = dir.w_kn.data<float>();
+    for (std::int64_t k = 0; k < input; ++k) {
+      for (std::int64_t unit = 0; unit < hidden; ++unit) {
+        const std::int64_t block = unit / kUnitBlock, lane = unit % kUnitBlock;
+        for (int g = 0; g < spec.gates; ++g) {
+          w_kn[(k * blocks + block) * spec.gates * kUnitBlock + g * kUnitBlock + lane] =
+              w_d[(g * hidden + unit) * input + k];
+        }
+      }
+    }
     if (split_candidate) {
       dir.r = pack_panels(r_d, hidden, hidden, {0, 1}, blocks);
       dir.r_candidate = pack_panels(r_d, hidden, hidden, {2}, blocks);

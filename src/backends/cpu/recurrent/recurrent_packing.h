@@ -25,7 +25,9 @@ struct PackedPanels {
 };
 
 struct PackedDirection {
-  PackedPanels w;            // all gates, depth = input_size
+  // W as a [input_size][blocks][gates][8] matrix (zero columns for padded units): the B operand
+  // of the projection sgemm, whose product is then already in the projection layout.
+  Tensor w_kn;
   PackedPanels r;            // all gates, or GRU z, r only when !linear_before_reset
   PackedPanels r_candidate;  // GRU without linear_before_reset: the h gate, applied to r (.) h
   // [blocks][gates][8]: W bias plus R bias, except the GRU h gate with linear_before_reset,

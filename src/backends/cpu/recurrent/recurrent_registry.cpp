@@ -25,7 +25,10 @@ std::vector<TacticInfo> recurrent_tactics(const ir::Node& node) {
   if (recurrent::onednn_can_run(node, *spec)) {
     tactics.push_back({recurrent::kOnednnTacticId, "onednn"});
   }
-  if (recurrent::packed_available()) tactics.push_back({recurrent::kPackedTacticId, "packed"});
+  if (recurrent::packed_available()) {
+    tactics.push_back({recurrent::kPackedTacticId, "packed"});
+    tactics.push_back({recurrent::kPackedSingleThreadTacticId, "packed_single_thread"});
+  }
   return tactics;
 }
 
@@ -43,7 +46,9 @@ Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, Ta
                            "clip, no peepholes or input_forget, and constant weights");
       }
       return recurrent::make_onednn_kernel(node, spec);
-    case recurrent::kPackedTacticId: return recurrent::make_packed_kernel(node, spec);
+    case recurrent::kPackedTacticId: return recurrent::make_packed_kernel(node, spec, false);
+    case recurrent::kPackedSingleThreadTacticId:
+      return recurrent::make_packed_kernel(node, spec, true);
     default: break;
   }
   return unsupported(node.describe(), ": unknown recurrent tactic ", tactic);

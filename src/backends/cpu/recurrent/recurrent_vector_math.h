@@ -1,14 +1,12 @@
 // AVX2/FMA building blocks of the packed recurrent tactic: 8-lane exp, sigmoid and tanh accurate
-// to a few ulp (Cephes polynomials), the ONNX activations on 8 lanes, and a spin barrier.
+// to a few ulp (Cephes polynomials) and the ONNX activations on 8 lanes.
 // The library is built for baseline x86-64, so every function that uses AVX2 carries
 // VOXRT_AVX2 and is only called after packed_available() said the CPU has AVX2 and FMA.
 #pragma once
 
 #include <immintrin.h>
 
-#include <atomic>
 #include <cstdint>
-#include <thread>
 
 #include "backends/cpu/recurrent/recurrent_spec.h"
 
@@ -93,36 +91,6 @@ VOXRT_AVX2 inline __m256 apply_activation256(const Activation& activation, __m25
   for (float& lane : lanes) lane = activation.apply(lane);
   return _mm256_load_ps(lanes);
 }
-
-// Threads of one group meet here once or twice per time step. Spins briefly (a step takes tens
-// of microseconds, a futex wake-up would cost as much), then yields so that an oversubscribed
-// machine still makes progress.
-class SpinBarrier {
- public:
-  explicit SpinBarrier(int parties) : parties_(parties) {}
-
-  void arrive_and_wait() {
-    if (parties_ <= 1) return;
-    const std::uint32_t generation = generation_.load(std::memory_order_acquire);
-    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
-      arrived_.store(0, std::memory_order_relaxed);
-      generation_.fetch_add(1, std::memory_order_release);
-      return;
-    }
-    for (int spins = 0; generation_.load(std::memory_order_acquire) == generation; ++spins) {
-      if (spins < 2000) {
-        _mm_pause();
-      } else {
-        std::this_thread::yield();
-      }
-    }
-  }
-
- private:
-  const int parties_;
-  alignas(64) std::atomic<int> arrived_{0};
-  alignas(64) std::atomic<std::uint32_t> generation_{0};
-};
 
 }  // namespace voxrt::backends::cpu::recurrent
 
