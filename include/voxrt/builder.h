@@ -50,6 +50,11 @@ struct BuilderConfig {
   std::vector<StatePair> states;
   // Inputs bound to constants at build time (e.g. Silero's sr=16000), so branches fold away.
   std::map<std::string, Tensor> fixed_inputs;
+  // Values for inputs in the build's profiling run (TensorRT's shape-tensor values). Inputs not
+  // named get random floats or integer 1s at the first profile's opt shapes, which is wrong for
+  // integer inputs that decide shapes (a Reshape's shape, a Slice's starts): give those here.
+  // The engine still takes them as runtime inputs.
+  std::map<std::string, Tensor> profiling_values;
   std::uint64_t workspace_limit_bytes = 1ull << 30;
   int threads = 1;
   // Empty: no cache file. A cache makes a second build faster and gives the same plan.

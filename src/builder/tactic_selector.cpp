@@ -31,6 +31,16 @@ Expected<std::vector<Tensor>> make_opt_inputs(const ir::Graph& graph, const Buil
   }
   std::vector<Tensor> inputs;
   for (const ir::Value* v : graph.inputs) {
+    if (auto given = config.profiling_values.find(v->name);
+        given != config.profiling_values.end()) {
+      if (given->second.dtype() != v->dtype) {
+        return invalid_argument("profiling value for input '", v->name, "' is ",
+                                dtype_name(given->second.dtype()), ", the input is ",
+                                dtype_name(v->dtype));
+      }
+      inputs.push_back(given->second.clone());
+      continue;
+    }
     Dims dims;
     const ShapeRange* range = nullptr;
     if (!config.profiles.empty()) {

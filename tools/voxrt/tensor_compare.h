@@ -1,5 +1,6 @@
 // Comparing outputs with references: numpy.allclose semantics for floats (|a-b| <= atol +
-// rtol*|b|), exact equality for integers and bools; NaN never passes.
+// rtol*|b|), exact equality for integers and bools; NaN passes only
+// where the reference is NaN too, an infinity only where the reference is the same infinity.
 #pragma once
 
 #include <string>

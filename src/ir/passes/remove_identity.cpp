@@ -31,7 +31,14 @@ const char* pass_through_reason(const Graph& graph, const Node& node) {
   }
   switch (node.op) {
     case OpKind::kIdentity: return "identity";
-    case OpKind::kDropout: return "dropout is the identity at inference";
+    case OpKind::kDropout: {
+      // Only at inference: a training_mode input that is not a constant false may turn it on.
+      const Value* training = node.input(2);
+      if (!training) return "dropout is the identity at inference";
+      const bool off = training->is_constant() && training->constant->element_count() == 1 &&
+                       training->constant->element_as_i64(0) == 0;
+      return off ? "dropout is the identity (training_mode is false)" : nullptr;
+    }
     case OpKind::kCast:
       return node.attrs.get_int("to", -1) == static_cast<std::int64_t>(in->dtype)
                  ? "cast to its own dtype"

@@ -238,7 +238,7 @@ struct DivOp {
   T operator()(T a, T b) const {
     if constexpr (kIsInt<T>) {
       if (b == 0) return 0;
-      if (b == T(-1)) return NegOp{}(a);
+      if (std::is_signed_v<T> && b == T(-1)) return NegOp{}(a);  // INT_MIN / -1 wraps
       return a / b;
     } else {
       return a / b;
@@ -251,7 +251,7 @@ struct ModOp {
   template <typename T>
   T operator()(T a, T b) const {
     if constexpr (kIsInt<T>) {
-      if (b == 0 || b == T(-1)) return 0;
+      if (b == 0 || (std::is_signed_v<T> && b == T(-1))) return 0;
       T r = static_cast<T>(a % b);
       if (!fmod && r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
       return r;

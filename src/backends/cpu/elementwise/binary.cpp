@@ -94,15 +94,33 @@ KernelFn binary_fn(Op op, bool fast) {
   };
 }
 
+// f16 and bf16 values computed in f32 and rounded back (what ONNX's reference does in numpy).
+template <typename Op, float (*kToFloat)(std::uint16_t), std::uint16_t (*kFromFloat)(float)>
+struct HalfOp {
+  Op op;
+  std::uint16_t operator()(std::uint16_t a, std::uint16_t b) const {
+    return kFromFloat(op(kToFloat(a), kToFloat(b)));
+  }
+};
+
 template <typename Op>
 Expected<KernelFn> numeric_binary_fn(const ir::Node& node, DType dtype, Op op, bool fast) {
+  using U16 = std::uint16_t;
   switch (dtype) {
     case DType::kF32: return binary_fn<float, float, float>(op, fast);
     case DType::kI32: return binary_fn<std::int32_t, std::int32_t, std::int32_t>(op, fast);
     case DType::kI64: return binary_fn<std::int64_t, std::int64_t, std::int64_t>(op, fast);
+    case DType::kI8: return binary_fn<std::int8_t, std::int8_t, std::int8_t>(op, fast);
+    case DType::kU8: return binary_fn<std::uint8_t, std::uint8_t, std::uint8_t>(op, fast);
+    case DType::kF16:
+      return binary_fn<U16, U16, U16>(HalfOp<Op, half_bits_to_float, float_to_half_bits>{op}, fast);
+    case DType::kBF16:
+      return binary_fn<U16, U16, U16>(
+          HalfOp<Op, bfloat16_bits_to_float, float_to_bfloat16_bits>{op}, fast);
     default: break;
   }
-  return unsupported(node.describe(), ": CPU kernel takes f32, i32 or i64, found ",
+  return unsupported(node.describe(),
+                     ": CPU kernel takes f32, f16, bf16, i8, u8, i32 or i64, found ",
                      dtype_name(dtype));
 }
 

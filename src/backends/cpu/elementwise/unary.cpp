@@ -63,9 +63,11 @@ Expected<KernelFn> numeric_unary_fn(const ir::Node& node, DType dtype, Op op, bo
     case DType::kF32: return unary_fn<float>(op, fast);
     case DType::kI32: return unary_fn<std::int32_t>(op, fast);
     case DType::kI64: return unary_fn<std::int64_t>(op, fast);
+    case DType::kI8: return unary_fn<std::int8_t>(op, fast);
+    case DType::kU8: return unary_fn<std::uint8_t>(op, fast);
     default: break;
   }
-  return unsupported(node.describe(), ": CPU kernel takes f32, i32 or i64, found ",
+  return unsupported(node.describe(), ": CPU kernel takes f32, i8, u8, i32 or i64, found ",
                      dtype_name(dtype));
 }
 
@@ -138,8 +140,10 @@ Expected<KernelFn> make_unary_fn(const ir::Node& node, bool fast) {
         case DType::kF32: return clip_fn<float>(fast);
         case DType::kI32: return clip_fn<std::int32_t>(fast);
         case DType::kI64: return clip_fn<std::int64_t>(fast);
+        case DType::kI8: return clip_fn<std::int8_t>(fast);
+        case DType::kU8: return clip_fn<std::uint8_t>(fast);
         default:
-          return unsupported(node.describe(), ": CPU kernel takes f32, i32 or i64, found ",
+          return unsupported(node.describe(), ": CPU kernel takes f32, i8, u8, i32 or i64, found ",
                              dtype_name(dtype));
       }
     case ir::OpKind::kNot:

@@ -21,20 +21,44 @@ class ReferencePoolKernel final : public Kernel {
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
              KernelContext&) const override {
     const Tensor& in = *inputs[0];
-    Tensor& out = *outputs[0];
+    Tensor* indices = outputs.size() > 1 ? outputs[1] : nullptr;
+    if (indices && indices->dtype() != DType::kI64)
+      return invalid_argument(node_.describe(), ": MaxPool Indices must be i64");
+    switch (in.dtype()) {
+      case DType::kF32: return run_typed<float>(in, *outputs[0], indices);
+      case DType::kI8:
+        if (is_max_) return run_typed<std::int8_t>(in, *outputs[0], indices);
+        break;
+      case DType::kU8:
+        if (is_max_) return run_typed<std::uint8_t>(in, *outputs[0], indices);
+        break;
+      default: break;
+    }
+    return unsupported(node_.describe(),
+                       ": the pooling reference takes f32 (MaxPool also i8, u8), found ",
+                       dtype_name(in.dtype()));
+  }
+
+ private:
+  // Indices (MaxPool's second output) are flat offsets into the whole input tensor, the
+  // spatial part row-major (storage_order 0) or column-major (1), as onnxruntime computes them.
+  template <typename T>
+  Status run_typed(const Tensor& in, Tensor& out, Tensor* indices) const {
     VOXRT_ASSIGN_OR_RETURN(ir::PoolGeometry g, run_time_geometry(node_, in, out));
     const std::size_t n = g.input.size();
     const std::int64_t planes = in.dim(0) * in.dim(1);
     const std::int64_t in_plane = element_count(g.input);
     const std::int64_t out_plane = element_count(g.output);
     const std::int64_t taps = element_count(g.kernel);
-    std::vector<std::int64_t> o_index(n), k_index(n);
+    const bool column_major = node_.attrs.get_int("storage_order", 0) != 0;
+    std::vector<std::int64_t> o_index(n), k_index(n), position(n);
     for (std::int64_t p = 0; p < planes; ++p) {
-      const float* src = in.data<float>() + p * in_plane;
-      float* dst = out.data<float>() + p * out_plane;
+      const T* src = in.data<T>() + p * in_plane;
+      T* dst = out.data<T>() + p * out_plane;
       for (std::int64_t o = 0; o < out_plane; ++o) {
         unravel(o, g.output, o_index);
-        float best = std::numeric_limits<float>::lowest();
+        T best = std::numeric_limits<T>::lowest();
+        std::int64_t best_index = -1;
         double sum = 0;
         std::int64_t valid = 0, padded = 0;
         for (std::int64_t k = 0; k < taps; ++k) {
@@ -48,23 +72,33 @@ class ReferencePoolKernel final : public Kernel {
             inside_padding =
                 inside_padding && pos >= -g.pad_begin[a] && pos < g.input[a] + g.pad_end[a];
             offset = offset * g.input[a] + pos;
+            position[a] = pos;
           }
           if (inside_padding) ++padded;
           if (!inside) continue;
           ++valid;
-          best = std::max(best, src[offset]);
-          sum += src[offset];
+          if (best_index < 0 || src[offset] > best) {
+            best = src[offset];
+            best_index = offset;
+            if (column_major) {
+              best_index = 0;
+              for (std::size_t a = n; a-- > 0;) best_index = best_index * g.input[a] + position[a];
+            }
+          }
+          sum += static_cast<double>(src[offset]);
         }
         const std::int64_t divisor = g.count_include_pad ? padded : valid;
-        dst[o] = is_max_   ? best
-                 : divisor ? static_cast<float>(sum / static_cast<double>(divisor))
-                           : 0.0f;
+        if (is_max_) {
+          dst[o] = best;
+        } else {
+          dst[o] = divisor ? static_cast<T>(sum / static_cast<double>(divisor)) : T(0);
+        }
+        if (indices) indices->data<std::int64_t>()[p * out_plane + o] = p * in_plane + best_index;
       }
     }
     return Status::ok();
   }
 
- private:
   static void unravel(std::int64_t flat, const std::vector<std::int64_t>& dims,
                       std::vector<std::int64_t>& index) {
     for (std::size_t d = dims.size(); d-- > 0;) {
