@@ -54,7 +54,8 @@ void SileroFramer::input_finished() {
   if (partial != 0) pending_.resize(pending_.size() + static_cast<std::size_t>(window_) - partial);
 }
 
-void SileroFramer::pop_window(float* out) {
+bool SileroFramer::pop_window(float* out) {
+  if (!has_window()) return false;
   std::copy(context_values_.begin(), context_values_.end(), out);
   std::copy(pending_.begin(), pending_.begin() + window_, out + context_);
   if (context_ > 0) {
@@ -62,6 +63,7 @@ void SileroFramer::pop_window(float* out) {
               context_values_.begin());
   }
   pending_.erase(pending_.begin(), pending_.begin() + window_);
+  return true;
 }
 
 // ---- SpeechProbabilitySegmenter ----------------------------------------------------------------

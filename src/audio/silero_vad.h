@@ -51,8 +51,9 @@ class SileroFramer {
   void accept_waveform(std::span<const float> samples);
   void input_finished();
   bool has_window() const { return pending_.size() >= static_cast<std::size_t>(window_); }
-  // Writes model_input_samples() values and advances by one window.
-  void pop_window(float* out);
+  // Writes model_input_samples() values and advances by one window; false (nothing written)
+  // when no full window is pending.
+  bool pop_window(float* out);
   bool finished() const { return finished_; }
   std::int64_t samples_in() const { return samples_in_; }
 

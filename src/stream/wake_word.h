@@ -74,6 +74,8 @@ class WakeWordDetector {
   // One past the last sample of the chunk whose score fired (valid when fired()).
   std::int64_t fired_at_sample() const { return fired_at_sample_; }
   float last_score() const { return last_score_; }
+  // The highest score so far; scoring stops once the wake word fires (the Recognizer then
+  // feeds it no more audio), so after firing this is the score that fired.
   float max_score() const { return max_score_; }
   std::int64_t samples_scored() const { return chunks_ * WakeWordModels::kChunkSamples; }
 

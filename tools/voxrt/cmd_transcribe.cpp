@@ -235,12 +235,13 @@ int run_transcribe(const TranscribeArgs& args) {
     run += s.stream->chunks_run();
     skipped += s.stream->chunks_skipped();
     if (config.wake_word) {
-      std::cerr << std::fixed << std::setprecision(3) << "[voxrt] " << s.name
-                << ": wake word max score " << s.stream->wake_word_max_score();
-      if (s.stream->wake_word_sample() >= 0)
-        std::cerr << ", fired at " << s.stream->wake_word_sample() / 16000.0 << " s";
-      else
-        std::cerr << ", did not fire";
+      std::cerr << std::fixed << std::setprecision(3) << "[voxrt] " << s.name << ": wake word ";
+      if (s.stream->wake_word_sample() >= 0) {
+        std::cerr << "fired at " << s.stream->wake_word_sample() / 16000.0 << " s (score "
+                  << s.stream->wake_word_max_score() << ")";
+      } else {
+        std::cerr << "did not fire (highest score " << s.stream->wake_word_max_score() << ")";
+      }
       std::cerr << "\n";
     }
   }

@@ -31,23 +31,24 @@ TEST(SileroFramer, PrependsThePreviousWindowsTailAndPadsTheLast) {
   framer.accept_waveform(std::span(samples.data() + 7, samples.size() - 7));
   std::vector<float> window(static_cast<std::size_t>(config.model_input_samples()));
   ASSERT_TRUE(framer.has_window());
-  framer.pop_window(window.data());
+  EXPECT_TRUE(framer.pop_window(window.data()));
   for (int i = 0; i < 64; ++i) EXPECT_EQ(window[static_cast<std::size_t>(i)], 0.0f);
   EXPECT_EQ(window[64], 1.0f);
   EXPECT_EQ(window[575], 512.0f);
   ASSERT_TRUE(framer.has_window());
-  framer.pop_window(window.data());
+  EXPECT_TRUE(framer.pop_window(window.data()));
   EXPECT_EQ(window[0], 449.0f);  // samples 448..511 of the first window (1-based values)
   EXPECT_EQ(window[63], 512.0f);
   EXPECT_EQ(window[64], 513.0f);
   EXPECT_FALSE(framer.has_window());  // 276 samples left
   framer.input_finished();
   ASSERT_TRUE(framer.has_window());
-  framer.pop_window(window.data());
+  EXPECT_TRUE(framer.pop_window(window.data()));
   EXPECT_EQ(window[64], 1025.0f);
   EXPECT_EQ(window[64 + 275], 1300.0f);
   EXPECT_EQ(window[64 + 276], 0.0f);
   EXPECT_FALSE(framer.has_window());
+  EXPECT_FALSE(framer.pop_window(window.data()));
   EXPECT_EQ(framer.samples_in(), 1300);
 }
 
