@@ -1,13 +1,18 @@
 // pipeline_bench: what one stream costs per 20 ms chunk on one core, so the server's capacity
 // can be predicted: features (+ energy VAD), greedy decoding and prefix beam search (vocab 29,
-// beam 8 / 16, with and without a word LM). A program, not a test.
+// beam 8 / 16, with and without a word LM), and the front-end models run by voxrt's engine
+// (Silero VAD v5, alone and batched; the openWakeWord chain), built from the ONNX files that
+// scripts/fetch-third-party.sh fetches. A program, not a test.
 //
-// Usage: pipeline_bench [WAV] [--seconds S]   (default: a pocketsphinx clip, 3 s of timing each)
+// Usage: pipeline_bench [WAV] [--seconds S] [--models DIR]
+//   (default: a pocketsphinx clip, 3 s of timing each, DIR = .third_party/models)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,8 +21,12 @@
 #include "audio/energy_vad.h"
 #include "audio/feature_extractor.h"
 #include "audio/resampler.h"
+#include "audio/silero_vad.h"
 #include "decode/ctc_greedy.h"
 #include "decode/ctc_prefix_beam.h"
+#include "stream/silero_vad_model.h"
+#include "stream/wake_word.h"
+#include "voxrt/builder.h"
 
 namespace {
 
@@ -131,17 +140,105 @@ std::string make_arpa(const decode::Vocabulary& vocabulary, int words, unsigned 
   return text;
 }
 
+// Builds an engine (autotuned, as `voxrt transcribe` does) into a temporary file; "" if absent.
+std::string build_engine(const std::filesystem::path& onnx, const BuilderConfig& config,
+                         const std::string& name) {
+  if (!std::filesystem::exists(onnx)) {
+    std::fprintf(stderr, "pipeline_bench: %s missing (scripts/fetch-third-party.sh): row skipped\n",
+                 onnx.string().c_str());
+    return "";
+  }
+  auto bytes = build_engine_from_onnx_file(onnx.string(), config);
+  if (!bytes) {
+    std::fprintf(stderr, "pipeline_bench: %s: %s\n", onnx.string().c_str(),
+                 bytes.status().to_string().c_str());
+    return "";
+  }
+  const auto path = std::filesystem::temp_directory_path() / ("pipeline_bench_" + name);
+  std::FILE* f = std::fopen(path.string().c_str(), "wb");
+  if (f == nullptr) return "";
+  std::fwrite(bytes->data(), 1, bytes->size(), f);
+  std::fclose(f);
+  return path.string();
+}
+
+// Silero VAD v5 on `streams` streams batched into one engine call per window; the timings are
+// per stream and per 20 ms chunk (a window completes every 1.6 chunks).
+void bench_silero(const std::string& engine, const std::vector<float>& samples, int chunks,
+                  int streams, double seconds, const std::string& profile) {
+  auto model = stream::SileroVadModel::load(engine);
+  if (!model) {
+    std::fprintf(stderr, "pipeline_bench: %s\n", model.status().to_string().c_str());
+    return;
+  }
+  audio::SileroVadConfig config;
+  std::vector<audio::SileroFramer> framers;
+  std::vector<std::vector<float>> states(static_cast<std::size_t>(streams));
+  std::vector<float> windows(static_cast<std::size_t>(streams * config.model_input_samples()));
+  std::vector<const float*> window_ptrs;
+  std::vector<float*> state_ptrs;
+  std::vector<float> probabilities(static_cast<std::size_t>(streams));
+  auto timings = time_chunks(
+      seconds, chunks,
+      [&] {
+        framers.assign(static_cast<std::size_t>(streams), audio::SileroFramer(config));
+        for (auto& s : states) s.assign(stream::SileroVadModel::kStateValues, 0.0f);
+      },
+      [&](int i) {
+        const std::span<const float> chunk(
+            samples.data() + static_cast<std::size_t>(i) * kChunkSamples, kChunkSamples);
+        for (auto& f : framers) f.accept_waveform(chunk);
+        while (framers[0].has_window()) {
+          window_ptrs.clear();
+          state_ptrs.clear();
+          for (int b = 0; b < streams; ++b) {
+            float* w = windows.data() + static_cast<std::size_t>(b * config.model_input_samples());
+            framers[static_cast<std::size_t>(b)].pop_window(w);
+            window_ptrs.push_back(w);
+            state_ptrs.push_back(states[static_cast<std::size_t>(b)].data());
+          }
+          (void)(*model)->run(window_ptrs, state_ptrs, probabilities);
+        }
+      });
+  for (double& t : timings) t /= streams;
+  const std::string name = "Silero VAD v5 (" + profile + "), " + std::to_string(streams) +
+                           (streams > 1 ? " streams batched" : " stream");
+  report(name.c_str(), summarise(timings));
+}
+
+// The openWakeWord chain on one stream: an 80 ms chunk (mel + embedding + head) every 4 chunks.
+void bench_wake_word(const stream::WakeWordConfig& config, const std::vector<float>& samples,
+                     int chunks, double seconds) {
+  auto models = stream::WakeWordModels::load(config);
+  if (!models) {
+    std::fprintf(stderr, "pipeline_bench: %s\n", models.status().to_string().c_str());
+    return;
+  }
+  std::optional<stream::WakeWordDetector> detector;
+  auto timings = time_chunks(
+      seconds, chunks, [&] { detector.emplace(*models); },
+      [&](int i) {
+        detector->accept_waveform(std::span<const float>(
+            samples.data() + static_cast<std::size_t>(i) * kChunkSamples, kChunkSamples));
+        while (detector->has_chunk()) (void)detector->process_chunk();
+      });
+  report("wake word (mel + embedding + head)", summarise(timings));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string wav =
       "/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_austen_64kb-0870.wav";
   double seconds = 3.0;
+  std::filesystem::path models_dir = ".third_party/models";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
       seconds = std::atof(argv[++i]);
+    } else if (std::strcmp(argv[i], "--models") == 0 && i + 1 < argc) {
+      models_dir = argv[++i];
     } else if (std::strcmp(argv[i], "--help") == 0) {
-      std::printf("usage: pipeline_bench [WAV] [--seconds S]\n");
+      std::printf("usage: pipeline_bench [WAV] [--seconds S] [--models DIR]\n");
       return 0;
     } else {
       wav = argv[i];
@@ -219,6 +316,39 @@ int main(int argc, char** argv) {
                                                output.clear();
                                                (void)resampler->process(input, output);
                                              })));
+  }
+
+  // Front-end models run by the engine (CPU backend, one kernel thread).
+  {
+    BuilderConfig silero;
+    silero.fixed_inputs["sr"] = Tensor::scalar_i64(16000);
+    silero.profiles = {
+        OptimizationProfile{"p",
+                            {{"input", ShapeRange{{1, 576}, {8, 576}, {32, 576}}},
+                             {"state", ShapeRange{{2, 1, 128}, {2, 8, 128}, {2, 32, 128}}}}}};
+    // The profile `voxrt transcribe --vad silero` builds (batch 1..32, tuned at 8), and one
+    // tuned at batch 1.
+    const std::string engine = build_engine(models_dir / "silero_vad_v5.onnx", silero, "silero");
+    if (!engine.empty()) {
+      for (int streams : {1, 8, 32})
+        bench_silero(engine, samples, chunks, streams, seconds, "opt 8");
+    }
+    silero.profiles = {
+        OptimizationProfile{"p",
+                            {{"input", ShapeRange{{1, 576}, {1, 576}, {32, 576}}},
+                             {"state", ShapeRange{{2, 1, 128}, {2, 1, 128}, {2, 32, 128}}}}}};
+    const std::string engine1 = build_engine(models_dir / "silero_vad_v5.onnx", silero, "silero1");
+    if (!engine1.empty()) bench_silero(engine1, samples, chunks, 1, seconds, "opt 1");
+    BuilderConfig mel;
+    mel.profiles = {
+        OptimizationProfile{"p", {{"input", ShapeRange{{1, 1760}, {1, 1760}, {1, 1760}}}}}};
+    stream::WakeWordConfig wake;
+    wake.melspectrogram_engine = build_engine(models_dir / "melspectrogram.onnx", mel, "mel");
+    wake.embedding_engine = build_engine(models_dir / "embedding_model.onnx", {}, "embedding");
+    wake.head_engine = build_engine(models_dir / "hey_jarvis_v0.1.onnx", {}, "hey_jarvis");
+    if (!wake.melspectrogram_engine.empty() && !wake.embedding_engine.empty() &&
+        !wake.head_engine.empty())
+      bench_wake_word(wake, samples, chunks, seconds);
   }
 
   // Decoders: vocab 29, two output frames per 20 ms chunk (subsampling 1 at 10 ms), 10 s streams.
