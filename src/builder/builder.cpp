@@ -1,8 +1,10 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <unordered_map>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/device_backend.h"
 #include "builder/build_graph.h"
 #include "builder/pass_pipeline.h"
 #include "builder/tactic_selector.h"
@@ -167,6 +169,12 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
   const auto start = std::chrono::steady_clock::now();
   BuildReport local_report;
   BuildReport& report = report_out ? *report_out : local_report;
+  backends::DeviceBackend* device = backends::device_backend(config.device);
+  std::string fingerprint = backends::cpu::cpu_fingerprint();
+  if (config.device != DeviceKind::kCpu) {
+    // Fails here, before any work, on a machine without a usable GPU.
+    VOXRT_ASSIGN_OR_RETURN(fingerprint, device->fingerprint());
+  }
   VOXRT_RETURN_IF_ERROR(bind_fixed_inputs(*graph, config));
   VOXRT_RETURN_IF_ERROR(apply_profiles(*graph, config));
   VOXRT_RETURN_IF_ERROR(check_states(*graph, config));
@@ -195,14 +203,51 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
   if (!config.timing_cache_path.empty()) {
     VOXRT_ASSIGN_OR_RETURN(cache, builder::TimingCache::load(config.timing_cache_path));
   }
-  VOXRT_RETURN_IF_ERROR(builder::select_tactics(*graph, run, config, cache, report));
+  if (device) {
+    // The whole graph runs on the device: every node needs a device kernel.
+    const auto unsupported_nodes = device->unsupported_nodes(*graph, config.precision);
+    if (!unsupported_nodes.empty()) {
+      std::string all;
+      for (const auto& m : unsupported_nodes) all += "\n  " + m;
+      report.unsupported_nodes = unsupported_nodes;
+      return unsupported(unsupported_nodes.size(),
+                         " node(s) cannot run on the CUDA backend (no CPU fallback):", all);
+    }
+    std::unordered_map<const ir::Node*, const builder::ProfilingRun::Record*> record_of;
+    for (const auto& r : run.records) record_of.emplace(r.node, &r);
+    const std::string key_target =
+        str_cat(fingerprint, " precision=", precision_name(config.precision));
+    auto key_for = [&](const ir::Node& node, const backends::TacticInfo& tactic) {
+      std::vector<const Tensor*> ins;
+      auto it = record_of.find(&node);
+      if (it != record_of.end()) {
+        for (const Tensor& t : it->second->inputs) ins.push_back(t.is_valid() ? &t : nullptr);
+      }
+      return builder::TimingCache::key(node, ins, tactic, key_target, 1);
+    };
+    backends::TacticTimingStore store;
+    store.find = [&](const ir::Node& node, const backends::TacticInfo& tactic) {
+      return cache.find(key_for(node, tactic));
+    };
+    store.put = [&](const ir::Node& node, const backends::TacticInfo& tactic, double us) {
+      cache.put(key_for(node, tactic), us);
+    };
+    backends::TacticSelectionStats stats;
+    VOXRT_RETURN_IF_ERROR(device->select_tactics(*graph, opt_inputs, config.precision,
+                                                 config.autotune, config.timing_iterations, store,
+                                                 stats));
+    report.tactics_timed += stats.timed;
+    report.timing_cache_hits += stats.cache_hits;
+  } else {
+    VOXRT_RETURN_IF_ERROR(builder::select_tactics(*graph, run, config, cache, report));
+  }
   if (!config.timing_cache_path.empty())
     VOXRT_RETURN_IF_ERROR(cache.save(config.timing_cache_path));
 
   runtime::EngineContents contents;
   contents.target.device = config.device;
   contents.target.precision = config.precision;
-  contents.target.fingerprint = backends::cpu::cpu_fingerprint();
+  contents.target.fingerprint = fingerprint;
   contents.model_hash = model_hash;
   contents.profiles = config.profiles;
   contents.states = config.states;

@@ -1,5 +1,6 @@
 #include <sstream>
 
+#include "backends/device_backend.h"
 #include "voxrt/builder.h"
 
 namespace voxrt {
@@ -30,7 +31,13 @@ Status BuilderConfig::validate() const {
                        "for tf32/fp16/bf16");
   }
   if (device == DeviceKind::kCuda) {
-    return unsupported("the CUDA backend is not part of this build yet; build with --device cpu");
+    if (!backends::device_backend(DeviceKind::kCuda)) {
+      return unsupported(
+          "--device cuda: this program has no CUDA backend (configured without nvcc or "
+          "VOXRT_CUDA=OFF); build with --device cpu");
+    }
+    if (precision == Precision::kInt8)
+      return unsupported("precision int8 is not available on the CUDA backend yet");
   }
   if (threads < 1 || threads > 256)
     return invalid_argument("threads must be 1..256, got ", threads);

@@ -42,8 +42,15 @@ Expected<std::shared_ptr<const Engine>> finish_load(std::unique_ptr<EngineImpl> 
                          runtime::deserialize_engine(image, size, impl->image_keepalive));
   VOXRT_RETURN_IF_ERROR(check_target(impl->contents.target));
   impl->file_bytes = size;
-  VOXRT_ASSIGN_OR_RETURN(
-      impl->plan, runtime::Plan::compile(*impl->contents.graph, runtime::TacticPolicy::kRecorded));
+  if (impl->contents.target.device == DeviceKind::kCpu) {
+    VOXRT_ASSIGN_OR_RETURN(impl->plan, runtime::Plan::compile(*impl->contents.graph,
+                                                              runtime::TacticPolicy::kRecorded));
+  } else {
+    // check_target found the backend; weights go to the device here, once.
+    VOXRT_ASSIGN_OR_RETURN(impl->device_executable,
+                           backends::device_backend(impl->contents.target.device)
+                               ->compile(*impl->contents.graph, impl->contents.target.precision));
+  }
   for (const ir::Value* v : impl->contents.graph->inputs)
     impl->inputs.push_back(describe_value(*v));
   for (const ir::Value* v : impl->contents.graph->outputs)
@@ -54,11 +61,20 @@ Expected<std::shared_ptr<const Engine>> finish_load(std::unique_ptr<EngineImpl> 
 }  // namespace
 
 Status check_target(const runtime::TargetRecord& target) {
+  if (target.builder_version != runtime::kBuilderVersion) {
+    return version_mismatch("engine target: builder_version is '", target.builder_version,
+                            "', this runtime is '", runtime::kBuilderVersion,
+                            "'; rebuild the engine");
+  }
   if (target.device != DeviceKind::kCpu) {
-    return unsupported("engine target: device is ",
-                       target.device == DeviceKind::kCuda ? "cuda" : "?",
-                       " but this runtime was asked to load it on the CPU; build a CPU engine or "
-                       "load it with the CUDA runtime");
+    const backends::DeviceBackend* backend = backends::device_backend(target.device);
+    if (!backend) {
+      return unsupported("engine target: device is ",
+                         target.device == DeviceKind::kCuda ? "cuda" : "?",
+                         " but this program has no CUDA backend (built without nvcc, or the "
+                         "backend was not registered); build a CPU engine");
+    }
+    return backend->check_fingerprint(target.fingerprint);
   }
   // Tactics may use any ISA extension the build machine had; refuse if one is missing here.
   const auto built_with = isa_flags(target.fingerprint);
@@ -71,11 +87,6 @@ Status check_target(const runtime::TargetRecord& target) {
     return version_mismatch("engine target: fingerprint '", target.fingerprint,
                             "' needs CPU features [", missing, "] that this machine ('",
                             backends::cpu::cpu_fingerprint(), "') lacks; rebuild the engine here");
-  }
-  if (target.builder_version != runtime::kBuilderVersion) {
-    return version_mismatch("engine target: builder_version is '", target.builder_version,
-                            "', this runtime is '", runtime::kBuilderVersion,
-                            "'; rebuild the engine");
   }
   return Status::ok();
 }
@@ -127,6 +138,15 @@ Expected<std::vector<Tensor>> ExecutionContextImpl::run(std::span<const Tensor> 
   VOXRT_ASSIGN_OR_RETURN(int profile, engine_.select_profile(inputs));
   (void)profile;
   std::vector<Tensor> outputs;
+  if (engine_.device_executable) {
+    // Per-node observers are a CPU-plan feature; device runs report per-node times through
+    // DeviceSession::run_profiled instead.
+    if (!device_session_) {
+      VOXRT_ASSIGN_OR_RETURN(device_session_, engine_.device_executable->create_session());
+    }
+    VOXRT_RETURN_IF_ERROR(device_session_->run(inputs, outputs));
+    return outputs;
+  }
   VOXRT_RETURN_IF_ERROR(engine_.plan->execute(inputs, outputs, context_, observer));
   return outputs;
 }

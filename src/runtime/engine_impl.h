@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "backends/device_backend.h"
 #include "core/thread_pool.h"
 #include "runtime/engine_format.h"
 #include "runtime/plan.h"
@@ -14,7 +15,9 @@ namespace voxrt {
 class EngineImpl {
  public:
   runtime::EngineContents contents;
-  std::unique_ptr<runtime::Plan> plan;
+  std::unique_ptr<runtime::Plan> plan;  // CPU engines
+  // Device (CUDA) engines: the whole graph on the device; plan is null.
+  std::unique_ptr<backends::DeviceExecutable> device_executable;
   std::vector<TensorInfo> inputs;
   std::vector<TensorInfo> outputs;
   std::shared_ptr<void> image_keepalive;
@@ -38,6 +41,7 @@ class ExecutionContextImpl {
   const EngineImpl& engine_;
   ThreadPool pool_;
   backends::KernelContext context_;
+  std::unique_ptr<backends::DeviceSession> device_session_;  // made at the first run
 };
 
 // Refuses an engine built for another target; the message names the differing field.

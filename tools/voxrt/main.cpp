@@ -2,8 +2,14 @@
 #include <iostream>
 
 #include "commands.h"
+#ifdef VOXRT_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 
 int main(int argc, char** argv) {
+#ifdef VOXRT_HAVE_CUDA
+  voxrt::backends::cuda::register_cuda_backend();
+#endif
   CLI::App app{
       "voxrt: a streaming speech-recognition engine built the TensorRT way.\n"
       "Compile an ONNX model once (build), then inspect, check, benchmark and run the engine."};

@@ -1,0 +1,330 @@
+"""voxrt's CUDA engines against PyTorch on the same GPU, same weights (issue 5).
+
+For each case: build the DS2 model in PyTorch (definitions of shared/bench/torch_ds2_baseline.py),
+export it to ONNX, build the voxrt engine with --device cuda, check that voxrt's outputs agree
+with PyTorch's, then time, interleaved over rounds:
+  torch eager       (CUDA events around model(x); inputs already on the GPU),
+  torch CUDA graph  (torch.cuda.CUDAGraph replay, static inputs),
+  voxrt             (`voxrt bench --json`: host wall time of ExecutionContext::run, which includes
+                     the host->device input copy, one CUDA graph launch, the device->host copy
+                     and the synchronize).
+Cases: (1) BiLSTM 1024x5, 2 s of audio, batch 1, fp32 and fp16; (2) uni-GRU 512x5 streaming
+chunk of 16 frames + GRU state, batch 1 (p50/p99); (3) the same at batch 256, fp16 throughput.
+Writes one JSON line per measurement to OUT/bench.json as it goes and prints a table last.
+
+  python3 bench/gpu/bench_gpu.py --voxrt .device/bin/voxrt --out $OUT [--iters 50] [--rounds 2]
+  python3 bench/gpu/bench_gpu.py --voxrt build/bin/voxrt --out /tmp/x --cpu-dry-run   (no GPU:
+      tiny models, voxrt --device cpu, torch on the CPU: checks the script's plumbing only)
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+
+class DS2(nn.Module):
+    def __init__(self, bidir=True, hidden=1024, layers=5, rnn=nn.LSTM, nfreq=161, nclass=29):
+        super().__init__()
+        self.conv = nn.Sequential(
+            nn.Conv2d(1, 32, (41, 11), (2, 2), (20, 5)), nn.BatchNorm2d(32), nn.Hardtanh(0, 20),
+            nn.Conv2d(32, 32, (21, 11), (2, 1), (10, 5)), nn.BatchNorm2d(32), nn.Hardtanh(0, 20))
+        f = (nfreq + 2 * 20 - 41) // 2 + 1
+        f = (f + 2 * 10 - 21) // 2 + 1
+        self.rnn = rnn(32 * f, hidden, layers, batch_first=True, bidirectional=bidir)
+        self.fc = nn.Linear(hidden * (2 if bidir else 1), nclass)
+
+    def features(self, x):
+        y = self.conv(x)
+        b, c, f, t = y.shape
+        return y.view(b, c * f, t).transpose(1, 2)
+
+    def forward(self, x):  # x: B, 1, F, T
+        y, _ = self.rnn(self.features(x))
+        return self.fc(y).log_softmax(-1)
+
+
+class StreamingDS2(DS2):
+    """One streaming chunk: features of a 16-frame chunk, the GRU state in and out."""
+
+    def forward(self, x, h0):
+        y, hn = self.rnn(self.features(x), h0)
+        return self.fc(y).log_softmax(-1), hn
+
+
+def init_weights(model):
+    torch.manual_seed(0)
+    for p in model.parameters():
+        nn.init.uniform_(p, -0.05, 0.05)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.1, 0.1)
+            m.running_var.uniform_(0.5, 1.5)
+    return model.eval()
+
+
+def percentile(values, q):
+    v = sorted(values)
+    return v[min(len(v) - 1, int(round(q / 100 * (len(v) - 1))))]
+
+
+def summary(times_ms):
+    return {"p50": percentile(times_ms, 50), "p90": percentile(times_ms, 90),
+            "p99": percentile(times_ms, 99), "min": min(times_ms), "n": len(times_ms)}
+
+
+def time_torch(fn, iters, device):
+    if device == "cpu":
+        ts = []
+        for _ in range(iters):
+            t = time.perf_counter()
+            fn()
+            ts.append((time.perf_counter() - t) * 1e3)
+        return ts
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        ts.append(start.elapsed_time(end))
+    return ts
+
+
+def torch_graph(model, inputs):
+    """A replay function for model(*inputs) captured into a CUDA graph (static inputs)."""
+    static = [x.clone() for x in inputs]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.no_grad():
+        for _ in range(3):
+            model(*static)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        model(*static)
+    return graph.replay
+
+
+def write_pb(path, array, name):
+    from onnx import numpy_helper
+    t = numpy_helper.from_array(np.ascontiguousarray(array), name)
+    with open(path, "wb") as f:
+        f.write(t.SerializeToString())
+
+
+def read_pb(path):
+    import onnx
+    from onnx import numpy_helper
+    t = onnx.TensorProto()
+    with open(path, "rb") as f:
+        t.ParseFromString(f.read())
+    return numpy_helper.to_array(t)
+
+
+def rel_err(a, b):
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    if not np.all(np.isfinite(a)):
+        return float("inf")
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30))
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.device = "cpu" if args.cpu_dry_run else "cuda"
+        self.voxrt_device = "cpu" if args.cpu_dry_run else "cuda"
+        self.work = tempfile.mkdtemp(prefix="voxrt_gpu_bench_")
+        self.results_path = os.path.join(args.out, "bench.json")
+        self.rows = []
+        self.t0 = time.time()
+
+    def left_s(self):
+        return self.args.budget_s - (time.time() - self.t0)
+
+    def record(self, **row):
+        row["elapsed_s"] = round(time.time() - self.t0, 1)
+        self.rows.append(row)
+        with open(self.results_path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        print("RESULT", json.dumps(row), flush=True)
+
+    def voxrt(self, *cmd, timeout=120):
+        full = [self.args.voxrt, *cmd]
+        p = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(full)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+        return p.stdout
+
+    def export(self, model, inputs, names, out_names, path):
+        args = (model.cpu(), tuple(x.cpu() for x in inputs), path)
+        kw = dict(input_names=names, output_names=out_names, opset_version=17)
+        try:
+            torch.onnx.export(*args, **kw, dynamo=False)  # torch >= 2.9 defaults to dynamo
+        except TypeError:
+            torch.onnx.export(*args, **kw)
+
+    def build(self, name, onnx_path, profiles, precision):
+        engine = os.path.join(self.work, f"{name}_{precision}.engine")
+        cmd = ["build", "--onnx", onnx_path, "--engine", engine, "--device", self.voxrt_device,
+               "--threads", str(self.args.build_threads), "--timing-iterations", "3",
+               "--timing-cache", os.path.join(self.work, "cuda.cache"), "--json"]
+        if self.voxrt_device == "cuda":
+            cmd += ["--precision", precision]
+        for p in profiles:
+            cmd += ["--profile", p]
+        t = time.time()
+        report = self.voxrt(*cmd, timeout=max(30, int(self.left_s())))
+        build_s = time.time() - t
+        inspect = self.voxrt("inspect", engine)
+        with open(os.path.join(self.args.out, "inspect.txt"), "a") as f:
+            f.write(f"==== {name} {precision} (build {build_s:.1f} s)\n{inspect}\n")
+        return engine, build_s, report
+
+    def voxrt_outputs(self, engine, arrays, names):
+        d = tempfile.mkdtemp(dir=self.work)
+        os.makedirs(os.path.join(d, "out"))
+        for i, (a, n) in enumerate(zip(arrays, names)):
+            write_pb(os.path.join(d, f"input_{i}.pb"), a, n)
+        self.voxrt("run", engine, "--inputs", d, "--outputs", os.path.join(d, "out"))
+        outs, i = [], 0
+        while os.path.exists(os.path.join(d, "out", f"output_{i}.pb")):
+            outs.append(read_pb(os.path.join(d, "out", f"output_{i}.pb")))
+            i += 1
+        return outs
+
+    def voxrt_bench(self, engine, shapes, iters):
+        out = self.voxrt("bench", engine, "--shapes", shapes, "--iterations", str(iters),
+                         "--warmup", "200", "--json")
+        return json.loads(out)
+
+    def case(self, name, model, inputs, in_names, out_names, profiles, shapes, precisions,
+             per_chunk_items=1):
+        if self.left_s() < 20:
+            self.record(case=name, skipped="out of time budget")
+            return
+        onnx_path = os.path.join(self.work, f"{name}.onnx")
+        self.export(model, inputs, in_names, out_names, onnx_path)
+        dev_model = model.to(self.device)
+        dev_inputs = [x.to(self.device) for x in inputs]
+        with torch.no_grad():
+            ref = dev_model(*dev_inputs)
+        ref = ref if isinstance(ref, tuple) else (ref,)
+        ref = [r.float().cpu().numpy() for r in ref]
+        for precision in precisions:
+            if self.left_s() < 15:
+                self.record(case=name, precision=precision, skipped="out of time budget")
+                continue
+            try:
+                engine, build_s, _ = self.build(name, onnx_path, profiles, precision)
+                outs = self.voxrt_outputs(engine, [x.numpy() for x in inputs], in_names)
+                errs = [rel_err(o, r) for o, r in zip(outs, ref)]
+                tol = 1e-3 if precision in ("fp32", "tf32") else 3e-2
+                agree = len(outs) == len(ref) and all(e <= tol for e in errs)
+                # The torch peer at the same precision.
+                half = precision == "fp16" and self.device == "cuda"
+                tm = dev_model.half() if half else dev_model
+                ti = [x.half() if half and x.is_floating_point() else x for x in dev_inputs]
+                with torch.no_grad():
+                    eager_fn = lambda: tm(*ti)  # noqa: E731
+                    graph_fn = torch_graph(tm, ti) if self.device == "cuda" else None
+                    eager, graphed, vox = [], [], []
+                    for _ in range(self.args.rounds):
+                        eager += time_torch(eager_fn, self.args.iters, self.device)
+                        vox += [self.voxrt_bench(engine, shapes, self.args.iters)]
+                        if graph_fn:
+                            graphed += time_torch(graph_fn, self.args.iters, self.device)
+                if half:
+                    dev_model.float()
+                vox_p50 = float(np.median([v["latency_ms"]["median"] for v in vox]))
+                vox_p99 = float(max(v["latency_ms"]["p99"] for v in vox))
+                row = dict(case=name, precision=precision, build_s=round(build_s, 2),
+                           rel_err=errs, agree=agree, torch_eager=summary(eager),
+                           voxrt={"p50": vox_p50, "p99": vox_p99,
+                                  "p99_over_p50": vox_p99 / vox_p50},
+                           speedup_vs_eager=summary(eager)["p50"] / vox_p50,
+                           items_per_chunk=per_chunk_items,
+                           voxrt_items_per_s=per_chunk_items / vox_p50 * 1e3,
+                           torch_eager_items_per_s=per_chunk_items / summary(eager)["p50"] * 1e3)
+                if graphed:
+                    row["torch_graph"] = summary(graphed)
+                    row["speedup_vs_graph"] = summary(graphed)["p50"] / vox_p50
+                self.record(**row)
+            except Exception as e:  # keep going: one failing case must not hide the others
+                if half_model_is_half(dev_model):
+                    dev_model.float()
+                self.record(case=name, precision=precision, error=str(e)[-2000:])
+
+    def run(self):
+        a = self.args
+        small = a.cpu_dry_run
+        hidden_l, hidden_g, layers = (64, 64, 2) if small else (1024, 512, 5)
+        torch.manual_seed(1)
+        # (1) BiLSTM 1024x5, 2 s of audio (200 frames), batch 1.
+        x = torch.randn(1, 1, 161, 200)
+        m = init_weights(DS2(hidden=hidden_l, layers=layers))
+        self.case("bilstm1024x5_2s_b1", m, [x], ["x"], ["y"], ["x:1x1x161x200/1x1x161x200/1x1x161x200"],
+                  "x:1x1x161x200", ["fp32", "fp16"] if not small else ["fp32"])
+        # (2) uni-GRU 512x5 streaming: 16 frames + state, batch 1.
+        for batch, precisions in ((1, ["fp32", "fp16"]), (256, ["fp16"])):
+            if small and batch > 1:
+                batch = 4
+            g = init_weights(StreamingDS2(bidir=False, hidden=hidden_g, layers=layers, rnn=nn.GRU))
+            xs = torch.randn(batch, 1, 161, 16)
+            h0 = torch.randn(layers, batch, hidden_g) * 0.1
+            shp = f"x:{batch}x1x161x16,h0:{layers}x{batch}x{hidden_g}"
+            prof = [f"x:{batch}x1x161x16/{batch}x1x161x16/{batch}x1x161x16",
+                    f"h0:{layers}x{batch}x{hidden_g}/{layers}x{batch}x{hidden_g}/{layers}x{batch}x{hidden_g}"]
+            self.case(f"gru512x5_stream16_b{batch}", g, [xs, h0], ["x", "h0"], ["logp", "hn"], prof,
+                      shp, precisions if not small else ["fp32"], per_chunk_items=batch)
+        self.table()
+
+    def table(self):
+        print("\ncase                         prec  agree  build_s  torch_eager_p50  torch_graph_p50  "
+              "voxrt_p50  voxrt_p99/p50  x_eager  x_graph")
+        for r in self.rows:
+            if "voxrt" not in r:
+                print(f"{r['case']:<28} {r.get('precision', ''):<5} {r.get('error', r.get('skipped', ''))[:300]}")
+                continue
+            tg = r.get("torch_graph", {}).get("p50", float("nan"))
+            print(f"{r['case']:<28} {r['precision']:<5} {str(r['agree']):<6} {r['build_s']:>7.1f}  "
+                  f"{r['torch_eager']['p50']:>15.3f}  {tg:>15.3f}  {r['voxrt']['p50']:>9.3f}  "
+                  f"{r['voxrt']['p99_over_p50']:>13.2f}  {r['speedup_vs_eager']:>7.2f}  "
+                  f"{r.get('speedup_vs_graph', float('nan')):>7.2f}")
+
+
+def half_model_is_half(model):
+    return next(model.parameters()).dtype == torch.float16
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--voxrt", required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--budget-s", type=float, default=110)
+    p.add_argument("--build-threads", type=int, default=8)
+    p.add_argument("--cpu-dry-run", action="store_true")
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if not args.cpu_dry_run and not torch.cuda.is_available():
+        sys.exit("no CUDA device for torch (use --cpu-dry-run to check the plumbing)")
+    if not args.cpu_dry_run:
+        print("torch", torch.__version__, torch.cuda.get_device_name(0), flush=True)
+    Bench(args).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench/gpu/device_run.sh: the whole GPU validation + benchmark in one device call, < 180 s.
+# Run on the H200 from the repo root with .device carried (made by scripts/pack-for-device.sh):
+#   bash bench/gpu/device_run.sh
+# Writes into $OUT (at most 6 files): env.txt, gpu_tests.log, gpu_tests.xml, bench.log,
+# bench.json, inspect.txt. Every step has its own time limit, so a hang costs only that step.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-/tmp/voxrt_device_out}
+mkdir -p "$OUT"
+T0=$SECONDS
+dev=/tmp/voxrt_device
+mkdir -p "$dev" && tar -xJf .device/bundle.tar.xz -C "$dev"
+lib=$dev/lib
+# The CUDA 13 runtime libraries from the device's own install (toolkit first, then the pip wheels).
+cuda_dirs=$(for f in $(find /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/local /opt \
+    -maxdepth 8 \( -name 'libcublasLt.so.13*' -o -name 'libcudart.so.13*' \) 2>/dev/null); do
+  dirname "$f"; done | awk '!seen[$0]++' | paste -sd:)
+export LD_LIBRARY_PATH="$lib:${cuda_dirs}:${LD_LIBRARY_PATH:-}"
+export PYTHONUNBUFFERED=1
+{
+  echo "== $(date -u)"
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+  echo "== missing libraries (should be none):"
+  ldd "$dev/bin/voxrt" | grep "not found"
+  ldd "$dev/bin/gpu_cuda_backend" | grep "not found"
+  ldd "$dev/bin/voxrt" | grep -E "cublas|cudart"
+  python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt"
+
+echo "== gpu tests (limit 75 s)"
+timeout -k 5 75 "$dev/bin/gpu_cuda_backend" --gtest_output=xml:"$OUT/gpu_tests.xml" 2>&1 |
+  tee "$OUT/gpu_tests.log" | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error|Expected|Which is|tactics|trace"
+echo "gpu tests rc=${PIPESTATUS[0]} after $((SECONDS - T0)) s"
+
+left=$((170 - (SECONDS - T0)))
+echo "== benchmark (limit $left s)"
+timeout -k 5 "$left" python3 bench/gpu/bench_gpu.py --voxrt "$dev/bin/voxrt" --out "$OUT" \
+  --iters "${VOXRT_BENCH_ITERS:-30}" --rounds 2 --budget-s $((left - 10)) 2>&1 | tee "$OUT/bench.log" | tail -40
+echo "bench rc=${PIPESTATUS[0]}; total $((SECONDS - T0)) s"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# scripts/pack-for-device.sh [BUILD_DIR]: copies what bench/gpu/device_run.sh needs onto the GPU
+# machine into the ignored folder .device/ (carry it with the device call):
+#   .device/bundle.tar.xz  bin/ (voxrt and the gpu test binary, stripped) and lib/ (every
+#                     non-system shared library they load: protobuf, onnx, dnnl, openblas,
+#                     sndfile, soxr, sentencepiece, ...), xz-compressed (the working tree that
+#                     travels already holds ~35 MiB; the limit is 64 MiB).
+# Left out on purpose: glibc, libstdc++/libgcc_s (the device image's are newer), the NVIDIA
+# driver (libcuda, libnvidia-*) and the CUDA 13 runtime libraries (cudart, cublas, cublasLt,
+# nvrtc, cudnn), which the device's own CUDA 13.0 install provides.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-cuda}
+out=$root/.device
+rm -rf "$out"
+mkdir -p "$out/bin" "$out/lib"
+bins=("$build/bin/voxrt" "$build/tests/gpu/gpu_cuda_backend")
+for b in "${bins[@]}"; do
+  [[ -x $b ]] || { echo "missing $b: build it first (cmake --build $build --target voxrt gpu_cuda_backend)" >&2; exit 1; }
+  cp "$b" "$out/bin/"
+done
+skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libresolv\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libnvidia|libcudart|libcublas|libcublasLt|libnvrtc|libcudnn|libnvJitLink)'
+for b in "${bins[@]}"; do
+  ldd "$b" | awk '/=> \//{print $1, $3}' | while read -r name path; do
+    if [[ $name =~ $skip ]]; then continue; fi
+    cp -L -n "$path" "$out/lib/$name"
+  done
+done
+strip --strip-unneeded "$out"/lib/*.so* 2>/dev/null || true
+strip --strip-unneeded "$out"/bin/* 2>/dev/null || true
+du -sh "$out"/bin/* "$out/lib"
+(cd "$out" && XZ_OPT=-9 tar -cJf bundle.tar.xz bin lib && rm -rf bin lib)
+echo "packed into $out:"
+du -sh "$out/bundle.tar.xz"

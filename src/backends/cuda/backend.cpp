@@ -1,0 +1,202 @@
+// The CUDA DeviceBackend: device fingerprint and its check, support queries, autotuning at build
+// time (every candidate tactic timed on the device with CUDA events, results in the builder's
+// timing cache) and compilation of loaded engines.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/executor.h"
+#include "runtime/engine_format.h"
+
+namespace voxrt::backends::cuda {
+namespace {
+
+// "key=value" fields; name= takes the rest of the line (device names have spaces).
+std::map<std::string, std::string> parse_fingerprint(const std::string& text) {
+  std::map<std::string, std::string> fields;
+  std::istringstream in(text);
+  std::string token;
+  while (in >> token) {
+    const auto eq = token.find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = token.substr(0, eq), value = token.substr(eq + 1);
+    if (key == "name") {
+      std::string rest;
+      std::getline(in, rest);
+      value += rest;
+    }
+    fields[key] = value;
+  }
+  return fields;
+}
+
+class CudaBackend final : public DeviceBackend {
+ public:
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
+
+  Expected<std::string> fingerprint() const override {
+    std::string why;
+    if (!cuda_device_available(&why)) return unsupported("--device cuda: ", why);
+    int device = 0;
+    VOXRT_CUDA_TRY(cudaGetDevice(&device));
+    cudaDeviceProp prop{};
+    VOXRT_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+    int driver = 0, runtime = 0;
+    VOXRT_CUDA_TRY(cudaDriverGetVersion(&driver));
+    VOXRT_CUDA_TRY(cudaRuntimeGetVersion(&runtime));
+    return str_cat("cuda sm=", prop.major * 10 + prop.minor, " driver=", driver,
+                   " runtime=", runtime, " cublasLt=", cublasLtGetVersion(), " name=", prop.name);
+  }
+
+  Status check_fingerprint(const std::string& recorded) const override {
+    VOXRT_ASSIGN_OR_RETURN(const std::string here, fingerprint());
+    const auto built = parse_fingerprint(recorded);
+    const auto now = parse_fingerprint(here);
+    std::string differs;
+    for (const char* field : {"sm", "driver", "runtime", "cublasLt"}) {
+      auto a = built.find(field);
+      auto b = now.find(field);
+      const std::string va = a == built.end() ? "?" : a->second;
+      const std::string vb = b == now.end() ? "?" : b->second;
+      if (va != vb)
+        differs += str_cat(differs.empty() ? "" : ", ", field, " (engine ", va, ", this machine ",
+                           vb, ")");
+    }
+    if (!differs.empty()) {
+      return version_mismatch("engine target: the CUDA engine was built for '", recorded,
+                              "'; here it is '", here, "': ", differs,
+                              " differ; rebuild the engine on this machine");
+    }
+    return Status::ok();
+  }
+
+  std::vector<std::string> unsupported_nodes(const ir::Graph& graph,
+                                             Precision precision) const override {
+    std::vector<std::string> out;
+    for (const ir::Node* node : graph.nodes()) {
+      if (is_view_op(*node)) continue;
+      const std::string why = unsupported_reason(*node, precision);
+      if (!why.empty()) out.push_back(str_cat(node->describe(), ": ", why));
+    }
+    return out;
+  }
+
+  Status select_tactics(ir::Graph& graph, std::span<const Tensor> opt_inputs, Precision precision,
+                        bool autotune, int iterations, TacticTimingStore& store,
+                        TacticSelectionStats& stats) const override {
+    VOXRT_ASSIGN_OR_RETURN(std::vector<ir::Node*> order, graph.topological_order());
+    std::vector<ir::Node*> tunable;
+    std::map<const ir::Node*, std::vector<TacticInfo>> tactics;
+    std::size_t variants = 1;
+    for (ir::Node* node : order) {
+      if (is_view_op(*node)) continue;
+      tactics[node] = tactics_for(*node, precision);
+      variants = std::max(variants, tactics[node].size());
+    }
+    // times[node][i]: measured or cached time of tactics[node][i]; < 0 = not known.
+    std::map<const ir::Node*, std::vector<double>> times;
+    bool missing = false;
+    for (auto& [node, list] : tactics) {
+      times[node].assign(list.size(), -1.0);
+      if (!autotune || list.size() < 2) continue;
+      for (std::size_t i = 0; i < list.size(); ++i) {
+        if (auto hit = store.find(*node, list[i])) {
+          times[node][i] = *hit;
+          ++stats.cache_hits;
+        } else {
+          missing = true;
+        }
+      }
+    }
+    if (autotune && missing) {
+      // Variant v runs every node with its v-th tactic (the last one when it has fewer), so one
+      // whole-graph profiled run times one candidate of every node at the real opt shapes.
+      for (std::size_t v = 0; v < variants; ++v) {
+        for (auto& [node, list] : tactics) {
+          const auto& t = list[std::min(v, list.size() - 1)];
+          const_cast<ir::Node*>(node)->attrs.set(runtime::kTacticAttr,
+                                                 static_cast<std::int64_t>(t.id));
+        }
+        auto exe = compile_graph(graph, precision);
+        if (!exe) continue;  // a tactic that cannot be prepared is simply not chosen
+        auto session = (*exe)->create_session();
+        if (!session) return session.status();
+        auto measured = (*session)->run_profiled(opt_inputs, iterations);
+        if (!measured) continue;
+        const auto steps = (*exe)->tactics();
+        for (std::size_t s = 0; s < steps.size(); ++s) {
+          const ir::Node* node = steps[s].first;
+          auto it = tactics.find(node);
+          if (it == tactics.end() || v >= it->second.size() || it->second.size() < 2) continue;
+          if (times[node][v] < 0) {
+            times[node][v] = (*measured)[s];
+            store.put(*node, it->second[v], (*measured)[s]);
+            ++stats.timed;
+          }
+        }
+      }
+    }
+    for (auto& [node, list] : tactics) {
+      std::size_t best = list.size() > 1 ? 1 : 0;
+      double best_us = 0;
+      if (autotune && list.size() > 1) {
+        bool found = false;
+        for (std::size_t i = 0; i < list.size(); ++i) {
+          const double t = times[node][i];
+          if (t >= 0 && (!found || t < best_us)) {  // ties go to the lower id
+            best = i;
+            best_us = t;
+            found = true;
+          }
+        }
+        if (!found)
+          return internal_error(node->describe(), ": no CUDA tactic ran at the opt shapes");
+      }
+      auto* n = const_cast<ir::Node*>(node);
+      n->attrs.set(runtime::kTacticAttr, static_cast<std::int64_t>(list[best].id));
+      n->attrs.set(runtime::kTacticNameAttr, list[best].name);
+      n->attrs.set(runtime::kTimeUsAttr, static_cast<float>(best_us));
+    }
+    return Status::ok();
+  }
+
+  Expected<std::unique_ptr<DeviceExecutable>> compile(const ir::Graph& graph,
+                                                      Precision precision) const override {
+    std::string why;
+    if (!cuda_device_available(&why)) return unsupported("loading a CUDA engine: ", why);
+    return compile_graph(graph, precision);
+  }
+};
+
+}  // namespace
+
+bool cuda_device_available(std::string* why) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    if (why) {
+      *why = error != cudaSuccess
+                 ? str_cat("no CUDA device: cudaGetDeviceCount failed: ", cudaGetErrorName(error),
+                           " (", cudaGetErrorString(error), ")")
+                 : std::string("no CUDA device: cudaGetDeviceCount found 0 devices");
+    }
+    return false;
+  }
+  return true;
+}
+
+DeviceBackend& cuda_backend() {
+  static CudaBackend backend;
+  return backend;
+}
+
+void register_cuda_backend() {
+  register_device_backend(&cuda_backend());
+}
+
+}  // namespace voxrt::backends::cuda

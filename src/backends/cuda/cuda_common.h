@@ -1,0 +1,175 @@
+// Host-side pieces shared by the CUDA backend's kernels and executor: error checks, device
+// tensors, the run context, the kernel interface and the per-family factories.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_ops.h"
+#include "backends/kernel.h"
+#include "ir/graph.h"
+#include "voxrt/builder.h"
+#include "voxrt/status.h"
+#include "voxrt/tensor.h"
+
+namespace voxrt::backends::cuda {
+
+Status cuda_status(cudaError_t error, const char* what);
+Status cublas_status(cublasStatus_t status, const char* what);
+
+#define VOXRT_CUDA_TRY(expr) \
+  VOXRT_RETURN_IF_ERROR(::voxrt::backends::cuda::cuda_status((expr), #expr))
+#define VOXRT_CUBLAS_TRY(expr) \
+  VOXRT_RETURN_IF_ERROR(::voxrt::backends::cuda::cublas_status((expr), #expr))
+
+// A tensor in device memory (or a device constant). data is null for an omitted input.
+struct DevTensor {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  Dims dims;
+  std::int64_t count() const { return element_count(dims); }
+  std::size_t bytes() const { return static_cast<std::size_t>(count()) * dtype_size_bytes(dtype); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data);
+  }
+};
+
+// What a call may use while enqueuing: everything goes on `stream` (and may be captured into a
+// CUDA graph, so no allocation, no synchronization, no host reads of device data).
+struct CudaRunContext {
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  void* lt_workspace = nullptr;
+  std::size_t lt_workspace_bytes = 0;
+  void* scratch = nullptr;  // scratch_bytes() of the call, 256-byte aligned
+};
+
+inline constexpr std::size_t kLtWorkspaceBytes = 32u << 20;
+
+// A kernel prepared for one set of shapes: descriptors and algorithms chosen, scratch known.
+class CudaCall {
+ public:
+  virtual ~CudaCall() = default;
+  virtual std::size_t scratch_bytes() const { return 0; }
+  virtual Status enqueue(std::span<const DevTensor> inputs, std::span<const DevTensor> outputs,
+                         const CudaRunContext& context) const = 0;
+};
+
+// Device memory owned by an executable (weights in their run precision).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  static Expected<std::shared_ptr<DeviceBuffer>> allocate(std::size_t bytes);
+  void* data() const { return data_; }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// What kernels see at creation (load time): the precision, and a way to put weights on the
+// device once. Uploads are synchronous (load time only).
+class KernelBuildContext {
+ public:
+  explicit KernelBuildContext(Precision precision) : precision_(precision) {}
+  Precision precision() const { return precision_; }
+  // Low-precision operand type for GEMMs (kF32 for fp32/tf32).
+  ops::LowType operand_type() const;
+  // Uploads float data converted to `type`.
+  Expected<void*> upload_f32(std::span<const float> values, ops::LowType type);
+  Expected<void*> upload_bytes(const void* data, std::size_t bytes);
+  std::vector<std::shared_ptr<DeviceBuffer>>& buffers() { return buffers_; }
+
+ private:
+  Precision precision_;
+  std::vector<std::shared_ptr<DeviceBuffer>> buffers_;
+};
+
+// Prepared for one node; const and shared by every session. prepare() is called once per set of
+// input shapes (outside any graph capture) and may call cuBLASLt heuristics.
+class CudaKernel {
+ public:
+  virtual ~CudaKernel() = default;
+  virtual Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> inputs,
+                                                      std::span<const DevTensor> outputs,
+                                                      cublasLtHandle_t lt) const = 0;
+};
+
+// Tactic ids per family (append only; 0 = the reference kernel of that family).
+std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision);
+// Why `node` cannot run on the CUDA backend, or empty when it can.
+std::string unsupported_reason(const ir::Node& node, Precision precision);
+Expected<std::unique_ptr<CudaKernel>> create_kernel(const ir::Node& node, TacticId tactic,
+                                                    KernelBuildContext& build);
+
+// Per family (one translation unit each).
+std::string elementwise_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_elementwise_kernel(const ir::Node& node);
+std::string data_movement_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_data_movement_kernel(const ir::Node& node,
+                                                                KernelBuildContext& build);
+std::string reduction_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_reduction_kernel(const ir::Node& node,
+                                                            KernelBuildContext& build);
+std::string dense_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, TacticId tactic,
+                                                        KernelBuildContext& build);
+std::string recurrent_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node, TacticId tactic,
+                                                            KernelBuildContext& build);
+
+// Dense tactics: 0 reference, 1.. the k-th cuBLASLt heuristic candidate.
+inline constexpr TacticId kGemmLtFirst = 1;
+inline constexpr int kGemmLtCandidates = 4;
+// Recurrent tactics.
+inline constexpr TacticId kRecurrentLt = 1;     // cuBLASLt recurrent GEMM + gate kernel
+inline constexpr TacticId kRecurrentFused = 2;  // fused mat-vec + gates, one launch per step
+
+// Row-major GEMM through cuBLASLt: d[m, n] = opA(a)[m, k] * opB(b)[k, n] (+ bias[n]) (+ act),
+// batched with element strides (0 = broadcast). a/b in `operand_type`, d and bias float.
+struct LtGemmShape {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool trans_a = false, trans_b = false;
+  std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
+  ops::LowType operand_type = ops::LowType::kF32;
+  bool tf32 = false;
+  bool bias = false;
+  enum class Epilogue { kNone, kRelu, kGelu } epilogue = Epilogue::kNone;
+};
+class LtGemm {
+ public:
+  // candidate: index into the heuristic's list (clamped to the last one returned).
+  static Expected<std::unique_ptr<LtGemm>> create(const LtGemmShape& shape, int candidate,
+                                                  cublasLtHandle_t lt);
+  ~LtGemm();
+  Status run(const void* a, const void* b, float* d, const float* bias,
+             const CudaRunContext& context) const;
+
+ private:
+  LtGemm() = default;
+  LtGemmShape shape_;
+  cublasLtMatmulDesc_t op_ = nullptr;
+  cublasLtMatrixLayout_t x_ = nullptr, y_ = nullptr, d_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+};
+
+ops::LowType low_type_for(Precision precision);
+inline std::size_t align_up(std::size_t bytes, std::size_t alignment = 256) {
+  return (bytes + alignment - 1) / alignment * alignment;
+}
+inline std::size_t low_type_bytes(ops::LowType type) {
+  return type == ops::LowType::kF32 ? 4 : 2;
+}
+
+}  // namespace voxrt::backends::cuda

@@ -1,0 +1,138 @@
+// Launchers for the CUDA backend's own kernels (the .cu files). Plain types only, so the .cu files
+// need no voxrt headers and the .cpp files no device code. Every launcher enqueues on `stream`
+// and returns cudaGetLastError().
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace voxrt::backends::cuda::ops {
+
+inline constexpr int kMaxRank = 6;
+
+// Element types the kernels read or write besides float.
+enum class LowType : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
+
+enum class UnaryOp : int {
+  kIdentity,
+  kRelu,
+  kLeakyRelu,  // alpha = slope
+  kClip,       // alpha = min, beta = max
+  kSigmoid,
+  kTanh,
+  kExp,
+  kLog,
+  kSqrt,
+  kNeg,
+  kAbs,
+  kReciprocal,
+  kErf,
+  kGeluErf,
+  kSoftplus,
+  kFloor,
+  kCeil,
+  kHardSigmoid,  // alpha, beta
+  kElu,          // alpha
+};
+
+enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
+
+// y[i] = op(x[i]); in place allowed.
+cudaError_t unary(UnaryOp op, float alpha, float beta, const float* x, float* y, std::int64_t n,
+                  cudaStream_t stream);
+
+// Output index -> element offsets of a and b (stride 0 on broadcast dims).
+struct BroadcastIndex {
+  int rank = 0;
+  std::int64_t dims[kMaxRank] = {};
+  std::int64_t stride_a[kMaxRank] = {};
+  std::int64_t stride_b[kMaxRank] = {};
+};
+cudaError_t binary(BinaryOp op, const float* a, const float* b, float* y, std::int64_t n,
+                   const BroadcastIndex& index, cudaStream_t stream);
+
+// out[out_offset + sum(i_d * out_strides[d])] = in[in_offset + sum(i_d * in_strides[d])] over
+// every index of `dims` (Transpose, Slice, Concat, Split, Expand).
+struct StridedCopy {
+  int rank = 0;
+  std::int64_t dims[kMaxRank] = {};
+  std::int64_t in_strides[kMaxRank] = {};
+  std::int64_t out_strides[kMaxRank] = {};
+  std::int64_t in_offset = 0;
+  std::int64_t out_offset = 0;
+};
+cudaError_t strided_copy(const void* in, void* out, int element_bytes, const StridedCopy& copy,
+                         cudaStream_t stream);
+
+// out[o, i, k] = in[o, indices[i] (negative: + axis_size), k]; element_bytes 1, 2, 4 or 8.
+cudaError_t gather(const void* in, const std::int64_t* indices, void* out, int element_bytes,
+                   std::int64_t outer, std::int64_t axis_size, std::int64_t index_count,
+                   std::int64_t inner, cudaStream_t stream);
+
+// Softmax / LogSoftmax over the middle axis of [outer, axis, inner], reducing in float.
+cudaError_t softmax(const float* x, float* y, std::int64_t outer, std::int64_t axis,
+                    std::int64_t inner, bool log, cudaStream_t stream);
+// LayerNormalization over the last `cols` of [rows, cols]; scale/bias of length cols (bias may be
+// null). Mean and variance in float.
+cudaError_t layer_norm(const float* x, const float* scale, const float* bias, float* y,
+                       std::int64_t rows, std::int64_t cols, float epsilon, cudaStream_t stream);
+
+// float -> LowType (kF32: plain copy).
+cudaError_t convert_from_f32(const float* in, void* out, LowType type, std::int64_t n,
+                             cudaStream_t stream);
+
+// Reference GEMM (tactic 0, the oracle): for each batch entry,
+// d[m, n] = sum_k opA(a)[m, k] * opB(b)[k, n] + bias[n]; row-major; strides in elements, 0 =
+// broadcast over the batch; float everywhere.
+struct NaiveGemm {
+  std::int64_t m = 0, n = 0, k = 0, batch = 1;
+  bool trans_a = false, trans_b = false;
+  std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
+};
+cudaError_t naive_gemm(const NaiveGemm& shape, const float* a, const float* b, const float* bias,
+                       float* d, cudaStream_t stream);
+
+// im2col for 2-D convolution (group 1): x [N, C, H, W] -> col [N, k_rows, OH*OW] in `type`, where
+// rows 0..C*KH*KW-1 hold the patches, row C*KH*KW holds 1 when `ones_row` (the bias rides in the
+// weight matrix) and the remaining rows up to k_rows are 0 (alignment padding).
+struct Im2Col {
+  std::int64_t batch = 0, channels = 0, height = 0, width = 0;
+  std::int64_t kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
+  std::int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, dilation_h = 1,
+               dilation_w = 1;
+  std::int64_t k_rows = 0;
+  bool ones_row = false;
+};
+cudaError_t im2col(const Im2Col& shape, const float* x, void* col, LowType type,
+                   cudaStream_t stream);
+
+// One recurrent time step for every direction at once, ONNX semantics (GRU gates z,r,h; LSTM
+// i,o,f,c; default activations). Layouts: xw [T, B, D*G*H] (input projection incl. folded biases),
+// hr [D, B, G*H] (recurrent projection, GEMM tactic), h_prev/h_next/c [D, B, H],
+// y [T, D, B, H] (may be null), rbn [D, H] (GRU linear_before_reset recurrent bias of the h gate,
+// else null), h_next_low: h_next converted to low_type for the next step's GEMM (or null).
+struct RecurrentStep {
+  int gates = 3;  // 3 GRU, 4 LSTM
+  int directions = 1;
+  bool reverse_only = false;
+  bool linear_before_reset = true;
+  std::int64_t seq = 0, batch = 0, hidden = 0;
+  int step = 0;
+  const float* xw = nullptr;
+  const float* hr = nullptr;
+  const float* h_prev = nullptr;
+  float* h_next = nullptr;
+  float* c = nullptr;
+  float* y = nullptr;
+  const float* rbn = nullptr;
+  void* h_next_low = nullptr;
+  LowType low_type = LowType::kF32;
+};
+cudaError_t recurrent_gates(const RecurrentStep& step, cudaStream_t stream);
+// Fused tactic: the recurrent mat-vec (r: [D, G*H, H] in r_type) and the gates in one launch,
+// one warp per hidden unit and batch tile. hr is unused.
+cudaError_t recurrent_fused(const RecurrentStep& step, const void* r, LowType r_type,
+                            cudaStream_t stream);
+
+}  // namespace voxrt::backends::cuda::ops

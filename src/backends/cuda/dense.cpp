@@ -1,0 +1,408 @@
+// Dense ops on the device: MatMul / Gemm / FusedMatMul through cuBLASLt (bias and ReLU in the
+// epilogue; other activations as one pointwise pass), and Conv / FusedConv as im2col + one
+// cuBLASLt GEMM per image, the bias riding in the weight matrix (a ones row in the im2col
+// matrix). Tactic 0 is a naive float GEMM, the oracle; tactics 1.. are cuBLASLt heuristic
+// candidates. FP16/BF16: weights converted at load, activations converted per call (im2col
+// writes the low type directly), float accumulation and float outputs.
+#include <algorithm>
+
+#include "backends/cuda/cuda_common.h"
+
+namespace voxrt::backends::cuda {
+namespace {
+
+struct Activation {
+  bool present = false;
+  bool relu = false;  // fused into the cuBLASLt epilogue
+  ops::UnaryOp op = ops::UnaryOp::kIdentity;
+  float alpha = 0.0f, beta = 0.0f;
+};
+
+Expected<Activation> read_activation(const ir::Node& node) {
+  Activation a;
+  if (node.op != ir::OpKind::kFusedConv && node.op != ir::OpKind::kFusedMatMul) return a;
+  const std::string name = node.attrs.get_string("activation", "none");
+  if (name == "none") return a;
+  a.present = true;
+  if (name == "relu") {
+    a.relu = true;
+    a.op = ops::UnaryOp::kRelu;
+  } else if (name == "clip") {
+    a.op = ops::UnaryOp::kClip;
+    a.alpha = node.attrs.get_float("activation_alpha", -3.402823466e38f);
+    a.beta = node.attrs.get_float("activation_beta", 3.402823466e38f);
+  } else if (name == "leaky_relu") {
+    a.op = ops::UnaryOp::kLeakyRelu;
+    a.alpha = node.attrs.get_float("activation_alpha", 0.01f);
+  } else if (name == "sigmoid") {
+    a.op = ops::UnaryOp::kSigmoid;
+  } else if (name == "tanh") {
+    a.op = ops::UnaryOp::kTanh;
+  } else if (name == "gelu_erf") {
+    a.op = ops::UnaryOp::kGeluErf;  // cuBLASLt's GELU epilogue is the tanh form: not fused
+  } else {
+    return unsupported(node.describe(), ": activation '", name, "'");
+  }
+  return a;
+}
+
+Status apply_post_activation(const Activation& act, bool fused_relu, const DevTensor& out,
+                             const CudaRunContext& context) {
+  if (!act.present || (act.relu && fused_relu)) return Status::ok();
+  VOXRT_CUDA_TRY(ops::unary(act.op, act.alpha, act.beta, out.as<const float>(), out.as<float>(),
+                            out.count(), context.stream));
+  return Status::ok();
+}
+
+// ---- MatMul / Gemm / FusedMatMul ------------------------------------------------------------
+
+struct MatMulPlan {
+  ops::NaiveGemm g;  // shape (also used by the cuBLASLt path)
+  bool convert_a = false, convert_b = false;
+  std::size_t a_bytes = 0, b_bytes = 0;
+};
+
+class MatMulCall final : public CudaCall {
+ public:
+  MatMulCall(MatMulPlan plan, std::unique_ptr<LtGemm> lt, const void* weight, ops::LowType operand,
+             bool has_bias, Activation act)
+      : plan_(plan),
+        lt_(std::move(lt)),
+        weight_(weight),
+        operand_(operand),
+        has_bias_(has_bias),
+        act_(act) {}
+  std::size_t scratch_bytes() const override {
+    return align_up(plan_.a_bytes) + align_up(plan_.b_bytes);
+  }
+  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
+                 const CudaRunContext& context) const override {
+    const void* a = in[0].data;
+    const void* b = weight_ ? weight_ : in[1].data;
+    char* scratch = static_cast<char*>(context.scratch);
+    if (plan_.convert_a) {
+      VOXRT_CUDA_TRY(ops::convert_from_f32(in[0].as<const float>(), scratch, operand_,
+                                           in[0].count(), context.stream));
+      a = scratch;
+    }
+    if (plan_.convert_b) {
+      void* target = scratch + align_up(plan_.a_bytes);
+      VOXRT_CUDA_TRY(ops::convert_from_f32(in[1].as<const float>(), target, operand_, in[1].count(),
+                                           context.stream));
+      b = target;
+    }
+    const float* bias = has_bias_ ? in[2].as<const float>() : nullptr;
+    if (lt_) {
+      VOXRT_RETURN_IF_ERROR(lt_->run(a, b, out[0].as<float>(), bias, context));
+    } else {
+      VOXRT_CUDA_TRY(ops::naive_gemm(plan_.g, static_cast<const float*>(a),
+                                     static_cast<const float*>(b), bias, out[0].as<float>(),
+                                     context.stream));
+    }
+    return apply_post_activation(act_, lt_ != nullptr, out[0], context);
+  }
+
+ private:
+  MatMulPlan plan_;
+  std::unique_ptr<LtGemm> lt_;
+  const void* weight_;
+  ops::LowType operand_;
+  bool has_bias_;
+  Activation act_;
+};
+
+class MatMulKernel final : public CudaKernel {
+ public:
+  MatMulKernel(TacticId tactic, Precision precision, bool trans_a, bool trans_b, const void* weight,
+               bool has_bias, Activation act)
+      : tactic_(tactic),
+        precision_(precision),
+        trans_a_(trans_a),
+        trans_b_(trans_b),
+        weight_(weight),
+        has_bias_(has_bias),
+        act_(act) {}
+
+  Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
+                                              std::span<const DevTensor> out,
+                                              cublasLtHandle_t lt) const override {
+    const Dims& a = in[0].dims;
+    const Dims& b = in[1].dims;
+    const Dims& d = out[0].dims;
+    if (a.size() < 2 || b.size() < 2)
+      return unsupported("MatMul with a rank-1 operand is not supported on the CUDA backend");
+    MatMulPlan plan;
+    ops::NaiveGemm& g = plan.g;
+    g.trans_a = trans_a_;
+    g.trans_b = trans_b_;
+    g.n = d.back();
+    g.k = trans_a_ ? a[a.size() - 2] : a.back();
+    if (b.size() == 2 && !trans_a_) {
+      // Weight-style: fold every leading dim of A into M.
+      g.m = in[0].count() / g.k;
+      g.batch = 1;
+    } else {
+      g.m = d[d.size() - 2];
+      const std::int64_t batch_a = in[0].count() / (a[a.size() - 1] * a[a.size() - 2]);
+      const std::int64_t batch_b = in[1].count() / (b[b.size() - 1] * b[b.size() - 2]);
+      g.batch = std::max(batch_a, batch_b);
+      if ((batch_a != g.batch && batch_a != 1) || (batch_b != g.batch && batch_b != 1))
+        return unsupported("MatMul batch broadcasting beyond 1 vs N is not supported on CUDA");
+      g.stride_a = batch_a == 1 ? 0 : g.m * g.k;
+      g.stride_b = batch_b == 1 ? 0 : g.k * g.n;
+      g.stride_d = g.m * g.n;
+    }
+    if (has_bias_ && in[2].count() != g.n)
+      return unsupported("bias of ", in[2].count(), " elements, expected ", g.n);
+    std::unique_ptr<LtGemm> gemm;
+    const ops::LowType operand =
+        tactic_ == kReferenceTactic ? ops::LowType::kF32 : low_type_for(precision_);
+    if (tactic_ != kReferenceTactic) {
+      LtGemmShape s;
+      s.m = g.m;
+      s.n = g.n;
+      s.k = g.k;
+      s.batch = g.batch;
+      s.trans_a = g.trans_a;
+      s.trans_b = g.trans_b;
+      s.stride_a = g.stride_a;
+      s.stride_b = g.stride_b;
+      s.stride_d = g.stride_d;
+      s.operand_type = operand;
+      s.tf32 = precision_ == Precision::kTf32;
+      s.bias = has_bias_;
+      s.epilogue = act_.relu ? LtGemmShape::Epilogue::kRelu : LtGemmShape::Epilogue::kNone;
+      VOXRT_ASSIGN_OR_RETURN(gemm, LtGemm::create(s, static_cast<int>(tactic_ - kGemmLtFirst), lt));
+      if (operand != ops::LowType::kF32) {
+        plan.convert_a = true;
+        plan.a_bytes = static_cast<std::size_t>(in[0].count()) * 2;
+        if (!weight_) {
+          plan.convert_b = true;
+          plan.b_bytes = static_cast<std::size_t>(in[1].count()) * 2;
+        }
+      }
+    }
+    return std::unique_ptr<CudaCall>(
+        new MatMulCall(plan, std::move(gemm), weight_, operand, has_bias_, act_));
+  }
+
+ private:
+  TacticId tactic_;
+  Precision precision_;
+  bool trans_a_, trans_b_;
+  const void* weight_;
+  bool has_bias_;
+  Activation act_;
+};
+
+// ---- Conv / FusedConv -----------------------------------------------------------------------
+
+struct ConvAttrs {
+  std::vector<std::int64_t> strides, pads, dilations;
+};
+
+class ConvCall final : public CudaCall {
+ public:
+  ConvCall(ops::Im2Col im, ops::NaiveGemm g, std::unique_ptr<LtGemm> lt, const void* weight,
+           ops::LowType operand, Activation act)
+      : im_(im), g_(g), lt_(std::move(lt)), weight_(weight), operand_(operand), act_(act) {}
+  std::size_t scratch_bytes() const override {
+    return align_up(static_cast<std::size_t>(im_.batch * im_.k_rows * im_.out_h * im_.out_w) *
+                    low_type_bytes(operand_));
+  }
+  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
+                 const CudaRunContext& context) const override {
+    VOXRT_CUDA_TRY(
+        ops::im2col(im_, in[0].as<const float>(), context.scratch, operand_, context.stream));
+    if (lt_) {
+      VOXRT_RETURN_IF_ERROR(
+          lt_->run(weight_, context.scratch, out[0].as<float>(), nullptr, context));
+    } else {
+      VOXRT_CUDA_TRY(ops::naive_gemm(g_, static_cast<const float*>(weight_),
+                                     static_cast<const float*>(context.scratch), nullptr,
+                                     out[0].as<float>(), context.stream));
+    }
+    return apply_post_activation(act_, lt_ != nullptr, out[0], context);
+  }
+
+ private:
+  ops::Im2Col im_;
+  ops::NaiveGemm g_;
+  std::unique_ptr<LtGemm> lt_;
+  const void* weight_;
+  ops::LowType operand_;
+  Activation act_;
+};
+
+class ConvKernel final : public CudaKernel {
+ public:
+  ConvKernel(TacticId tactic, Precision precision, ConvAttrs attrs, const void* weight,
+             std::int64_t k_rows, bool has_bias, Activation act)
+      : tactic_(tactic),
+        precision_(precision),
+        attrs_(std::move(attrs)),
+        weight_(weight),
+        k_rows_(k_rows),
+        has_bias_(has_bias),
+        act_(act) {}
+
+  Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
+                                              std::span<const DevTensor> out,
+                                              cublasLtHandle_t lt) const override {
+    const Dims& x = in[0].dims;
+    const Dims& w = in[1].dims;
+    const Dims& y = out[0].dims;
+    const bool two_d = x.size() == 4;
+    ops::Im2Col im;
+    im.batch = x[0];
+    im.channels = x[1];
+    im.height = two_d ? x[2] : 1;
+    im.width = x.back();
+    im.kernel_h = two_d ? w[2] : 1;
+    im.kernel_w = w.back();
+    im.out_h = two_d ? y[2] : 1;
+    im.out_w = y.back();
+    im.stride_h = two_d ? attrs_.strides[0] : 1;
+    im.stride_w = attrs_.strides.back();
+    im.dilation_h = two_d ? attrs_.dilations[0] : 1;
+    im.dilation_w = attrs_.dilations.back();
+    im.pad_top = two_d ? attrs_.pads[0] : 0;
+    im.pad_left = two_d ? attrs_.pads[1] : attrs_.pads[0];
+    im.k_rows = k_rows_;
+    im.ones_row = has_bias_;
+    const std::int64_t positions = im.out_h * im.out_w;
+    ops::NaiveGemm g;
+    g.m = w[0];
+    g.n = positions;
+    g.k = k_rows_;
+    g.batch = im.batch;
+    g.stride_a = 0;
+    g.stride_b = k_rows_ * positions;
+    g.stride_d = w[0] * positions;
+    const ops::LowType operand =
+        tactic_ == kReferenceTactic ? ops::LowType::kF32 : low_type_for(precision_);
+    std::unique_ptr<LtGemm> gemm;
+    if (tactic_ != kReferenceTactic) {
+      LtGemmShape s;
+      s.m = g.m;
+      s.n = g.n;
+      s.k = g.k;
+      s.batch = g.batch;
+      s.stride_a = 0;
+      s.stride_b = g.stride_b;
+      s.stride_d = g.stride_d;
+      s.operand_type = operand;
+      s.tf32 = precision_ == Precision::kTf32;
+      s.epilogue = act_.relu ? LtGemmShape::Epilogue::kRelu : LtGemmShape::Epilogue::kNone;
+      VOXRT_ASSIGN_OR_RETURN(gemm, LtGemm::create(s, static_cast<int>(tactic_ - kGemmLtFirst), lt));
+    }
+    return std::unique_ptr<CudaCall>(new ConvCall(im, g, std::move(gemm), weight_, operand, act_));
+  }
+
+ private:
+  TacticId tactic_;
+  Precision precision_;
+  ConvAttrs attrs_;
+  const void* weight_;
+  std::int64_t k_rows_;
+  bool has_bias_;
+  Activation act_;
+};
+
+bool is_conv(const ir::Node& node) {
+  return node.op == ir::OpKind::kConv || node.op == ir::OpKind::kFusedConv;
+}
+
+}  // namespace
+
+std::string dense_unsupported(const ir::Node& node) {
+  for (const ir::Value* v : node.inputs) {
+    if (v && v->dtype != DType::kF32) return "f32 tensors only on the CUDA backend";
+  }
+  if (!read_activation(node)) return "unknown activation";
+  if (is_conv(node)) {
+    const ir::Value* w = node.input(1);
+    if (!w || !w->is_constant()) return "Conv weights must be constants on the CUDA backend";
+    const auto rank = w->constant->rank();
+    if (rank != 3 && rank != 4) return "1-D and 2-D convolutions only on the CUDA backend";
+    if (node.attrs.get_int("group", 1) != 1) return "grouped convolution (group > 1)";
+    const std::string pad = node.attrs.get_string("auto_pad", "NOTSET");
+    if (pad != "NOTSET" && pad != "VALID") return str_cat("auto_pad ", pad);
+    if (node.input(2) && !node.input(2)->is_constant()) return "Conv bias must be a constant";
+    return {};
+  }
+  if (node.op == ir::OpKind::kGemm) {
+    if (node.attrs.get_float("alpha", 1.0f) != 1.0f ||
+        (node.input(2) && node.attrs.get_float("beta", 1.0f) != 1.0f))
+      return "Gemm with alpha or beta other than 1";
+    if (node.input(2)) {
+      const ir::Value* c = node.input(2);
+      const bool row = c->rank_known &&
+                       (c->shape.size() == 1 ||
+                        (c->shape.size() == 2 && c->shape[0].is_known() && c->shape[0].value == 1));
+      if (!row) return "Gemm C must be a bias row ([N] or [1, N])";
+    }
+  }
+  if (node.op == ir::OpKind::kGemm || node.op == ir::OpKind::kMatMul ||
+      node.op == ir::OpKind::kFusedMatMul) {
+    for (int i = 0; i < 2; ++i) {
+      const ir::Value* v = node.input(static_cast<std::size_t>(i));
+      if (!v || (v->rank_known && v->shape.size() < 2))
+        return "MatMul operands must have rank >= 2 on the CUDA backend";
+    }
+    return {};
+  }
+  return str_cat("no CUDA kernel for ", ir::op_name(node.op));
+}
+
+Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, TacticId tactic,
+                                                        KernelBuildContext& build) {
+  const std::string why = dense_unsupported(node);
+  if (!why.empty()) return unsupported(node.describe(), ": ", why);
+  VOXRT_ASSIGN_OR_RETURN(Activation act, read_activation(node));
+  const ops::LowType operand =
+      tactic == kReferenceTactic ? ops::LowType::kF32 : build.operand_type();
+  if (is_conv(node)) {
+    const Tensor& w = *node.input(1)->constant;
+    const std::size_t spatial = w.rank() - 2;
+    ConvAttrs attrs;
+    attrs.strides = node.attrs.get_ints("strides", std::vector<std::int64_t>(spatial, 1));
+    attrs.dilations = node.attrs.get_ints("dilations", std::vector<std::int64_t>(spatial, 1));
+    attrs.pads = node.attrs.get_ints("pads", std::vector<std::int64_t>(2 * spatial, 0));
+    if (node.attrs.get_string("auto_pad", "NOTSET") == "VALID") attrs.pads.assign(2 * spatial, 0);
+    const std::int64_t out_channels = w.dim(0);
+    const std::int64_t patch = w.element_count() / out_channels;
+    const bool has_bias = node.input(2) != nullptr;
+    const std::int64_t k_rows = (patch + (has_bias ? 1 : 0) + 7) / 8 * 8;
+    std::vector<float> packed(static_cast<std::size_t>(out_channels * k_rows), 0.0f);
+    const float* wd = w.data<float>();
+    for (std::int64_t oc = 0; oc < out_channels; ++oc) {
+      std::copy(wd + oc * patch, wd + (oc + 1) * patch, packed.begin() + oc * k_rows);
+      if (has_bias) {
+        packed[static_cast<std::size_t>(oc * k_rows + patch)] =
+            static_cast<float>(node.input(2)->constant->element_as_double(oc));
+      }
+    }
+    VOXRT_ASSIGN_OR_RETURN(void* weight, build.upload_f32(packed, operand));
+    return std::unique_ptr<CudaKernel>(
+        new ConvKernel(tactic, build.precision(), std::move(attrs), weight, k_rows, has_bias, act));
+  }
+  bool trans_a = false, trans_b = false;
+  if (node.op == ir::OpKind::kGemm) {
+    trans_a = node.attrs.get_int("transA", 0) != 0;
+    trans_b = node.attrs.get_int("transB", 0) != 0;
+  } else if (node.op == ir::OpKind::kFusedMatMul) {
+    trans_a = node.attrs.get_int("trans_a", 0) != 0;
+    trans_b = node.attrs.get_int("trans_b", 0) != 0;
+  }
+  const void* weight = nullptr;
+  const ir::Value* b = node.input(1);
+  if (b->is_constant() && b->constant->rank() == 2) {
+    VOXRT_ASSIGN_OR_RETURN(void* uploaded, build.upload_f32(b->constant->span<float>(), operand));
+    weight = uploaded;
+  }
+  return std::unique_ptr<CudaKernel>(new MatMulKernel(tactic, build.precision(), trans_a, trans_b,
+                                                      weight, node.input(2) != nullptr, act));
+}
+
+}  // namespace voxrt::backends::cuda

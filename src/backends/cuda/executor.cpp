@@ -1,0 +1,557 @@
+// Executes a whole graph on one CUDA device. Per set of input dims a session makes a shape plan:
+// shape inference on the host, one arena for every intermediate (liveness-planned, best fit),
+// prepared kernel calls, pinned staging for inputs and outputs; the second run of a plan
+// captures the H2D copies, every kernel and the D2H copies into one CUDA graph, so later runs are
+// one graph launch plus one synchronize.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "backends/cuda/executor.h"
+#include "ir/shape_inference.h"
+#include "runtime/engine_format.h"
+
+namespace voxrt::backends::cuda {
+
+bool is_view_op(const ir::Node& node) {
+  switch (node.op) {
+    case ir::OpKind::kReshape:
+    case ir::OpKind::kFlatten:
+    case ir::OpKind::kSqueeze:
+    case ir::OpKind::kUnsqueeze:
+    case ir::OpKind::kIdentity: return node.outputs.size() == 1;
+    case ir::OpKind::kDropout: return node.outputs.size() == 1 || node.output(1) == nullptr;
+    default: return false;
+  }
+}
+
+namespace {
+
+// Inputs a kernel reads from its own (repacked, converted) device copy, so the executor need
+// not upload the raw constant.
+bool kernel_owns_input(const ir::Node& node, std::size_t i) {
+  switch (ir::op_family(node.op)) {
+    case ir::OpFamily::kRecurrent: return i >= 1 && i <= 3;
+    case ir::OpFamily::kDense:
+      if (node.op == ir::OpKind::kConv || node.op == ir::OpKind::kFusedConv)
+        return i == 1 || i == 2;
+      return i == 1 && node.input(1) && node.input(1)->is_constant() &&
+             node.input(1)->constant->rank() == 2;
+    default: return false;
+  }
+}
+
+class CudaExecutable;
+
+struct ShapePlan {
+  std::vector<DevTensor> values;                 // per value id
+  std::vector<std::int64_t> arena_offset;        // per value id; -1: constant or omitted
+  std::vector<std::unique_ptr<CudaCall>> calls;  // per step; null for views
+  std::vector<std::vector<DevTensor>> step_in, step_out;
+  std::size_t arena_bytes = 0, scratch_bytes = 0, pinned_bytes = 0;
+  std::vector<std::size_t> input_pinned, output_pinned;
+  cudaGraphExec_t graph = nullptr;
+  int runs = 0;
+  bool graph_failed = false;
+
+  ~ShapePlan() {
+    if (graph) cudaGraphExecDestroy(graph);
+  }
+  void drop_graph() {
+    if (graph) cudaGraphExecDestroy(graph);
+    graph = nullptr;
+  }
+};
+
+class CudaExecutable final : public DeviceExecutable {
+ public:
+  struct Step {
+    const ir::Node* node = nullptr;
+    std::unique_ptr<CudaKernel> kernel;
+    std::string tactic;
+    bool view = false;
+    std::vector<int> inputs, outputs;  // value ids, -1 omitted
+  };
+
+  CudaExecutable(const ir::Graph& graph, Precision precision) : graph_(&graph), build_(precision) {}
+
+  Status init();
+  Expected<std::unique_ptr<DeviceSession>> create_session() const override;
+  std::vector<std::pair<const ir::Node*, std::string>> tactics() const override {
+    std::vector<std::pair<const ir::Node*, std::string>> out;
+    for (const Step& s : steps_) out.emplace_back(s.node, s.tactic);
+    return out;
+  }
+
+  const ir::Graph* graph_;
+  KernelBuildContext build_;
+  std::vector<Step> steps_;
+  std::vector<const ir::Value*> values_;
+  std::vector<int> input_ids_, output_ids_;
+  std::vector<const Tensor*> host_constant_;  // per value id
+  std::vector<void*> device_constant_;        // per value id
+};
+
+Status CudaExecutable::init() {
+  std::unordered_map<const ir::Value*, int> id_of;
+  auto id = [&](const ir::Value* v) {
+    auto it = id_of.find(v);
+    if (it != id_of.end()) return it->second;
+    const int n = static_cast<int>(values_.size());
+    id_of[v] = n;
+    values_.push_back(v);
+    return n;
+  };
+  for (const ir::Value* v : graph_->inputs) input_ids_.push_back(id(v));
+  VOXRT_ASSIGN_OR_RETURN(std::vector<ir::Node*> order, graph_->topological_order());
+  std::vector<std::string> failures;
+  std::vector<bool> needs_device_copy;
+  for (const ir::Node* node : order) {
+    Step step;
+    step.node = node;
+    for (const ir::Value* v : node->inputs) step.inputs.push_back(v ? id(v) : -1);
+    for (const ir::Value* v : node->outputs) step.outputs.push_back(v ? id(v) : -1);
+    needs_device_copy.resize(values_.size(), false);
+    for (std::size_t i = 0; i < step.inputs.size(); ++i) {
+      if (step.inputs[i] >= 0 && !kernel_owns_input(*node, i))
+        needs_device_copy[static_cast<std::size_t>(step.inputs[i])] = true;
+    }
+    if (is_view_op(*node)) {
+      step.view = true;
+      step.tactic = "view";
+    } else {
+      const auto tactics = tactics_for(*node, build_.precision());
+      if (tactics.empty()) {
+        failures.push_back(
+            str_cat(node->describe(), ": ", unsupported_reason(*node, build_.precision())));
+        continue;
+      }
+      TacticId tactic = tactics.size() > 1 ? tactics[1].id : tactics[0].id;
+      if (node->attrs.has(runtime::kTacticAttr))
+        tactic = static_cast<TacticId>(node->attrs.get_int(runtime::kTacticAttr, 0));
+      const TacticInfo* info = nullptr;
+      for (const auto& t : tactics) info = t.id == tactic ? &t : info;
+      if (!info) {
+        failures.push_back(str_cat(node->describe(), ": the engine asks for CUDA tactic ", tactic,
+                                   " which this runtime does not have"));
+        continue;
+      }
+      step.tactic = info->name;
+      auto kernel = create_kernel(*node, tactic, build_);
+      if (!kernel) {
+        failures.push_back(kernel.status().message());
+        continue;
+      }
+      step.kernel = std::move(*kernel);
+    }
+    steps_.push_back(std::move(step));
+  }
+  if (!failures.empty()) {
+    std::string all;
+    for (const auto& f : failures) all += "\n  " + f;
+    return unsupported(failures.size(), " node(s) cannot run on the CUDA backend:", all);
+  }
+  for (const ir::Value* v : graph_->outputs) {
+    output_ids_.push_back(id(v));
+    needs_device_copy.resize(values_.size(), false);
+    needs_device_copy[static_cast<std::size_t>(output_ids_.back())] = true;
+  }
+  needs_device_copy.resize(values_.size(), false);
+  host_constant_.assign(values_.size(), nullptr);
+  device_constant_.assign(values_.size(), nullptr);
+  for (std::size_t i = 0; i < values_.size(); ++i) {
+    if (!values_[i]->constant) continue;
+    host_constant_[i] = &*values_[i]->constant;
+    if (!needs_device_copy[i]) continue;
+    VOXRT_ASSIGN_OR_RETURN(
+        device_constant_[i],
+        build_.upload_bytes(host_constant_[i]->raw_data(), host_constant_[i]->size_bytes()));
+  }
+  return Status::ok();
+}
+
+class CudaSession final : public DeviceSession {
+ public:
+  explicit CudaSession(const CudaExecutable& exe) : exe_(exe) {
+    const char* graphs = std::getenv("VOXRT_CUDA_GRAPHS");
+    graphs_enabled_ = !(graphs && std::string(graphs) == "0");
+  }
+  ~CudaSession() override {
+    plans_.clear();
+    if (arena_) cudaFree(arena_);
+    if (scratch_) cudaFree(scratch_);
+    if (lt_workspace_) cudaFree(lt_workspace_);
+    if (pinned_) cudaFreeHost(pinned_);
+    if (lt_) cublasLtDestroy(lt_);
+    if (stream_) cudaStreamDestroy(stream_);
+  }
+
+  Status init() {
+    VOXRT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    VOXRT_CUBLAS_TRY(cublasLtCreate(&lt_));
+    VOXRT_CUDA_TRY(cudaMalloc(&lt_workspace_, kLtWorkspaceBytes));
+    return Status::ok();
+  }
+
+  Status run(std::span<const Tensor> inputs, std::vector<Tensor>& outputs) override {
+    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs));
+    stage_inputs(*plan, inputs);
+    if (plan->graph) {
+      VOXRT_CUDA_TRY(cudaGraphLaunch(plan->graph, stream_));
+    } else if (graphs_enabled_ && plan->runs > 0 && !plan->graph_failed) {
+      VOXRT_RETURN_IF_ERROR(capture(*plan));
+      if (plan->graph) {
+        VOXRT_CUDA_TRY(cudaGraphLaunch(plan->graph, stream_));
+      } else {
+        VOXRT_RETURN_IF_ERROR(enqueue_all(*plan));
+      }
+    } else {
+      VOXRT_RETURN_IF_ERROR(enqueue_all(*plan));
+    }
+    VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
+    ++plan->runs;
+    outputs.clear();
+    for (std::size_t i = 0; i < exe_.output_ids_.size(); ++i) {
+      const DevTensor& v = plan->values[static_cast<std::size_t>(exe_.output_ids_[i])];
+      Tensor t = Tensor::uninitialized(v.dtype, v.dims);
+      std::memcpy(t.raw_data(), pinned_ + plan->output_pinned[i], v.bytes());
+      outputs.push_back(std::move(t));
+    }
+    return Status::ok();
+  }
+
+  Expected<std::vector<double>> run_profiled(std::span<const Tensor> inputs,
+                                             int iterations) override {
+    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs));
+    stage_inputs(*plan, inputs);
+    VOXRT_RETURN_IF_ERROR(enqueue_all(*plan));  // warm-up
+    VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
+    const std::size_t n = exe_.steps_.size();
+    std::vector<cudaEvent_t> events(n + 1, nullptr);
+    for (auto& e : events) VOXRT_CUDA_TRY(cudaEventCreate(&e));
+    std::vector<std::vector<double>> samples(n);
+    Status status = Status::ok();
+    for (int it = 0; it < std::max(iterations, 1) && status.is_ok(); ++it) {
+      for (std::size_t s = 0; s < n && status.is_ok(); ++s) {
+        cudaEventRecord(events[s], stream_);
+        if (plan->calls[s]) status = enqueue_step(*plan, s);
+      }
+      cudaEventRecord(events[n], stream_);
+      if (!status.is_ok()) break;
+      status = cuda_status(cudaStreamSynchronize(stream_), "profiled run");
+      for (std::size_t s = 0; s < n && status.is_ok(); ++s) {
+        float ms = 0;
+        cudaEventElapsedTime(&ms, events[s], events[s + 1]);
+        samples[s].push_back(ms * 1000.0);
+      }
+    }
+    for (auto& e : events) cudaEventDestroy(e);
+    VOXRT_RETURN_IF_ERROR(status);
+    std::vector<double> medians(n, 0.0);
+    for (std::size_t s = 0; s < n; ++s) {
+      auto& v = samples[s];
+      std::sort(v.begin(), v.end());
+      medians[s] = v.empty() ? 0.0 : v[v.size() / 2];
+    }
+    return medians;
+  }
+
+ private:
+  Expected<ShapePlan*> plan_for(std::span<const Tensor> inputs) {
+    if (inputs.size() != exe_.input_ids_.size())
+      return invalid_argument("the graph takes ", exe_.input_ids_.size(), " inputs, got ",
+                              inputs.size());
+    std::vector<std::int64_t> key;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const ir::Value* v = exe_.values_[static_cast<std::size_t>(exe_.input_ids_[i])];
+      if (!inputs[i].is_valid()) return invalid_argument("input '", v->name, "' is missing");
+      if (inputs[i].dtype() != v->dtype) {
+        return invalid_argument("input '", v->name, "': expected dtype ", dtype_name(v->dtype),
+                                ", got ", dtype_name(inputs[i].dtype()));
+      }
+      key.push_back(static_cast<std::int64_t>(inputs[i].rank()));
+      for (std::int64_t d : inputs[i].dims()) key.push_back(d);
+    }
+    auto it = plans_.find(key);
+    if (it == plans_.end()) {
+      VOXRT_ASSIGN_OR_RETURN(auto plan, make_plan(inputs));
+      it = plans_.emplace(key, std::move(plan)).first;
+      VOXRT_RETURN_IF_ERROR(fit(*it->second));
+    }
+    return it->second.get();
+  }
+
+  Expected<std::unique_ptr<ShapePlan>> make_plan(std::span<const Tensor> inputs) {
+    auto plan = std::make_unique<ShapePlan>();
+    const std::size_t value_count = exe_.values_.size();
+    plan->values.resize(value_count);
+    plan->arena_offset.assign(value_count, -1);
+    std::vector<bool> known(value_count, false);
+    for (std::size_t i = 0; i < value_count; ++i) {
+      if (const Tensor* c = exe_.host_constant_[i]) {
+        plan->values[i] = DevTensor{exe_.device_constant_[i], c->dtype(), c->dims()};
+        known[i] = true;
+      }
+    }
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const auto v = static_cast<std::size_t>(exe_.input_ids_[i]);
+      plan->values[v] = DevTensor{nullptr, inputs[i].dtype(), inputs[i].dims()};
+      known[v] = true;
+    }
+    // Storage root of each value (views share their input's storage).
+    std::vector<int> root(value_count);
+    for (std::size_t i = 0; i < value_count; ++i) root[i] = static_cast<int>(i);
+    const int steps = static_cast<int>(exe_.steps_.size());
+    for (const auto& step : exe_.steps_) {
+      std::vector<ir::ValueInfo> infos(step.inputs.size());
+      for (std::size_t i = 0; i < step.inputs.size(); ++i) {
+        const int v = step.inputs[i];
+        if (v < 0) {
+          infos[i].present = false;
+          continue;
+        }
+        if (!known[static_cast<std::size_t>(v)])
+          return internal_error(step.node->describe(), ": input ", i, " not computed yet");
+        const DevTensor& t = plan->values[static_cast<std::size_t>(v)];
+        infos[i].dtype = t.dtype;
+        infos[i].shape = ir::sym_shape_from_dims(t.dims);
+        infos[i].data = exe_.host_constant_[static_cast<std::size_t>(v)];
+      }
+      std::vector<ir::InferredOutput> inferred;
+      VOXRT_RETURN_IF_ERROR(ir::infer_outputs(*step.node, infos, inferred));
+      for (std::size_t i = 0; i < step.outputs.size(); ++i) {
+        const int v = step.outputs[i];
+        if (v < 0) continue;
+        auto dims = ir::known_dims(inferred[i].shape);
+        if (!dims) {
+          return internal_error(step.node->describe(), ": output ", i, " has unknown dims ",
+                                ir::sym_shape_to_string(inferred[i].shape));
+        }
+        plan->values[static_cast<std::size_t>(v)] = DevTensor{nullptr, inferred[i].dtype, *dims};
+        known[static_cast<std::size_t>(v)] = true;
+        if (step.view && i == 0)
+          root[static_cast<std::size_t>(v)] = root[static_cast<std::size_t>(step.inputs[0])];
+      }
+    }
+    // Liveness of each arena root: [first, last] over step positions (inputs at -1, outputs
+    // live to the end).
+    std::vector<int> first(value_count, 1 << 30), last(value_count, -2);
+    auto touch = [&](int v, int at) {
+      const auto r = static_cast<std::size_t>(root[static_cast<std::size_t>(v)]);
+      if (exe_.host_constant_[r]) return;
+      first[r] = std::min(first[r], at);
+      last[r] = std::max(last[r], at);
+    };
+    for (int v : exe_.input_ids_) touch(v, -1);
+    for (int s = 0; s < steps; ++s) {
+      for (int v : exe_.steps_[static_cast<std::size_t>(s)].inputs)
+        if (v >= 0) touch(v, s);
+      for (int v : exe_.steps_[static_cast<std::size_t>(s)].outputs)
+        if (v >= 0) touch(v, s);
+    }
+    for (int v : exe_.output_ids_) touch(v, steps);
+    struct Block {
+      std::size_t root, bytes;
+      std::size_t offset = 0;
+    };
+    std::vector<Block> blocks;
+    for (std::size_t r = 0; r < value_count; ++r) {
+      if (last[r] >= -1 && root[r] == static_cast<int>(r))
+        blocks.push_back({r, align_up(std::max<std::size_t>(plan->values[r].bytes(), 1))});
+    }
+    std::sort(blocks.begin(), blocks.end(),
+              [](const Block& a, const Block& b) { return a.bytes > b.bytes; });
+    std::vector<const Block*> placed;
+    for (Block& b : blocks) {
+      std::vector<std::pair<std::size_t, std::size_t>> busy;
+      for (const Block* p : placed) {
+        if (first[p->root] <= last[b.root] && first[b.root] <= last[p->root])
+          busy.emplace_back(p->offset, p->offset + p->bytes);
+      }
+      std::sort(busy.begin(), busy.end());
+      std::size_t offset = 0;
+      for (auto [begin, end] : busy) {
+        if (offset + b.bytes <= begin) break;
+        offset = std::max(offset, end);
+      }
+      b.offset = offset;
+      plan->arena_bytes = std::max(plan->arena_bytes, offset + b.bytes);
+      placed.push_back(&b);
+    }
+    std::vector<std::int64_t> root_offset(value_count, -1);
+    for (const Block& b : blocks) root_offset[b.root] = static_cast<std::int64_t>(b.offset);
+    for (std::size_t v = 0; v < value_count; ++v)
+      plan->arena_offset[v] = root_offset[static_cast<std::size_t>(root[v])];
+    // Constants viewed by a view op: the view aliases the device constant.
+    for (std::size_t v = 0; v < value_count; ++v) {
+      const auto r = static_cast<std::size_t>(root[v]);
+      if (r != v && exe_.host_constant_[r]) plan->values[v].data = exe_.device_constant_[r];
+    }
+    // Prepared calls.
+    plan->calls.resize(exe_.steps_.size());
+    plan->step_in.resize(exe_.steps_.size());
+    plan->step_out.resize(exe_.steps_.size());
+    for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
+      const auto& step = exe_.steps_[s];
+      if (step.view) continue;
+      fill_step(*plan, s);
+      auto call = step.kernel->prepare(plan->step_in[s], plan->step_out[s], lt_);
+      if (!call) return call.status().with_context(step.node->describe());
+      plan->scratch_bytes = std::max(plan->scratch_bytes, (*call)->scratch_bytes());
+      plan->calls[s] = std::move(*call);
+    }
+    std::size_t pinned = 0;
+    for (int v : exe_.input_ids_) {
+      plan->input_pinned.push_back(pinned);
+      pinned += align_up(plan->values[static_cast<std::size_t>(v)].bytes());
+    }
+    for (int v : exe_.output_ids_) {
+      plan->output_pinned.push_back(pinned);
+      pinned += align_up(plan->values[static_cast<std::size_t>(v)].bytes());
+    }
+    plan->pinned_bytes = pinned;
+    return plan;
+  }
+
+  void fill_step(ShapePlan& plan, std::size_t s) {
+    const auto& step = exe_.steps_[s];
+    auto tensor = [&](int v) {
+      return v < 0 ? DevTensor{} : plan.values[static_cast<std::size_t>(v)];
+    };
+    plan.step_in[s].clear();
+    plan.step_out[s].clear();
+    for (int v : step.inputs) plan.step_in[s].push_back(tensor(v));
+    for (int v : step.outputs) plan.step_out[s].push_back(tensor(v));
+  }
+
+  // Makes room for `plan`; growing any buffer re-points every plan and drops their graphs.
+  Status fit(ShapePlan& plan) {
+    bool grew = false;
+    if (plan.arena_bytes > arena_bytes_) {
+      if (arena_) VOXRT_CUDA_TRY(cudaFree(arena_));
+      arena_ = nullptr;
+      VOXRT_CUDA_TRY(cudaMalloc(&arena_, plan.arena_bytes));
+      arena_bytes_ = plan.arena_bytes;
+      grew = true;
+    }
+    if (plan.scratch_bytes > scratch_bytes_) {
+      if (scratch_) VOXRT_CUDA_TRY(cudaFree(scratch_));
+      scratch_ = nullptr;
+      VOXRT_CUDA_TRY(cudaMalloc(&scratch_, plan.scratch_bytes));
+      scratch_bytes_ = plan.scratch_bytes;
+      grew = true;
+    }
+    if (plan.pinned_bytes > pinned_bytes_) {
+      if (pinned_) VOXRT_CUDA_TRY(cudaFreeHost(pinned_));
+      pinned_ = nullptr;
+      void* p = nullptr;
+      VOXRT_CUDA_TRY(cudaMallocHost(&p, plan.pinned_bytes));
+      pinned_ = static_cast<char*>(p);
+      pinned_bytes_ = plan.pinned_bytes;
+      grew = true;
+    }
+    for (auto& [key, p] : plans_) {
+      if (grew || p.get() == &plan) resolve(*p);
+    }
+    return Status::ok();
+  }
+
+  void resolve(ShapePlan& plan) {
+    plan.drop_graph();
+    for (std::size_t v = 0; v < plan.values.size(); ++v) {
+      if (plan.arena_offset[v] >= 0)
+        plan.values[v].data = static_cast<char*>(arena_) + plan.arena_offset[v];
+    }
+    for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
+      if (!exe_.steps_[s].view) fill_step(plan, s);
+    }
+  }
+
+  void stage_inputs(const ShapePlan& plan, std::span<const Tensor> inputs) {
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      std::memcpy(pinned_ + plan.input_pinned[i], inputs[i].raw_data(), inputs[i].size_bytes());
+  }
+
+  CudaRunContext context() const {
+    return CudaRunContext{stream_, lt_, lt_workspace_, kLtWorkspaceBytes, scratch_};
+  }
+
+  Status enqueue_step(const ShapePlan& plan, std::size_t s) {
+    return plan.calls[s]
+        ->enqueue(plan.step_in[s], plan.step_out[s], context())
+        .with_context(exe_.steps_[s].node->describe());
+  }
+
+  Status enqueue_all(const ShapePlan& plan) {
+    for (std::size_t i = 0; i < exe_.input_ids_.size(); ++i) {
+      const DevTensor& v = plan.values[static_cast<std::size_t>(exe_.input_ids_[i])];
+      if (v.bytes())
+        VOXRT_CUDA_TRY(cudaMemcpyAsync(v.data, pinned_ + plan.input_pinned[i], v.bytes(),
+                                       cudaMemcpyHostToDevice, stream_));
+    }
+    for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
+      if (plan.calls[s]) VOXRT_RETURN_IF_ERROR(enqueue_step(plan, s));
+    }
+    for (std::size_t i = 0; i < exe_.output_ids_.size(); ++i) {
+      const DevTensor& v = plan.values[static_cast<std::size_t>(exe_.output_ids_[i])];
+      if (v.bytes())
+        VOXRT_CUDA_TRY(cudaMemcpyAsync(pinned_ + plan.output_pinned[i], v.data, v.bytes(),
+                                       cudaMemcpyDeviceToHost, stream_));
+    }
+    return Status::ok();
+  }
+
+  // Records the whole run into a CUDA graph; on any failure the plan runs eagerly from then on.
+  Status capture(ShapePlan& plan) {
+    VOXRT_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    const Status enqueued = enqueue_all(plan);
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if (!enqueued.is_ok() || ended != cudaSuccess || !graph) {
+      if (graph) cudaGraphDestroy(graph);
+      cudaGetLastError();
+      plan.graph_failed = true;
+      return Status::ok();
+    }
+    const cudaError_t made = cudaGraphInstantiate(&plan.graph, graph, 0);
+    cudaGraphDestroy(graph);
+    if (made != cudaSuccess) {
+      cudaGetLastError();
+      plan.graph = nullptr;
+      plan.graph_failed = true;
+    }
+    return Status::ok();
+  }
+
+  const CudaExecutable& exe_;
+  bool graphs_enabled_ = true;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
+  void* lt_workspace_ = nullptr;
+  void* arena_ = nullptr;
+  std::size_t arena_bytes_ = 0;
+  void* scratch_ = nullptr;
+  std::size_t scratch_bytes_ = 0;
+  char* pinned_ = nullptr;
+  std::size_t pinned_bytes_ = 0;
+  std::map<std::vector<std::int64_t>, std::unique_ptr<ShapePlan>> plans_;
+};
+
+Expected<std::unique_ptr<DeviceSession>> CudaExecutable::create_session() const {
+  auto session = std::make_unique<CudaSession>(*this);
+  VOXRT_RETURN_IF_ERROR(session->init());
+  return std::unique_ptr<DeviceSession>(std::move(session));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<DeviceExecutable>> compile_graph(const ir::Graph& graph,
+                                                          Precision precision) {
+  auto exe = std::make_unique<CudaExecutable>(graph, precision);
+  VOXRT_RETURN_IF_ERROR(exe->init());
+  return std::unique_ptr<DeviceExecutable>(std::move(exe));
+}
+
+}  // namespace voxrt::backends::cuda

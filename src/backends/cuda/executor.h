@@ -1,0 +1,20 @@
+// The CUDA executable (per engine: device weights, one prepared kernel per node) and session
+// (per execution context: stream, cuBLASLt handle, arena, pinned staging, CUDA graphs).
+#pragma once
+
+#include <memory>
+
+#include "backends/cuda/cuda_common.h"
+#include "backends/device_backend.h"
+
+namespace voxrt::backends::cuda {
+
+// `graph` must outlive the result; every node's voxrt.tactic is used (tactic 1 when absent,
+// tactic 0 when the node has only one).
+Expected<std::unique_ptr<DeviceExecutable>> compile_graph(const ir::Graph& graph,
+                                                          Precision precision);
+
+// Reshape-like ops whose output aliases input 0 (as in the CPU runtime's plan).
+bool is_view_op(const ir::Node& node);
+
+}  // namespace voxrt::backends::cuda

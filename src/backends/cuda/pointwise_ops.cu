@@ -1,0 +1,402 @@
+// Elementwise, data-movement, normalization and conversion kernels of the CUDA backend.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backends/cuda/cuda_ops.h"
+
+namespace voxrt::backends::cuda::ops {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned grid_for(std::int64_t n) {
+  std::int64_t blocks = (n + kThreads - 1) / kThreads;
+  if (blocks > (1 << 20)) blocks = 1 << 20;  // grid-stride loops cover the rest
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+}
+
+__device__ __forceinline__ float apply_unary(UnaryOp op, float x, float alpha, float beta) {
+  switch (op) {
+    case UnaryOp::kIdentity: return x;
+    case UnaryOp::kRelu: return x > 0.0f ? x : 0.0f;
+    case UnaryOp::kLeakyRelu: return x >= 0.0f ? x : alpha * x;
+    case UnaryOp::kClip: return fminf(fmaxf(x, alpha), beta);
+    case UnaryOp::kSigmoid: return 1.0f / (1.0f + expf(-x));
+    case UnaryOp::kTanh: return tanhf(x);
+    case UnaryOp::kExp: return expf(x);
+    case UnaryOp::kLog: return logf(x);
+    case UnaryOp::kSqrt: return sqrtf(x);
+    case UnaryOp::kNeg: return -x;
+    case UnaryOp::kAbs: return fabsf(x);
+    case UnaryOp::kReciprocal: return 1.0f / x;
+    case UnaryOp::kErf: return erff(x);
+    case UnaryOp::kGeluErf: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case UnaryOp::kSoftplus: return log1pf(expf(-fabsf(x))) + fmaxf(x, 0.0f);
+    case UnaryOp::kFloor: return floorf(x);
+    case UnaryOp::kCeil: return ceilf(x);
+    case UnaryOp::kHardSigmoid: return fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
+    case UnaryOp::kElu: return x >= 0.0f ? x : alpha * (expf(x) - 1.0f);
+  }
+  return x;
+}
+
+__global__ void unary_kernel(UnaryOp op, float alpha, float beta, const float* x, float* y,
+                             std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    y[i] = apply_unary(op, x[i], alpha, beta);
+  }
+}
+
+__device__ __forceinline__ float apply_binary(BinaryOp op, float a, float b) {
+  switch (op) {
+    case BinaryOp::kAdd: return a + b;
+    case BinaryOp::kSub: return a - b;
+    case BinaryOp::kMul: return a * b;
+    case BinaryOp::kDiv: return a / b;
+    case BinaryOp::kPow: return powf(a, b);
+    case BinaryOp::kMax: return fmaxf(a, b);
+    case BinaryOp::kMin: return fminf(a, b);
+  }
+  return a;
+}
+
+__global__ void binary_kernel(BinaryOp op, const float* a, const float* b, float* y, std::int64_t n,
+                              BroadcastIndex index) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t rest = i, oa = 0, ob = 0;
+    for (int d = index.rank - 1; d >= 0; --d) {
+      const std::int64_t coord = rest % index.dims[d];
+      rest /= index.dims[d];
+      oa += coord * index.stride_a[d];
+      ob += coord * index.stride_b[d];
+    }
+    y[i] = apply_binary(op, a[oa], b[ob]);
+  }
+}
+
+template <typename T>
+__global__ void strided_copy_kernel(const T* in, T* out, std::int64_t n, StridedCopy copy) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    std::int64_t rest = i, oi = copy.in_offset, oo = copy.out_offset;
+    for (int d = copy.rank - 1; d >= 0; --d) {
+      const std::int64_t coord = rest % copy.dims[d];
+      rest /= copy.dims[d];
+      oi += coord * copy.in_strides[d];
+      oo += coord * copy.out_strides[d];
+    }
+    out[oo] = in[oi];
+  }
+}
+
+template <typename T>
+__global__ void gather_kernel(const T* in, const std::int64_t* indices, T* out, std::int64_t outer,
+                              std::int64_t axis_size, std::int64_t index_count,
+                              std::int64_t inner) {
+  const std::int64_t n = outer * index_count * inner;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t k = i % inner;
+    const std::int64_t j = (i / inner) % index_count;
+    const std::int64_t o = i / (inner * index_count);
+    std::int64_t idx = indices[j];
+    if (idx < 0) idx += axis_size;
+    out[i] = in[(o * axis_size + idx) * inner + k];
+  }
+}
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Block-wide reduction through shared memory; every thread gets the result.
+template <bool kMax>
+__device__ float block_reduce(float v, float* shared) {
+  v = kMax ? warp_max(v) : warp_sum(v);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  const int warps = blockDim.x / 32;
+  v = threadIdx.x < warps ? shared[threadIdx.x] : (kMax ? -INFINITY : 0.0f);
+  if (warp == 0) v = kMax ? warp_max(v) : warp_sum(v);
+  if (threadIdx.x == 0) shared[0] = v;
+  __syncthreads();
+  return shared[0];
+}
+
+// One block per row (inner == 1).
+__global__ void softmax_rows_kernel(const float* x, float* y, std::int64_t axis, bool log) {
+  __shared__ float shared[32];
+  const float* row = x + blockIdx.x * axis;
+  float* out = y + blockIdx.x * axis;
+  float m = -INFINITY;
+  for (std::int64_t i = threadIdx.x; i < axis; i += blockDim.x) m = fmaxf(m, row[i]);
+  m = block_reduce<true>(m, shared);
+  float s = 0.0f;
+  for (std::int64_t i = threadIdx.x; i < axis; i += blockDim.x) s += expf(row[i] - m);
+  s = block_reduce<false>(s, shared);
+  const float log_s = logf(s);
+  for (std::int64_t i = threadIdx.x; i < axis; i += blockDim.x) {
+    out[i] = log ? row[i] - m - log_s : expf(row[i] - m) / s;
+  }
+}
+
+// One thread per (outer, inner) position, walking the axis (inner > 1).
+__global__ void softmax_strided_kernel(const float* x, float* y, std::int64_t outer,
+                                       std::int64_t axis, std::int64_t inner, bool log) {
+  const std::int64_t n = outer * inner;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t base = (i / inner) * axis * inner + i % inner;
+    float m = -INFINITY;
+    for (std::int64_t a = 0; a < axis; ++a) m = fmaxf(m, x[base + a * inner]);
+    float s = 0.0f;
+    for (std::int64_t a = 0; a < axis; ++a) s += expf(x[base + a * inner] - m);
+    const float log_s = logf(s);
+    for (std::int64_t a = 0; a < axis; ++a) {
+      const float v = x[base + a * inner];
+      y[base + a * inner] = log ? v - m - log_s : expf(v - m) / s;
+    }
+  }
+}
+
+__global__ void layer_norm_kernel(const float* x, const float* scale, const float* bias, float* y,
+                                  std::int64_t cols, float epsilon) {
+  __shared__ float shared[32];
+  const float* row = x + blockIdx.x * cols;
+  float* out = y + blockIdx.x * cols;
+  float s = 0.0f;
+  for (std::int64_t i = threadIdx.x; i < cols; i += blockDim.x) s += row[i];
+  const float mean = block_reduce<false>(s, shared) / static_cast<float>(cols);
+  float v = 0.0f;
+  for (std::int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+    const float d = row[i] - mean;
+    v += d * d;
+  }
+  const float var = block_reduce<false>(v, shared) / static_cast<float>(cols);
+  const float inv = rsqrtf(var + epsilon);
+  for (std::int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
+    out[i] = (row[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ T from_float(float v);
+template <>
+__device__ __forceinline__ float from_float<float>(float v) {
+  return v;
+}
+template <>
+__device__ __forceinline__ __half from_float<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+template <typename T>
+__global__ void convert_kernel(const float* in, T* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = from_float<T>(in[i]);
+  }
+}
+
+template <typename T>
+__global__ void im2col_kernel(Im2Col s, const float* x, T* col) {
+  const std::int64_t positions = s.out_h * s.out_w;
+  const std::int64_t patch_rows = s.channels * s.kernel_h * s.kernel_w;
+  const std::int64_t n = s.batch * s.k_rows * positions;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t p = i % positions;
+    const std::int64_t row = (i / positions) % s.k_rows;
+    const std::int64_t b = i / (positions * s.k_rows);
+    float v = 0.0f;
+    if (row < patch_rows) {
+      const std::int64_t kw = row % s.kernel_w;
+      const std::int64_t kh = (row / s.kernel_w) % s.kernel_h;
+      const std::int64_t c = row / (s.kernel_w * s.kernel_h);
+      const std::int64_t oh = p / s.out_w, ow = p % s.out_w;
+      const std::int64_t ih = oh * s.stride_h - s.pad_top + kh * s.dilation_h;
+      const std::int64_t iw = ow * s.stride_w - s.pad_left + kw * s.dilation_w;
+      if (ih >= 0 && ih < s.height && iw >= 0 && iw < s.width)
+        v = x[((b * s.channels + c) * s.height + ih) * s.width + iw];
+    } else if (row == patch_rows && s.ones_row) {
+      v = 1.0f;
+    }
+    col[i] = from_float<T>(v);
+  }
+}
+
+// One thread per output element; the oracle, not a fast path.
+__global__ void naive_gemm_kernel(NaiveGemm g, const float* a, const float* b, const float* bias,
+                                  float* d) {
+  const std::int64_t n_total = g.batch * g.m * g.n;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
+       i < n_total; i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t col = i % g.n;
+    const std::int64_t row = (i / g.n) % g.m;
+    const std::int64_t batch = i / (g.n * g.m);
+    const float* ab = a + batch * g.stride_a;
+    const float* bb = b + batch * g.stride_b;
+    float acc = 0.0f;
+    for (std::int64_t k = 0; k < g.k; ++k) {
+      const float av = g.trans_a ? ab[k * g.m + row] : ab[row * g.k + k];
+      const float bv = g.trans_b ? bb[col * g.k + k] : bb[k * g.n + col];
+      acc += av * bv;
+    }
+    d[batch * g.stride_d + row * g.n + col] = acc + (bias ? bias[col] : 0.0f);
+  }
+}
+
+}  // namespace
+
+cudaError_t unary(UnaryOp op, float alpha, float beta, const float* x, float* y, std::int64_t n,
+                  cudaStream_t stream) {
+  if (n > 0) unary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, alpha, beta, x, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t binary(BinaryOp op, const float* a, const float* b, float* y, std::int64_t n,
+                   const BroadcastIndex& index, cudaStream_t stream) {
+  if (n > 0) binary_kernel<<<grid_for(n), kThreads, 0, stream>>>(op, a, b, y, n, index);
+  return cudaGetLastError();
+}
+
+cudaError_t strided_copy(const void* in, void* out, int element_bytes, const StridedCopy& copy,
+                         cudaStream_t stream) {
+  std::int64_t n = 1;
+  for (int d = 0; d < copy.rank; ++d) n *= copy.dims[d];
+  if (n <= 0) return cudaSuccess;
+  const unsigned grid = grid_for(n);
+  switch (element_bytes) {
+    case 1:
+      strided_copy_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint8_t*>(in),
+                                                         static_cast<std::uint8_t*>(out), n, copy);
+      break;
+    case 2:
+      strided_copy_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(in),
+                                                         static_cast<std::uint16_t*>(out), n, copy);
+      break;
+    case 4:
+      strided_copy_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint32_t*>(in),
+                                                         static_cast<std::uint32_t*>(out), n, copy);
+      break;
+    case 8:
+      strided_copy_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint64_t*>(in),
+                                                         static_cast<std::uint64_t*>(out), n, copy);
+      break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t gather(const void* in, const std::int64_t* indices, void* out, int element_bytes,
+                   std::int64_t outer, std::int64_t axis_size, std::int64_t index_count,
+                   std::int64_t inner, cudaStream_t stream) {
+  const std::int64_t n = outer * index_count * inner;
+  if (n <= 0) return cudaSuccess;
+  const unsigned grid = grid_for(n);
+  switch (element_bytes) {
+    case 4:
+      gather_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint32_t*>(in), indices,
+                                                   static_cast<std::uint32_t*>(out), outer,
+                                                   axis_size, index_count, inner);
+      break;
+    case 8:
+      gather_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint64_t*>(in), indices,
+                                                   static_cast<std::uint64_t*>(out), outer,
+                                                   axis_size, index_count, inner);
+      break;
+    case 2:
+      gather_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(in), indices,
+                                                   static_cast<std::uint16_t*>(out), outer,
+                                                   axis_size, index_count, inner);
+      break;
+    case 1:
+      gather_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint8_t*>(in), indices,
+                                                   static_cast<std::uint8_t*>(out), outer,
+                                                   axis_size, index_count, inner);
+      break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t softmax(const float* x, float* y, std::int64_t outer, std::int64_t axis,
+                    std::int64_t inner, bool log, cudaStream_t stream) {
+  if (outer * axis * inner <= 0) return cudaSuccess;
+  if (inner == 1) {
+    const int threads = axis >= 1024 ? 512 : axis >= 256 ? 256 : 64;
+    softmax_rows_kernel<<<static_cast<unsigned>(outer), threads, 0, stream>>>(x, y, axis, log);
+  } else {
+    softmax_strided_kernel<<<grid_for(outer * inner), kThreads, 0, stream>>>(x, y, outer, axis,
+                                                                             inner, log);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t layer_norm(const float* x, const float* scale, const float* bias, float* y,
+                       std::int64_t rows, std::int64_t cols, float epsilon, cudaStream_t stream) {
+  if (rows * cols <= 0) return cudaSuccess;
+  const int threads = cols >= 1024 ? 512 : cols >= 256 ? 256 : 64;
+  layer_norm_kernel<<<static_cast<unsigned>(rows), threads, 0, stream>>>(x, scale, bias, y, cols,
+                                                                         epsilon);
+  return cudaGetLastError();
+}
+
+cudaError_t convert_from_f32(const float* in, void* out, LowType type, std::int64_t n,
+                             cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  switch (type) {
+    case LowType::kF32:
+      return cudaMemcpyAsync(out, in, static_cast<std::size_t>(n) * 4, cudaMemcpyDeviceToDevice,
+                             stream);
+    case LowType::kF16:
+      convert_kernel<<<grid_for(n), kThreads, 0, stream>>>(in, static_cast<__half*>(out), n);
+      break;
+    case LowType::kBF16:
+      convert_kernel<<<grid_for(n), kThreads, 0, stream>>>(in, static_cast<__nv_bfloat16*>(out), n);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t naive_gemm(const NaiveGemm& shape, const float* a, const float* b, const float* bias,
+                       float* d, cudaStream_t stream) {
+  const std::int64_t n = shape.batch * shape.m * shape.n;
+  if (n > 0) naive_gemm_kernel<<<grid_for(n), kThreads, 0, stream>>>(shape, a, b, bias, d);
+  return cudaGetLastError();
+}
+
+cudaError_t im2col(const Im2Col& shape, const float* x, void* col, LowType type,
+                   cudaStream_t stream) {
+  const std::int64_t n = shape.batch * shape.k_rows * shape.out_h * shape.out_w;
+  if (n <= 0) return cudaSuccess;
+  switch (type) {
+    case LowType::kF32:
+      im2col_kernel<<<grid_for(n), kThreads, 0, stream>>>(shape, x, static_cast<float*>(col));
+      break;
+    case LowType::kF16:
+      im2col_kernel<<<grid_for(n), kThreads, 0, stream>>>(shape, x, static_cast<__half*>(col));
+      break;
+    case LowType::kBF16:
+      im2col_kernel<<<grid_for(n), kThreads, 0, stream>>>(shape, x,
+                                                          static_cast<__nv_bfloat16*>(col));
+      break;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace voxrt::backends::cuda::ops

@@ -1,0 +1,208 @@
+// GRU/LSTM time-step kernels: the gate update after a recurrent GEMM, and a fused
+// mat-vec + gates kernel for small batches (one launch per step).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backends/cuda/cuda_ops.h"
+
+namespace voxrt::backends::cuda::ops {
+namespace {
+
+__device__ __forceinline__ float sigmoid(float x) {
+  return 1.0f / (1.0f + expf(-x));
+}
+
+// x[g]: input projection (biases folded in), r[g]: recurrent projection, per gate.
+// Returns h; updates *c for LSTM.
+__device__ __forceinline__ float cell_update(int gates, const float* x, const float* r,
+                                             float h_prev, float* c, float rbn) {
+  if (gates == 3) {  // GRU z, r, h; linear_before_reset: r * (Rh h + Rbh)
+    const float z = sigmoid(x[0] + r[0]);
+    const float reset = sigmoid(x[1] + r[1]);
+    const float n = tanhf(x[2] + reset * (r[2] + rbn));
+    return (1.0f - z) * n + z * h_prev;
+  }
+  // LSTM i, o, f, c
+  const float i = sigmoid(x[0] + r[0]);
+  const float o = sigmoid(x[1] + r[1]);
+  const float f = sigmoid(x[2] + r[2]);
+  const float g = tanhf(x[3] + r[3]);
+  const float c_new = f * *c + i * g;
+  *c = c_new;
+  return o * tanhf(c_new);
+}
+
+__device__ __forceinline__ void store_low(void* out, LowType type, std::int64_t i, float v) {
+  if (type == LowType::kF16) {
+    static_cast<__half*>(out)[i] = __float2half_rn(v);
+  } else if (type == LowType::kBF16) {
+    static_cast<__nv_bfloat16*>(out)[i] = __float2bfloat16_rn(v);
+  } else {
+    static_cast<float*>(out)[i] = v;
+  }
+}
+
+__device__ __forceinline__ void finish_unit(const RecurrentStep& s, int d, std::int64_t b,
+                                            std::int64_t j, const float* x, const float* r) {
+  const std::int64_t state = (d * s.batch + b) * s.hidden + j;
+  const bool reverse = s.reverse_only || d == 1;
+  const std::int64_t t = reverse ? s.seq - 1 - s.step : s.step;
+  const float rbn = s.rbn ? s.rbn[d * s.hidden + j] : 0.0f;
+  float c_dummy = 0.0f;
+  const float h =
+      cell_update(s.gates, x, r, s.h_prev[state], s.gates == 4 ? &s.c[state] : &c_dummy, rbn);
+  s.h_next[state] = h;
+  if (s.y) s.y[((t * s.directions + d) * s.batch + b) * s.hidden + j] = h;
+  if (s.h_next_low) store_low(s.h_next_low, s.low_type, state, h);
+}
+
+__device__ __forceinline__ void load_x(const RecurrentStep& s, int d, std::int64_t b,
+                                       std::int64_t j, float* x) {
+  const bool reverse = s.reverse_only || d == 1;
+  const std::int64_t t = reverse ? s.seq - 1 - s.step : s.step;
+  const std::int64_t gh = s.gates * s.hidden;
+  const float* row = s.xw + ((t * s.batch + b) * s.directions + d) * gh;
+  for (int g = 0; g < s.gates; ++g) x[g] = row[g * s.hidden + j];
+}
+
+__global__ void gates_kernel(RecurrentStep s) {
+  const std::int64_t n = s.directions * s.batch * s.hidden;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t j = i % s.hidden;
+    const std::int64_t b = (i / s.hidden) % s.batch;
+    const int d = static_cast<int>(i / (s.hidden * s.batch));
+    float x[4], r[4];
+    load_x(s, d, b, j, x);
+    const float* hr = s.hr + (d * s.batch + b) * s.gates * s.hidden;
+    for (int g = 0; g < s.gates; ++g) r[g] = hr[g * s.hidden + j];
+    finish_unit(s, d, b, j, x, r);
+  }
+}
+
+__device__ __forceinline__ void load4(const float* p, float* v) {
+  const float4 q = *reinterpret_cast<const float4*>(p);
+  v[0] = q.x;
+  v[1] = q.y;
+  v[2] = q.z;
+  v[3] = q.w;
+}
+__device__ __forceinline__ void load4(const __half* p, float* v) {
+  const uint2 q = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __half22float2(*reinterpret_cast<const __half2*>(&q.x));
+  const float2 b = __half22float2(*reinterpret_cast<const __half2*>(&q.y));
+  v[0] = a.x;
+  v[1] = a.y;
+  v[2] = b.x;
+  v[3] = b.y;
+}
+__device__ __forceinline__ void load4(const __nv_bfloat16* p, float* v) {
+  const uint2 q = *reinterpret_cast<const uint2*>(p);
+  const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q.x));
+  const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&q.y));
+  v[0] = a.x;
+  v[1] = a.y;
+  v[2] = b.x;
+  v[3] = b.y;
+}
+
+constexpr int kFusedWarps = 8;
+constexpr int kBatchTile = 4;
+
+// grid (ceil(H / warps), D, ceil(B / tile)); h_prev of the tile is staged in shared memory.
+// Needs H % 4 == 0 (16-byte/8-byte vector loads of R rows).
+template <typename W, int G>
+__global__ void __launch_bounds__(kFusedWarps * 32)
+    fused_kernel(RecurrentStep s, const W* __restrict__ r) {
+  extern __shared__ float h_tile[];  // [kBatchTile][H]
+  const int d = blockIdx.y;
+  const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * kBatchTile;
+  const std::int64_t H = s.hidden;
+  for (std::int64_t i = threadIdx.x; i < kBatchTile * H; i += blockDim.x) {
+    const std::int64_t b = b0 + i / H;
+    h_tile[i] = b < s.batch ? s.h_prev[(d * s.batch + b) * H + i % H] : 0.0f;
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps + warp;
+  if (j >= H) return;
+  float acc[G][kBatchTile];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int b = 0; b < kBatchTile; ++b) acc[g][b] = 0.0f;
+  }
+  const W* rows = r + (static_cast<std::int64_t>(d) * G * H + j) * H;
+  for (std::int64_t k = lane * 4; k < H; k += 128) {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float w[4];
+      load4(rows + g * H * H + k, w);
+#pragma unroll
+      for (int b = 0; b < kBatchTile; ++b) {
+        const float* h = h_tile + b * H + k;
+        acc[g][b] += w[0] * h[0] + w[1] * h[1] + w[2] * h[2] + w[3] * h[3];
+      }
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int b = 0; b < kBatchTile; ++b) {
+      float v = acc[g][b];
+      for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+      acc[g][b] = v;
+    }
+  }
+#pragma unroll
+  for (int b = 0; b < kBatchTile; ++b) {
+    if (lane == b && b0 + b < s.batch) {
+      float x[4], rr[4];
+      load_x(s, d, b0 + b, j, x);
+#pragma unroll
+      for (int g = 0; g < G; ++g) rr[g] = acc[g][b];
+      finish_unit(s, d, b0 + b, j, x, rr);
+    }
+  }
+}
+
+template <typename W>
+cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((s.hidden + kFusedWarps - 1) / kFusedWarps),
+                  static_cast<unsigned>(s.directions),
+                  static_cast<unsigned>((s.batch + kBatchTile - 1) / kBatchTile));
+  const std::size_t shared = static_cast<std::size_t>(kBatchTile * s.hidden) * sizeof(float);
+  if (s.gates == 3) {
+    fused_kernel<W, 3><<<grid, kFusedWarps * 32, shared, stream>>>(s, r);
+  } else {
+    fused_kernel<W, 4><<<grid, kFusedWarps * 32, shared, stream>>>(s, r);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t recurrent_gates(const RecurrentStep& step, cudaStream_t stream) {
+  const std::int64_t n = step.directions * step.batch * step.hidden;
+  if (n <= 0) return cudaSuccess;
+  std::int64_t blocks = (n + 255) / 256;
+  gates_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(step);
+  return cudaGetLastError();
+}
+
+cudaError_t recurrent_fused(const RecurrentStep& step, const void* r, LowType r_type,
+                            cudaStream_t stream) {
+  // 48 KiB of shared memory without opting in: kBatchTile * H floats.
+  if (step.hidden % 4 != 0 || step.hidden * kBatchTile * 4 > 48 * 1024 ||
+      (step.gates != 3 && step.gates != 4))
+    return cudaErrorInvalidValue;
+  if (step.batch <= 0) return cudaSuccess;
+  switch (r_type) {
+    case LowType::kF32: return launch_fused(step, static_cast<const float*>(r), stream);
+    case LowType::kF16: return launch_fused(step, static_cast<const __half*>(r), stream);
+    case LowType::kBF16: return launch_fused(step, static_cast<const __nv_bfloat16*>(r), stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace voxrt::backends::cuda::ops

@@ -1,0 +1,52 @@
+// The CUDA backend's one registration table: op family -> tactics and kernel factory.
+#include "backends/cuda/cuda_common.h"
+
+namespace voxrt::backends::cuda {
+
+std::string unsupported_reason(const ir::Node& node, Precision precision) {
+  if (precision == Precision::kInt8) return "int8 is not available on the CUDA backend";
+  switch (ir::op_family(node.op)) {
+    case ir::OpFamily::kElementwise: return elementwise_unsupported(node);
+    case ir::OpFamily::kReduction: return reduction_unsupported(node);
+    case ir::OpFamily::kDataMovement: return data_movement_unsupported(node);
+    case ir::OpFamily::kDense: return dense_unsupported(node);
+    case ir::OpFamily::kRecurrent: return recurrent_unsupported(node);
+    case ir::OpFamily::kPooling: return "no CUDA kernel for pooling ops yet";
+    case ir::OpFamily::kControlFlow: return "control flow (If) is not run on the CUDA backend";
+  }
+  return "unknown op family";
+}
+
+std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
+  if (!unsupported_reason(node, precision).empty()) return {};
+  switch (ir::op_family(node.op)) {
+    case ir::OpFamily::kDense: {
+      std::vector<TacticInfo> tactics{{kReferenceTactic, "reference"}};
+      for (int i = 0; i < kGemmLtCandidates; ++i)
+        tactics.push_back({kGemmLtFirst + static_cast<TacticId>(i), str_cat("cublaslt_", i)});
+      return tactics;
+    }
+    case ir::OpFamily::kRecurrent:
+      return {{kReferenceTactic, "reference"},
+              {kRecurrentLt, "cublaslt_gates"},
+              {kRecurrentFused, "fused_matvec"}};
+    default: return {{kReferenceTactic, "cuda"}};
+  }
+}
+
+Expected<std::unique_ptr<CudaKernel>> create_kernel(const ir::Node& node, TacticId tactic,
+                                                    KernelBuildContext& build) {
+  const std::string why = unsupported_reason(node, build.precision());
+  if (!why.empty()) return unsupported(node.describe(), ": ", why);
+  switch (ir::op_family(node.op)) {
+    case ir::OpFamily::kElementwise: return make_elementwise_kernel(node);
+    case ir::OpFamily::kReduction: return make_reduction_kernel(node, build);
+    case ir::OpFamily::kDataMovement: return make_data_movement_kernel(node, build);
+    case ir::OpFamily::kDense: return make_dense_kernel(node, tactic, build);
+    case ir::OpFamily::kRecurrent: return make_recurrent_kernel(node, tactic, build);
+    default: break;
+  }
+  return unsupported(node.describe(), ": no CUDA kernel");
+}
+
+}  // namespace voxrt::backends::cuda

@@ -1,0 +1,94 @@
+// A device backend (CUDA): the whole graph runs on one device, planned at load. The core
+// libraries only see this interface; the CUDA library implements it and the program that links
+// it registers it explicitly at start-up (register_cuda_backend(); STYLE.md 6: no static
+// self-registration). With nothing registered, building or loading a device engine fails with a
+// message saying so.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/kernel.h"
+#include "ir/graph.h"
+#include "voxrt/builder.h"
+#include "voxrt/status.h"
+#include "voxrt/tensor.h"
+
+namespace voxrt::backends {
+
+// Per ExecutionContext: its own stream, arena, pinned staging, CUDA graphs. Not thread-safe; one
+// caller at a time (like ExecutionContext).
+class DeviceSession {
+ public:
+  virtual ~DeviceSession() = default;
+  // Host tensors in (graph-input order) and out (graph-output order).
+  virtual Status run(std::span<const Tensor> inputs, std::vector<Tensor>& outputs) = 0;
+  // Per node (execution order) device time of the last run_profiled() call, microseconds.
+  virtual Expected<std::vector<double>> run_profiled(std::span<const Tensor> inputs,
+                                                     int iterations) = 0;
+};
+
+// Per Engine: weights on the device, one prepared kernel per node. Immutable and shared.
+class DeviceExecutable {
+ public:
+  virtual ~DeviceExecutable() = default;
+  virtual Expected<std::unique_ptr<DeviceSession>> create_session() const = 0;
+  // The tactic chosen for each node, in execution order (views report "view").
+  virtual std::vector<std::pair<const ir::Node*, std::string>> tactics() const = 0;
+};
+
+// Where the builder keeps measured tactic times (its TimingCache, keyed by node, shapes,
+// tactic and device fingerprint).
+struct TacticTimingStore {
+  std::function<std::optional<double>(const ir::Node&, const TacticInfo&)> find;
+  std::function<void(const ir::Node&, const TacticInfo&, double)> put;
+};
+
+struct TacticSelectionStats {
+  int timed = 0;
+  int cache_hits = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual DeviceKind kind() const = 0;
+  // "cuda sm=90 driver=... runtime=... cublasLt=... name=..."; an error naming why when no
+  // device can be used ("no CUDA device: ...").
+  virtual Expected<std::string> fingerprint() const = 0;
+  // Compares an engine's recorded fingerprint with this device; the error names every field that
+  // differs.
+  virtual Status check_fingerprint(const std::string& recorded) const = 0;
+  // One message per node of `graph` this backend cannot run ("node 'x' (Foo): why").
+  virtual std::vector<std::string> unsupported_nodes(const ir::Graph& graph,
+                                                     Precision precision) const = 0;
+  // Chooses a tactic per node (writes voxrt.tactic / voxrt.tactic_name / voxrt.time_us), timing
+  // candidates on the device at `opt_inputs` when `autotune`.
+  virtual Status select_tactics(ir::Graph& graph, std::span<const Tensor> opt_inputs,
+                                Precision precision, bool autotune, int iterations,
+                                TacticTimingStore& store, TacticSelectionStats& stats) const = 0;
+  // Prepares `graph` (which must outlive the result) with its recorded tactics.
+  virtual Expected<std::unique_ptr<DeviceExecutable>> compile(const ir::Graph& graph,
+                                                              Precision precision) const = 0;
+};
+
+// The registered backend for `kind`, or null. Set once at start-up, before any engine is built or
+// loaded; the pointer must outlive every engine.
+inline DeviceBackend*& registered_device_backend_slot() {
+  static DeviceBackend* backend = nullptr;
+  return backend;
+}
+inline DeviceBackend* device_backend(DeviceKind kind) {
+  DeviceBackend* backend = registered_device_backend_slot();
+  return backend && backend->kind() == kind ? backend : nullptr;
+}
+inline void register_device_backend(DeviceBackend* backend) {
+  registered_device_backend_slot() = backend;
+}
+
+}  // namespace voxrt::backends

@@ -1,0 +1,652 @@
+// The CUDA backend against the CPU backend (ctest label gpu). Without a CUDA device every test
+// that needs one is skipped with "no CUDA device: ..." (ctest shows the binary as skipped); the
+// no-device behaviour itself is tested here too.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <random>
+#include <sstream>
+
+#include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cuda_common.h"
+#include "backends/cuda/executor.h"
+#include "builder/build_graph.h"
+#include "builder/pass_pipeline.h"
+#include "core/thread_pool.h"
+#include "ir/shape_inference.h"
+#include "onnx_import/importer.h"
+#include "runtime/engine_format.h"
+#include "runtime/engine_impl.h"
+#include "runtime/plan.h"
+#include "voxrt/engine.h"
+
+namespace voxrt {
+namespace {
+
+namespace cuda = backends::cuda;
+using ir::Dim;
+
+#define REQUIRE_CUDA_DEVICE()                                 \
+  do {                                                        \
+    std::string why_no_device;                                \
+    if (!cuda::cuda_device_available(&why_no_device))         \
+      GTEST_SKIP() << why_no_device << " (gpu test not run)"; \
+  } while (0)
+
+struct Registered {
+  Registered() { cuda::register_cuda_backend(); }
+};
+const Registered registered;
+
+Tensor random_tensor(Dims dims, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> normal(0.0f, scale);
+  Tensor t = Tensor::uninitialized(DType::kF32, std::move(dims));
+  for (float& v : t.span<float>()) v = normal(rng);
+  return t;
+}
+
+ir::SymShape shape_of(const Dims& dims) {
+  return ir::sym_shape_from_dims(dims);
+}
+
+double relative_error(const Tensor& out, const Tensor& ref) {
+  double num = 0, den = 0;
+  const auto a = out.span<float>();
+  const auto b = ref.span<float>();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!std::isfinite(a[i])) return INFINITY;
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+double tolerance(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return 2e-5;
+    case Precision::kTf32: return 5e-3;
+    case Precision::kFp16: return 1e-2;
+    case Precision::kBf16: return 5e-2;
+    default: return 0;
+  }
+}
+
+std::vector<Tensor> run_cpu_reference(const ir::Graph& graph, std::span<const Tensor> inputs) {
+  auto plan = runtime::Plan::compile(graph, runtime::TacticPolicy::kReference);
+  EXPECT_TRUE(plan) << plan.status().message();
+  ThreadPool pool(1);
+  backends::KernelContext context{&pool};
+  std::vector<Tensor> outputs;
+  const Status s = (*plan)->execute(inputs, outputs, context);
+  EXPECT_TRUE(s.is_ok()) << s.message();
+  return outputs;
+}
+
+// A graph factory: fills `graph` and returns the inputs to run it with.
+using GraphCase = std::function<std::vector<Tensor>(ir::Graph&, std::mt19937&)>;
+
+// Every tactic of every node (all nodes take the v-th tactic together) at `precision`, against
+// the CPU reference kernels.
+void check_all_tactics(const std::string& name, const GraphCase& make, Precision precision) {
+  SCOPED_TRACE(str_cat(name, " at ", precision_name(precision)));
+  std::mt19937 rng(42);
+  ir::Graph graph;
+  const std::vector<Tensor> inputs = make(graph, rng);
+  ASSERT_TRUE(ir::infer_graph(graph).is_ok());
+  const auto reference = run_cpu_reference(graph, inputs);
+  std::size_t variants = 1;
+  for (ir::Node* node : graph.nodes()) {
+    if (!cuda::is_view_op(*node)) {
+      const std::string why = cuda::unsupported_reason(*node, precision);
+      ASSERT_TRUE(why.empty()) << node->describe() << ": " << why;
+      variants = std::max(variants, cuda::tactics_for(*node, precision).size());
+    }
+  }
+  for (std::size_t v = 0; v < variants; ++v) {
+    std::string tactic_names;
+    for (ir::Node* node : graph.nodes()) {
+      if (cuda::is_view_op(*node)) continue;
+      const auto tactics = cuda::tactics_for(*node, precision);
+      const auto& t = tactics[std::min(v, tactics.size() - 1)];
+      node->attrs.set(runtime::kTacticAttr, static_cast<std::int64_t>(t.id));
+      tactic_names += t.name + " ";
+    }
+    SCOPED_TRACE("tactics " + tactic_names);
+    auto exe = cuda::compile_graph(graph, precision);
+    ASSERT_TRUE(exe) << exe.status().message();
+    auto session = (*exe)->create_session();
+    ASSERT_TRUE(session) << session.status().message();
+    // Run three times: eager, captured into a CUDA graph, replayed; all must agree.
+    std::vector<Tensor> first;
+    for (int run = 0; run < 3; ++run) {
+      std::vector<Tensor> outputs;
+      const Status s = (*session)->run(inputs, outputs);
+      ASSERT_TRUE(s.is_ok()) << s.message();
+      ASSERT_EQ(outputs.size(), reference.size());
+      for (std::size_t o = 0; o < outputs.size(); ++o) {
+        ASSERT_EQ(outputs[o].dims(), reference[o].dims()) << "output " << o;
+        // Reference tactics run f32 whatever the precision.
+        const double tol = v == 0 ? tolerance(Precision::kFp32) * 10 : tolerance(precision);
+        EXPECT_LE(relative_error(outputs[o], reference[o]), tol)
+            << "output " << o << " run " << run;
+        if (run == 0) {
+          first.push_back(outputs[o]);
+        } else {
+          EXPECT_EQ(relative_error(outputs[o], first[o]), 0.0)
+              << "graph replay differs from the eager run, output " << o;
+        }
+      }
+    }
+  }
+}
+
+ir::Value* input(ir::Graph& g, std::vector<Tensor>& inputs, const std::string& name, Tensor t) {
+  ir::Value* v = g.add_value(name, DType::kF32, shape_of(t.dims()));
+  g.inputs.push_back(v);
+  inputs.push_back(std::move(t));
+  return v;
+}
+ir::Value* out(ir::Graph& g, const std::string& name) {
+  return g.add_value(name, DType::kF32, {}, false);
+}
+ir::Node* node(ir::Graph& g, ir::OpKind op, const std::string& name, std::vector<ir::Value*> ins,
+               std::vector<ir::Value*> outs) {
+  ir::Node* n = g.add_node(op, name, std::move(ins), std::move(outs));
+  n->opset = 17;
+  return n;
+}
+ir::Value* i64s(ir::Graph& g, const std::string& name, std::vector<std::int64_t> v) {
+  const auto n = static_cast<std::int64_t>(v.size());
+  return g.add_constant(name, Tensor::from_vector<std::int64_t>({n}, v));
+}
+
+const std::vector<Precision> kAllPrecisions = {Precision::kFp32, Precision::kTf32, Precision::kFp16,
+                                               Precision::kBf16};
+
+// ---- without a device ------------------------------------------------------------------------
+
+TEST(CudaBackendNoDevice, BuildFailsWithAClearMessage) {
+  std::string why;
+  if (cuda::cuda_device_available(&why)) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_NE(why.find("no CUDA device"), std::string::npos) << why;
+  auto fp = cuda::cuda_backend().fingerprint();
+  ASSERT_FALSE(fp);
+  EXPECT_NE(fp.status().message().find("--device cuda: no CUDA device"), std::string::npos)
+      << fp.status().message();
+  auto graph = std::make_unique<ir::Graph>();
+  std::vector<Tensor> inputs;
+  std::mt19937 rng(1);
+  ir::Value* x = input(*graph, inputs, "x", random_tensor({2, 3}, rng));
+  ir::Value* y = out(*graph, "y");
+  node(*graph, ir::OpKind::kRelu, "relu", {x}, {y});
+  graph->outputs = {y};
+  BuilderConfig config;
+  config.device = DeviceKind::kCuda;
+  auto engine = builder::build_engine_from_graph(std::move(graph), 1, config);
+  ASSERT_FALSE(engine);
+  EXPECT_NE(engine.status().message().find("no CUDA device"), std::string::npos)
+      << engine.status().message();
+}
+
+// ---- op level --------------------------------------------------------------------------------
+
+TEST(CudaOps, Elementwise) {
+  REQUIRE_CUDA_DEVICE();
+  for (ir::OpKind op :
+       {ir::OpKind::kRelu, ir::OpKind::kSigmoid, ir::OpKind::kTanh, ir::OpKind::kLeakyRelu,
+        ir::OpKind::kExp, ir::OpKind::kErf, ir::OpKind::kNeg, ir::OpKind::kAbs}) {
+    check_all_tactics(
+        std::string(ir::op_name(op)),
+        [op](ir::Graph& g, std::mt19937& rng) {
+          std::vector<Tensor> ins;
+          ir::Value* x = input(g, ins, "x", random_tensor({3, 5, 7}, rng));
+          ir::Value* y = out(g, "y");
+          node(g, op, "op", {x}, {y});
+          g.outputs = {y};
+          return ins;
+        },
+        Precision::kFp32);
+  }
+  check_all_tactics(
+      "Clip",
+      [](ir::Graph& g, std::mt19937& rng) {
+        std::vector<Tensor> ins;
+        ir::Value* x = input(g, ins, "x", random_tensor({4, 33}, rng, 3.0f));
+        ir::Value* lo = g.add_constant("lo", Tensor::scalar_f32(-0.5f));
+        ir::Value* hi = g.add_constant("hi", Tensor::scalar_f32(2.0f));
+        ir::Value* y = out(g, "y");
+        node(g, ir::OpKind::kClip, "clip", {x, lo, hi}, {y});
+        g.outputs = {y};
+        return ins;
+      },
+      Precision::kFp32);
+  for (ir::OpKind op :
+       {ir::OpKind::kAdd, ir::OpKind::kSub, ir::OpKind::kMul, ir::OpKind::kDiv, ir::OpKind::kMax}) {
+    check_all_tactics(
+        std::string(ir::op_name(op)),
+        [op](ir::Graph& g, std::mt19937& rng) {
+          std::vector<Tensor> ins;
+          ir::Value* a = input(g, ins, "a", random_tensor({2, 1, 4}, rng));
+          ir::Value* b = g.add_constant("b", random_tensor({3, 1}, rng));
+          ir::Value* c = input(g, ins, "c", random_tensor({4}, rng));
+          ir::Value* ab = out(g, "ab");
+          ir::Value* y = out(g, "y");
+          node(g, op, "op1", {a, b}, {ab});
+          node(g, ir::OpKind::kAdd, "op2", {ab, c}, {y});
+          g.outputs = {y};
+          return ins;
+        },
+        Precision::kFp32);
+  }
+}
+
+TEST(CudaOps, DataMovement) {
+  REQUIRE_CUDA_DEVICE();
+  check_all_tactics(
+      "Transpose+Slice+Concat+Gather+Split+Reshape",
+      [](ir::Graph& g, std::mt19937& rng) {
+        std::vector<Tensor> ins;
+        ir::Value* x = input(g, ins, "x", random_tensor({2, 3, 4, 5}, rng));
+        ir::Value* t = out(g, "t");
+        node(g, ir::OpKind::kTranspose, "transpose", {x}, {t})
+            ->attrs.set("perm", std::vector<std::int64_t>{0, 2, 1, 3});  // [2,4,3,5]
+        ir::Value* s = out(g, "s");
+        node(g, ir::OpKind::kSlice, "slice",
+             {t, i64s(g, "starts", {1, -4}), i64s(g, "ends", {100, 5}), i64s(g, "axes", {1, 3}),
+              i64s(g, "steps", {2, 3})},
+             {s});  // [2,2,3,2]
+        ir::Value* c = out(g, "c");
+        ir::Value* other = input(g, ins, "other", random_tensor({2, 3, 3, 2}, rng));
+        node(g, ir::OpKind::kConcat, "concat", {s, other, s}, {c})
+            ->attrs.set("axis", std::int64_t{1});  // [2,7,3,2]
+        ir::Value* gathered = out(g, "gathered");
+        node(g, ir::OpKind::kGather, "gather", {c, i64s(g, "idx", {6, 0, -1, 3})}, {gathered})
+            ->attrs.set("axis", std::int64_t{1});  // [2,4,3,2]
+        ir::Value* p0 = out(g, "p0");
+        ir::Value* p1 = out(g, "p1");
+        node(g, ir::OpKind::kSplit, "split", {gathered, i64s(g, "sizes", {1, 2})}, {p0, p1})
+            ->attrs.set("axis", std::int64_t{2});
+        ir::Value* r = out(g, "r");
+        node(g, ir::OpKind::kReshape, "reshape", {p1, i64s(g, "shape", {8, -1})}, {r});
+        g.outputs = {p0, r};
+        return ins;
+      },
+      Precision::kFp32);
+}
+
+TEST(CudaOps, SoftmaxAndLayerNorm) {
+  REQUIRE_CUDA_DEVICE();
+  check_all_tactics(
+      "Softmax/LogSoftmax/LayerNorm",
+      [](ir::Graph& g, std::mt19937& rng) {
+        std::vector<Tensor> ins;
+        ir::Value* x = input(g, ins, "x", random_tensor({2, 5, 3}, rng, 3.0f));
+        ir::Value* a = out(g, "a");
+        ir::Value* b = out(g, "b");
+        node(g, ir::OpKind::kSoftmax, "softmax", {x}, {a});
+        node(g, ir::OpKind::kLogSoftmax, "logsoftmax", {x}, {b})
+            ->attrs.set("axis", std::int64_t{1});
+        ir::Value* z = input(g, ins, "z", random_tensor({6, 300}, rng, 2.0f));
+        ir::Value* n = out(g, "n");
+        node(g, ir::OpKind::kLayerNormalization, "ln",
+             {z, g.add_constant("scale", random_tensor({300}, rng)),
+              g.add_constant("bias", random_tensor({300}, rng))},
+             {n});
+        g.outputs = {a, b, n};
+        return ins;
+      },
+      Precision::kFp32);
+}
+
+GraphCase matmul_case() {
+  return [](ir::Graph& g, std::mt19937& rng) {
+    std::vector<Tensor> ins;
+    ir::Value* x = input(g, ins, "x", random_tensor({2, 7, 40}, rng));
+    ir::Value* y1 = out(g, "y1");
+    node(g, ir::OpKind::kMatMul, "matmul", {x, g.add_constant("w", random_tensor({40, 24}, rng))},
+         {y1});
+    ir::Value* y2 = out(g, "y2");
+    ir::Node* fused = node(g, ir::OpKind::kFusedMatMul, "fused",
+                           {y1, g.add_constant("w2", random_tensor({16, 24}, rng)),
+                            g.add_constant("b2", random_tensor({16}, rng))},
+                           {y2});
+    fused->attrs.set("trans_b", std::int64_t{1});
+    fused->attrs.set("activation", std::string("relu"));
+    ir::Value* y3 = out(g, "y3");
+    ir::Node* gemm = node(g, ir::OpKind::kFusedMatMul, "gelu",
+                          {y2, g.add_constant("w3", random_tensor({16, 8}, rng))}, {y3});
+    gemm->attrs.set("activation", std::string("gelu_erf"));
+    // Batched, both operands computed.
+    ir::Value* a = input(g, ins, "a", random_tensor({3, 5, 8}, rng));
+    ir::Value* bb = input(g, ins, "bb", random_tensor({3, 8, 6}, rng));
+    ir::Value* y4 = out(g, "y4");
+    node(g, ir::OpKind::kMatMul, "batched", {a, bb}, {y4});
+    // Gemm with transA and a bias row.
+    ir::Value* m = input(g, ins, "m", random_tensor({12, 9}, rng));
+    ir::Value* y5 = out(g, "y5");
+    ir::Node* gm = node(g, ir::OpKind::kGemm, "gemm",
+                        {m, g.add_constant("gw", random_tensor({12, 10}, rng)),
+                         g.add_constant("gc", random_tensor({10}, rng))},
+                        {y5});
+    gm->attrs.set("transA", std::int64_t{1});
+    g.outputs = {y3, y4, y5};
+    return ins;
+  };
+}
+
+TEST(CudaOps, MatMulEveryPrecision) {
+  REQUIRE_CUDA_DEVICE();
+  for (Precision p : kAllPrecisions) check_all_tactics("MatMul/Gemm", matmul_case(), p);
+}
+
+GraphCase conv_case(int batch) {
+  return [batch](ir::Graph& g, std::mt19937& rng) {
+    std::vector<Tensor> ins;
+    ir::Value* x = input(g, ins, "x", random_tensor({batch, 3, 21, 17}, rng));
+    ir::Value* y = out(g, "y");
+    ir::Node* conv = node(g, ir::OpKind::kFusedConv, "conv",
+                          {x, g.add_constant("w", random_tensor({8, 3, 5, 3}, rng, 0.3f)),
+                           g.add_constant("b", random_tensor({8}, rng))},
+                          {y});
+    conv->attrs.set("strides", std::vector<std::int64_t>{2, 1});
+    conv->attrs.set("pads", std::vector<std::int64_t>{2, 1, 2, 1});
+    conv->attrs.set("activation", std::string("clip"));
+    conv->attrs.set("activation_alpha", 0.0f);
+    conv->attrs.set("activation_beta", 2.0f);
+    ir::Value* z = out(g, "z");
+    node(g, ir::OpKind::kConv, "conv2",
+         {y, g.add_constant("w2", random_tensor({4, 8, 3, 3}, rng, 0.3f))}, {z})
+        ->attrs.set("dilations", std::vector<std::int64_t>{2, 1});
+    g.outputs = {z};
+    return ins;
+  };
+}
+
+TEST(CudaOps, ConvEveryPrecision) {
+  REQUIRE_CUDA_DEVICE();
+  for (Precision p : kAllPrecisions) {
+    check_all_tactics("Conv batch 1", conv_case(1), p);
+    check_all_tactics("Conv batch 3", conv_case(3), p);
+  }
+}
+
+GraphCase recurrent_case(ir::OpKind op, const std::string& direction, int batch, bool states) {
+  return [=](ir::Graph& g, std::mt19937& rng) {
+    std::vector<Tensor> ins;
+    const std::int64_t T = 7, I = 20, H = 32, G = op == ir::OpKind::kGRU ? 3 : 4;
+    const std::int64_t D = direction == "bidirectional" ? 2 : 1;
+    ir::Value* x = input(g, ins, "x", random_tensor({T, batch, I}, rng));
+    std::vector<ir::Value*> node_ins = {
+        x, g.add_constant("W", random_tensor({D, G * H, I}, rng, 0.2f)),
+        g.add_constant("R", random_tensor({D, G * H, H}, rng, 0.2f)),
+        g.add_constant("B", random_tensor({D, 2 * G * H}, rng, 0.2f)), nullptr};
+    if (states) {
+      node_ins.push_back(input(g, ins, "h0", random_tensor({D, batch, H}, rng)));
+      if (G == 4) node_ins.push_back(input(g, ins, "c0", random_tensor({D, batch, H}, rng)));
+    }
+    ir::Value* y = out(g, "y");
+    ir::Value* yh = out(g, "yh");
+    std::vector<ir::Value*> outs = {y, yh};
+    if (G == 4) outs.push_back(out(g, "yc"));
+    ir::Node* n = node(g, op, "rnn", node_ins, outs);
+    n->attrs.set("hidden_size", H);
+    n->attrs.set("direction", direction);
+    if (G == 3) n->attrs.set("linear_before_reset", std::int64_t{1});
+    g.outputs = outs;
+    return ins;
+  };
+}
+
+TEST(CudaOps, RecurrentEveryTacticAndPrecision) {
+  REQUIRE_CUDA_DEVICE();
+  for (Precision p : kAllPrecisions) {
+    check_all_tactics("GRU bidirectional",
+                      recurrent_case(ir::OpKind::kGRU, "bidirectional", 3, true), p);
+    check_all_tactics("GRU reverse batch 6", recurrent_case(ir::OpKind::kGRU, "reverse", 6, false),
+                      p);
+    check_all_tactics("LSTM bidirectional",
+                      recurrent_case(ir::OpKind::kLSTM, "bidirectional", 2, true), p);
+    check_all_tactics("LSTM forward batch 5",
+                      recurrent_case(ir::OpKind::kLSTM, "forward", 5, false), p);
+  }
+}
+
+// ---- whole models through the builder and the engine -----------------------------------------
+
+// DS2-style streaming model: conv (bias, Hardtanh) over a 16-frame chunk, reshape, GRU with the
+// state in and out, FC, log-softmax.
+std::unique_ptr<ir::Graph> ds2_streaming_graph(std::mt19937& rng, std::int64_t batch) {
+  auto g = std::make_unique<ir::Graph>();
+  const std::int64_t F = 40, T = 16, C = 8, H = 64, classes = 29;
+  ir::Value* x = g->add_value("x", DType::kF32, shape_of({batch, 1, F, T}));
+  ir::Value* h0 = g->add_value("h0", DType::kF32, shape_of({1, batch, H}));
+  g->inputs = {x, h0};
+  ir::Value* c = out(*g, "conv");
+  ir::Node* conv = node(*g, ir::OpKind::kFusedConv, "conv",
+                        {x, g->add_constant("cw", random_tensor({C, 1, 5, 3}, rng, 0.3f)),
+                         g->add_constant("cb", random_tensor({C}, rng, 0.1f))},
+                        {c});
+  conv->attrs.set("strides", std::vector<std::int64_t>{2, 1});
+  conv->attrs.set("pads", std::vector<std::int64_t>{2, 1, 2, 1});
+  conv->attrs.set("activation", std::string("clip"));
+  conv->attrs.set("activation_alpha", 0.0f);
+  conv->attrs.set("activation_beta", 20.0f);
+  ir::Value* r = out(*g, "flat");  // [B, C*F/2, T]
+  node(*g, ir::OpKind::kReshape, "reshape", {c, i64s(*g, "shape", {batch, C * F / 2, T})}, {r});
+  ir::Value* tbi = out(*g, "tbi");
+  node(*g, ir::OpKind::kTranspose, "to_tbi", {r}, {tbi})
+      ->attrs.set("perm", std::vector<std::int64_t>{2, 0, 1});
+  ir::Value* y = out(*g, "y");
+  ir::Value* hn = out(*g, "hn");
+  ir::Node* gru = node(*g, ir::OpKind::kGRU, "gru",
+                       {tbi, g->add_constant("W", random_tensor({1, 3 * H, C * F / 2}, rng, 0.1f)),
+                        g->add_constant("R", random_tensor({1, 3 * H, H}, rng, 0.1f)),
+                        g->add_constant("B", random_tensor({1, 6 * H}, rng, 0.1f)), nullptr, h0},
+                       {y, hn});
+  gru->attrs.set("hidden_size", H);
+  gru->attrs.set("linear_before_reset", std::int64_t{1});
+  ir::Value* sq = out(*g, "sq");
+  node(*g, ir::OpKind::kSqueeze, "squeeze", {y, i64s(*g, "axes", {1})}, {sq});
+  ir::Value* bt = out(*g, "bt");
+  node(*g, ir::OpKind::kTranspose, "to_bt", {sq}, {bt})
+      ->attrs.set("perm", std::vector<std::int64_t>{1, 0, 2});
+  ir::Value* logits = out(*g, "logits");
+  node(*g, ir::OpKind::kFusedMatMul, "fc",
+       {bt, g->add_constant("fw", random_tensor({H, classes}, rng, 0.2f)),
+        g->add_constant("fb", random_tensor({classes}, rng, 0.1f))},
+       {logits});
+  ir::Value* logp = g->add_value("logp", DType::kF32, {}, false);
+  node(*g, ir::OpKind::kLogSoftmax, "logsoftmax", {logits}, {logp});
+  g->outputs = {logp, hn};
+  return g;
+}
+
+// BiLSTM stack of two layers + FC + softmax over [T, B, I] features.
+std::unique_ptr<ir::Graph> bilstm_graph(std::mt19937& rng, std::int64_t T, std::int64_t batch) {
+  auto g = std::make_unique<ir::Graph>();
+  const std::int64_t I = 48, H = 64;
+  ir::Value* x = g->add_value("x", DType::kF32, shape_of({T, batch, I}));
+  g->inputs = {x};
+  ir::Value* layer_in = x;
+  std::int64_t in_size = I;
+  for (int l = 0; l < 2; ++l) {
+    const std::string p = str_cat("l", l, "_");
+    ir::Value* y = out(*g, p + "y");
+    ir::Node* n =
+        node(*g, ir::OpKind::kLSTM, p + "lstm",
+             {layer_in, g->add_constant(p + "W", random_tensor({2, 4 * H, in_size}, rng, 0.1f)),
+              g->add_constant(p + "R", random_tensor({2, 4 * H, H}, rng, 0.1f)),
+              g->add_constant(p + "B", random_tensor({2, 8 * H}, rng, 0.1f))},
+             {y});
+    n->attrs.set("hidden_size", H);
+    n->attrs.set("direction", std::string("bidirectional"));
+    ir::Value* t = out(*g, p + "t");  // [T, B, 2, H]
+    node(*g, ir::OpKind::kTranspose, p + "transpose", {y}, {t})
+        ->attrs.set("perm", std::vector<std::int64_t>{0, 2, 1, 3});
+    ir::Value* r = out(*g, p + "r");
+    node(*g, ir::OpKind::kReshape, p + "reshape", {t, i64s(*g, p + "shape", {T, batch, 2 * H})},
+         {r});
+    layer_in = r;
+    in_size = 2 * H;
+  }
+  ir::Value* logits = out(*g, "logits");
+  node(*g, ir::OpKind::kMatMul, "fc",
+       {layer_in, g->add_constant("fw", random_tensor({2 * H, 10}, rng, 0.2f))}, {logits});
+  ir::Value* probs = g->add_value("probs", DType::kF32, {}, false);
+  node(*g, ir::OpKind::kSoftmax, "softmax", {logits}, {probs});
+  g->outputs = {probs};
+  return g;
+}
+
+std::shared_ptr<const Engine> build_and_load(std::unique_ptr<ir::Graph> graph, DeviceKind device,
+                                             Precision precision, const std::string& cache = {},
+                                             BuildReport* report = nullptr) {
+  BuilderConfig config;
+  config.device = device;
+  config.precision = precision;
+  config.timing_iterations = 2;
+  config.timing_cache_path = cache;
+  auto bytes = builder::build_engine_from_graph(std::move(graph), 7, config, report);
+  EXPECT_TRUE(bytes) << bytes.status().message();
+  if (!bytes) return nullptr;
+  auto engine = Engine::load_bytes(std::move(*bytes));
+  EXPECT_TRUE(engine) << engine.status().message();
+  return engine ? *engine : nullptr;
+}
+
+TEST(CudaModels, Ds2StreamingGruChunksMatchCpu) {
+  REQUIRE_CUDA_DEVICE();
+  for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+    SCOPED_TRACE(precision_name(p));
+    for (std::int64_t batch : {1, 5}) {
+      std::mt19937 rng_cpu(3), rng_gpu(3);
+      auto cpu =
+          build_and_load(ds2_streaming_graph(rng_cpu, batch), DeviceKind::kCpu, Precision::kFp32);
+      auto gpu = build_and_load(ds2_streaming_graph(rng_gpu, batch), DeviceKind::kCuda, p);
+      ASSERT_TRUE(cpu && gpu);
+      auto cpu_ctx = cpu->create_context(1);
+      auto gpu_ctx = gpu->create_context(1);
+      ASSERT_TRUE(cpu_ctx && gpu_ctx);
+      std::mt19937 rng(9);
+      Tensor h_cpu = Tensor::zeros(DType::kF32, {1, batch, 64});
+      Tensor h_gpu = h_cpu;
+      for (int chunk = 0; chunk < 4; ++chunk) {
+        Tensor x = random_tensor({batch, 1, 40, 16}, rng);
+        std::vector<Tensor> ci = {x, h_cpu}, gi = {x, h_gpu};
+        auto co = (*cpu_ctx)->run(ci);
+        auto go = (*gpu_ctx)->run(gi);
+        ASSERT_TRUE(co) << co.status().message();
+        ASSERT_TRUE(go) << go.status().message();
+        EXPECT_LE(relative_error((*go)[0], (*co)[0]), tolerance(p) * 4) << "chunk " << chunk;
+        EXPECT_LE(relative_error((*go)[1], (*co)[1]), tolerance(p) * 4) << "chunk " << chunk;
+        h_cpu = (*co)[1];
+        h_gpu = (*go)[1];
+      }
+    }
+  }
+}
+
+TEST(CudaModels, BiLstmMatchesCpuAndTheTimingCacheReproducesThePlan) {
+  REQUIRE_CUDA_DEVICE();
+  const std::string cache =
+      (std::filesystem::temp_directory_path() / "voxrt_gpu_test.cache").string();
+  std::filesystem::remove(cache);
+  for (Precision p : {Precision::kFp32, Precision::kTf32, Precision::kFp16, Precision::kBf16}) {
+    SCOPED_TRACE(precision_name(p));
+    std::mt19937 rng_cpu(5), rng_gpu(5), rng_again(5), rng_x(11);
+    auto cpu = build_and_load(bilstm_graph(rng_cpu, 30, 2), DeviceKind::kCpu, Precision::kFp32);
+    BuildReport first, second;
+    auto gpu = build_and_load(bilstm_graph(rng_gpu, 30, 2), DeviceKind::kCuda, p, cache, &first);
+    auto again =
+        build_and_load(bilstm_graph(rng_again, 30, 2), DeviceKind::kCuda, p, cache, &second);
+    ASSERT_TRUE(cpu && gpu && again);
+    EXPECT_GT(first.tactics_timed, 0);
+    EXPECT_EQ(second.tactics_timed, 0) << "the second build must take every time from the cache";
+    EXPECT_GT(second.timing_cache_hits, 0);
+    const auto a = gpu->impl().device_executable->tactics();
+    const auto b = again->impl().device_executable->tactics();
+    ASSERT_EQ(a.size(), b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].second, b[i].second) << i;
+    Tensor x = random_tensor({30, 2, 48}, rng_x);
+    std::vector<Tensor> in = {x};
+    auto co = (*cpu->create_context(1))->run(in);
+    auto go = (*gpu->create_context(1))->run(in);
+    ASSERT_TRUE(co && go);
+    EXPECT_LE(relative_error((*go)[0], (*co)[0]), tolerance(p) * 4);
+  }
+}
+
+TEST(CudaEngine, FingerprintMismatchNamesTheFields) {
+  REQUIRE_CUDA_DEVICE();
+  auto here = cuda::cuda_backend().fingerprint();
+  ASSERT_TRUE(here) << here.status().message();
+  EXPECT_NE(here->find("sm="), std::string::npos);
+  EXPECT_TRUE(cuda::cuda_backend().check_fingerprint(*here).is_ok());
+  const Status s =
+      cuda::cuda_backend().check_fingerprint("cuda sm=10 driver=1 runtime=2 cublasLt=3 name=Old");
+  ASSERT_FALSE(s.is_ok());
+  for (const char* field :
+       {"sm (engine 10", "driver (engine 1", "runtime (engine 2", "cublasLt (engine 3"}) {
+    EXPECT_NE(s.message().find(field), std::string::npos) << s.message();
+  }
+}
+
+TEST(CudaEngine, UnsupportedNodesAreListedAtBuild) {
+  REQUIRE_CUDA_DEVICE();
+  auto g = std::make_unique<ir::Graph>();
+  std::mt19937 rng(2);
+  std::vector<Tensor> ins;
+  ir::Value* x = input(*g, ins, "x", random_tensor({1, 2, 8, 8}, rng));
+  ir::Value* y = out(*g, "y");
+  node(*g, ir::OpKind::kMaxPool, "pool", {x}, {y})
+      ->attrs.set("kernel_shape", std::vector<std::int64_t>{2, 2});
+  g->outputs = {y};
+  BuilderConfig config;
+  config.device = DeviceKind::kCuda;
+  auto engine = builder::build_engine_from_graph(std::move(g), 1, config);
+  ASSERT_FALSE(engine);
+  EXPECT_NE(engine.status().message().find("node 'pool' (MaxPool)"), std::string::npos)
+      << engine.status().message();
+}
+
+// The graphs the gpu tests and the benchmark use get a CUDA kernel for every node (checked
+// without a device). VOXRT_CUDA_CHECK_ONNX: ':'-separated ONNX files with static shapes (e.g.
+// the benchmark's exports) to check the same way after the builder's passes.
+TEST(CudaBackendNoDevice, ModelsHaveACudaKernelForEveryNode) {
+  std::vector<std::unique_ptr<ir::Graph>> graphs;
+  std::mt19937 rng(1);
+  graphs.push_back(ds2_streaming_graph(rng, 2));
+  graphs.push_back(bilstm_graph(rng, 5, 2));
+  std::vector<std::string> names = {"ds2_streaming_graph", "bilstm_graph"};
+  if (const char* list = std::getenv("VOXRT_CUDA_CHECK_ONNX")) {
+    std::stringstream paths(list);
+    for (std::string path; std::getline(paths, path, ':');) {
+      if (path.empty()) continue;
+      auto g = onnx_import::import_model_file(path);
+      ASSERT_TRUE(g) << g.status().message();
+      graphs.push_back(std::move(*g));
+      names.push_back(path);
+    }
+  }
+  for (std::size_t i = 0; i < graphs.size(); ++i) {
+    SCOPED_TRACE(names[i]);
+    ASSERT_TRUE(ir::infer_graph(*graphs[i]).is_ok());
+    std::vector<std::string> changes;
+    ASSERT_TRUE(builder::optimize_graph(*graphs[i], changes).is_ok());
+    for (Precision p : kAllPrecisions) {
+      const auto missing = cuda::cuda_backend().unsupported_nodes(*graphs[i], p);
+      std::string all;
+      for (const auto& m : missing) all += "\n  " + m;
+      EXPECT_TRUE(missing.empty()) << all;
+    }
+    std::string ops;
+    for (const ir::Node* n : graphs[i]->nodes()) ops += str_cat(ir::op_name(n->op), " ");
+    std::cout << names[i] << ": " << ops << "\n";
+  }
+}
+
+}  // namespace
+}  // namespace voxrt
