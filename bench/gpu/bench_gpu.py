@@ -227,7 +227,12 @@ class Bench:
                 self.record(case=name, precision=precision, skipped="out of time budget")
                 continue
             try:
-                engine, build_s, _ = self.build(name, onnx_path, profiles, precision)
+                engine, build_s, report = self.build(name, onnx_path, profiles, precision)
+                try:
+                    warnings = [w[:400] for w in json.loads(report).get("rewrites", [])
+                                if w.startswith("warning")]
+                except ValueError:
+                    warnings = ["(unparsed build report)"]
                 outs = self.voxrt_outputs(engine, [x.numpy() for x in inputs], in_names)
                 errs = [rel_err(o, r) for o, r in zip(outs, ref)]
                 tol = 1e-3 if precision in ("fp32", "tf32") else 3e-2
@@ -254,7 +259,7 @@ class Bench:
                            voxrt={"p50": vox_p50, "p99": vox_p99,
                                   "p99_over_p50": vox_p99 / vox_p50},
                            speedup_vs_eager=summary(eager)["p50"] / vox_p50,
-                           items_per_chunk=per_chunk_items,
+                           items_per_chunk=per_chunk_items, build_warnings=warnings,
                            voxrt_items_per_s=per_chunk_items / vox_p50 * 1e3,
                            torch_eager_items_per_s=per_chunk_items / summary(eager)["p50"] * 1e3)
                 if graphed:

@@ -52,6 +52,8 @@ struct TacticTimingStore {
 struct TacticSelectionStats {
   int timed = 0;
   int cache_hits = 0;
+  // Candidates that could not be prepared or run at the opt shapes (they are not chosen).
+  std::vector<std::string> notes;
 };
 
 class DeviceBackend {

@@ -238,6 +238,7 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
                                                  stats));
     report.tactics_timed += stats.timed;
     report.timing_cache_hits += stats.cache_hits;
+    for (const auto& note : stats.notes) report.pass_changes.push_back("warning: " + note);
   } else {
     VOXRT_RETURN_IF_ERROR(builder::select_tactics(*graph, run, config, cache, report));
   }

@@ -121,12 +121,20 @@ class CudaBackend final : public DeviceBackend {
           const_cast<ir::Node*>(node)->attrs.set(runtime::kTacticAttr,
                                                  static_cast<std::int64_t>(t.id));
         }
+        // A variant that cannot be prepared or run is simply not chosen (variant 0, the
+        // reference kernels, always can); the reason goes into the build report.
         auto exe = compile_graph(graph, precision);
-        if (!exe) continue;  // a tactic that cannot be prepared is simply not chosen
+        if (!exe) {
+          stats.notes.push_back(str_cat("tactic variant ", v, ": ", exe.status().message()));
+          continue;
+        }
         auto session = (*exe)->create_session();
         if (!session) return session.status();
         auto measured = (*session)->run_profiled(opt_inputs, iterations);
-        if (!measured) continue;
+        if (!measured) {
+          stats.notes.push_back(str_cat("tactic variant ", v, ": ", measured.status().message()));
+          continue;
+        }
         const auto steps = (*exe)->tactics();
         for (std::size_t s = 0; s < steps.size(); ++s) {
           const ir::Node* node = steps[s].first;
