@@ -140,7 +140,24 @@ int run_bench(const BenchArgs& args) {
       sorted.size() > 1 ? std::sqrt(var / static_cast<double>(sorted.size() - 1)) / mean : 0;
 
   nlohmann::json layers = nlohmann::json::array();
-  if (args.profile) {
+  if (args.profile && (*engine)->impl().device_executable) {
+    // Device engines: per-node device time from CUDA events (eager run, one stream).
+    const auto& executable = *(*engine)->impl().device_executable;
+    auto session = executable.create_session();
+    auto times = session ? (*session)->run_profiled(*inputs, 20)
+                         : Expected<std::vector<double>>(session.status());
+    if (!times) {
+      std::cerr << "error: " << times.status().message() << "\n";
+      return 1;
+    }
+    const auto steps = executable.tactics();
+    for (std::size_t i = 0; i < steps.size() && i < times->size(); ++i) {
+      layers.push_back({{"name", steps[i].first->name},
+                        {"op", std::string(ir::op_name(steps[i].first->op))},
+                        {"tactic", steps[i].second},
+                        {"median_us", (*times)[i]}});
+    }
+  } else if (args.profile) {
     std::map<const ir::Node*, std::vector<double>> per_node;
     std::vector<const ir::Node*> order;
     runtime::StepObserver observer = [&](const ir::Node& n, std::span<const Tensor* const>,
