@@ -95,6 +95,33 @@ TEST(Conv, DeepSpeech2FrontEnd) {
   expect_tactics_match_reference(*two, 2e-4, 2e-4);
 }
 
+TEST(Conv, OutputChannelPartsOnManyThreads) {
+  // The oneDNN tactics split batch-1 convolutions into output-channel parts, one per pool
+  // thread (boundaries on multiples of 8, the last part shorter): odd channel counts and more
+  // threads than parts, with bias and a fused activation.
+  std::uint32_t seed = 300;
+  for (std::int64_t out_channels : {16, 37, 61}) {
+    SCOPED_TRACE(out_channels);
+    auto one = make_node(OpKind::kFusedConv,
+                         {runtime(random_tensor({1, 5, 13, 17}, seed++)),
+                          constant(random_tensor({out_channels, 5, 3, 4}, seed++)),
+                          constant(random_tensor({out_channels}, seed++))},
+                         attrs_of({{"pads", Ints{1, 2, 1, 1}},
+                                   {"strides", Ints{2, 1}},
+                                   {"activation", std::string("relu")}}));
+    Expected<Tensor> reference = run_tactic(*one, backends::kReferenceTactic, 1);
+    ASSERT_TRUE(reference.has_value()) << reference.status().to_string();
+    for (const auto& tactic : backends::cpu::tactics_for(*one->node)) {
+      for (int threads : {3, 4, 9}) {
+        Expected<Tensor> got = run_tactic(*one, tactic.id, threads);
+        ASSERT_TRUE(got.has_value()) << tactic.name << ": " << got.status().to_string();
+        EXPECT_TRUE(all_close(*reference, *got, 1e-4, 1e-4))
+            << "tactic " << tactic.name << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
 TEST(Conv, FusedActivationsMatchReference) {
   const std::vector<ir::Attributes> activations{
       attrs_of({{"activation", std::string("relu")}}),

@@ -4,8 +4,16 @@
 // steady-state call only wraps pointers and executes. Two layouts for the activations:
 //   plain   X and Y stay NC(D)(H)W; oneDNN picks an implementation that reads them directly.
 //   blocked oneDNN picks X/Y layouts too (nChw16c, ...); X and Y are reordered around the call.
+// Threads: oneDNN runs on OpenMP, whose workers are a second pool beside ours; when the cores
+// are shared they oversubscribe them and every region end waits for a descheduled worker (a
+// 2-thread conv measured 3x slower than 1 thread under load). So each primitive runs on one
+// OpenMP thread, and with N pool threads the output channels are split into N parts (group 1,
+// batch 1 only), one primitive per part, run side by side on our pool.
+#include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
+#include <string>
 
 #include "backends/cpu/dense/dense_kernels.h"
 #include "backends/cpu/dense/onednn_common.h"
@@ -17,7 +25,14 @@ namespace {
 
 using dnnl::memory;
 
+// Output channels below this per part are not worth their own primitive.
+constexpr std::int64_t kMinPartChannels = 8;
+
+// One primitive: output channels [oc_begin, oc_begin + oc_count) of the convolution.
 struct ConvPrimitive {
+  std::int64_t oc_begin = 0, oc_count = 0;
+  std::int64_t dst_offset = 0;  // floats from Y's start to channel oc_begin
+  bool reference_impl = false;  // oneDNN found only its slow reference implementation
   dnnl::convolution_forward primitive;
   memory::desc user_src_md, user_dst_md;
   memory::desc src_md, dst_md;
@@ -25,6 +40,18 @@ struct ConvPrimitive {
   std::size_t scratchpad_bytes = 0, src_reorder_scratch = 0, dst_reorder_scratch = 0;
   memory weights;
 };
+
+struct ConvParts {
+  std::vector<ConvPrimitive> parts;
+};
+
+// Channel boundaries of `parts` parts: multiples of 8 where possible, the last one ends at OC.
+std::vector<std::int64_t> part_bounds(std::int64_t out_channels, int parts) {
+  std::vector<std::int64_t> bounds{0};
+  for (int i = 1; i < parts; ++i) bounds.push_back(out_channels * i / parts / 8 * 8);
+  bounds.push_back(out_channels);
+  return bounds;
+}
 
 memory::dims to_dnnl(const std::vector<std::int64_t>& v) {
   return memory::dims(v.begin(), v.end());
@@ -53,33 +80,31 @@ class ConvOneDnnKernel final : public Kernel {
     const Tensor& x = *inputs[0];
     const Tensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
     try {
-      VOXRT_ASSIGN_OR_RETURN(std::shared_ptr<const ConvPrimitive> conv,
+      VOXRT_ASSIGN_OR_RETURN(std::shared_ptr<const ConvParts> conv,
                              primitive_for(x.dims(), bias != nullptr, context.pool->threads()));
-      const dnnl::engine& engine = onednn_engine();
-      const int threads = context.pool->threads();
-      std::unordered_map<int, memory> args;
-      memory user_src(conv->user_src_md, engine, const_cast<float*>(x.data<float>()));
-      memory user_dst(conv->user_dst_md, engine, outputs[0]->data<float>());
-      memory src = user_src, dst = user_dst;
-      if (conv->src_reorder) {
-        src = memory(conv->src_md, engine, thread_scratch_bytes(conv->src_md.get_size(), 1));
-        std::unordered_map<int, memory> reorder_args{{DNNL_ARG_FROM, user_src}, {DNNL_ARG_TO, src}};
-        execute_primitive(*conv->src_reorder, reorder_args, conv->src_reorder_scratch, threads);
+      const std::int64_t parts = static_cast<std::int64_t>(conv->parts.size());
+      if (parts == 1) {
+        run_part(conv->parts[0], x, bias, *outputs[0]);
+        return Status::ok();
       }
-      if (conv->dst_reorder) {
-        dst = memory(conv->dst_md, engine, thread_scratch_bytes(conv->dst_md.get_size(), 2));
-      }
-      args[DNNL_ARG_SRC] = src;
-      args[DNNL_ARG_WEIGHTS] = conv->weights;
-      args[DNNL_ARG_DST] = dst;
-      if (bias) {
-        const memory::desc bias_md({bias->dim(0)}, memory::data_type::f32, memory::format_tag::a);
-        args[DNNL_ARG_BIAS] = memory(bias_md, engine, const_cast<float*>(bias->data<float>()));
-      }
-      execute_primitive(conv->primitive, args, conv->scratchpad_bytes, threads);
-      if (conv->dst_reorder) {
-        std::unordered_map<int, memory> reorder_args{{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, user_dst}};
-        execute_primitive(*conv->dst_reorder, reorder_args, conv->dst_reorder_scratch, threads);
+      // Every part on its own pool thread (count == parts <= threads: one part per range).
+      std::atomic<bool> failed{false};
+      std::string error;
+      std::mutex error_mutex;
+      context.pool->parallel_for(parts, 1, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t p = begin; p < end; ++p) {
+          try {
+            run_part(conv->parts[static_cast<std::size_t>(p)], x, bias, *outputs[0]);
+          } catch (const dnnl::error& e) {
+            std::lock_guard<std::mutex> lock(error_mutex);
+            failed = true;
+            error = e.what();
+          }
+        }
+      });
+      if (failed) {
+        return internal_error(node_.describe(), ": oneDNN convolution failed for X ",
+                              dims_to_string(x.dims()), ": ", error);
       }
     } catch (const dnnl::error& e) {
       return internal_error(node_.describe(), ": oneDNN convolution failed for X ",
@@ -89,39 +114,101 @@ class ConvOneDnnKernel final : public Kernel {
   }
 
  private:
-  // oneDNN fixes a primitive's thread count when it is created, so the key holds it too.
-  Expected<std::shared_ptr<const ConvPrimitive>> primitive_for(const Dims& x_dims, bool has_bias,
-                                                               int threads) const {
+  // One part: X reordered if the primitive wants another layout, the convolution, Y reordered
+  // back; on the calling thread (one OpenMP thread) with its own scratch.
+  void run_part(const ConvPrimitive& conv, const Tensor& x, const Tensor* bias, Tensor& y) const {
+    const dnnl::engine& engine = onednn_engine();
+    std::unordered_map<int, memory> args;
+    memory user_src(conv.user_src_md, engine, const_cast<float*>(x.data<float>()));
+    memory user_dst(conv.user_dst_md, engine, y.data<float>() + conv.dst_offset);
+    memory src = user_src, dst = user_dst;
+    if (conv.src_reorder) {
+      src = memory(conv.src_md, engine, thread_scratch_bytes(conv.src_md.get_size(), 1));
+      std::unordered_map<int, memory> reorder_args{{DNNL_ARG_FROM, user_src}, {DNNL_ARG_TO, src}};
+      execute_primitive(*conv.src_reorder, reorder_args, conv.src_reorder_scratch, 1);
+    }
+    if (conv.dst_reorder) {
+      dst = memory(conv.dst_md, engine, thread_scratch_bytes(conv.dst_md.get_size(), 2));
+    }
+    args[DNNL_ARG_SRC] = src;
+    args[DNNL_ARG_WEIGHTS] = conv.weights;
+    args[DNNL_ARG_DST] = dst;
+    if (bias) {
+      const memory::desc bias_md({conv.oc_count}, memory::data_type::f32, memory::format_tag::a);
+      args[DNNL_ARG_BIAS] =
+          memory(bias_md, engine, const_cast<float*>(bias->data<float>()) + conv.oc_begin);
+    }
+    execute_primitive(conv.primitive, args, conv.scratchpad_bytes, 1);
+    if (conv.dst_reorder) {
+      std::unordered_map<int, memory> reorder_args{{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, user_dst}};
+      execute_primitive(*conv.dst_reorder, reorder_args, conv.dst_reorder_scratch, 1);
+    }
+  }
+
+  // Primitives are made per X shape and pool size (the number of parts).
+  Expected<std::shared_ptr<const ConvParts>> primitive_for(const Dims& x_dims, bool has_bias,
+                                                           int threads) const {
     Dims key = x_dims;
     key.push_back(threads);
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
-    set_onednn_threads(threads);
-    VOXRT_ASSIGN_OR_RETURN(std::shared_ptr<const ConvPrimitive> made, create(x_dims, has_bias));
-    cache_.emplace(std::move(key), made);
-    return made;
-  }
-
-  Expected<std::shared_ptr<const ConvPrimitive>> create(const Dims& x_dims, bool has_bias) const {
+    set_onednn_threads(1);
     VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry g,
                            ir::resolve_conv_geometry(node_, x_dims, weights_.dims()));
+    int parts = 1;
+    if (g.group == 1 && g.batch == 1) {
+      parts = static_cast<int>(
+          std::clamp<std::int64_t>(g.out_channels / kMinPartChannels, 1, std::max(threads, 1)));
+    }
+    auto made = std::make_shared<ConvParts>();
+    for (;; parts = 1) {
+      made->parts.clear();
+      const std::vector<std::int64_t> bounds = part_bounds(g.out_channels, parts);
+      bool reference = false;
+      for (std::size_t p = 0; p < static_cast<std::size_t>(parts); ++p) {
+        VOXRT_ASSIGN_OR_RETURN(ConvPrimitive part,
+                               create(g, x_dims, has_bias, bounds[p], bounds[p + 1] - bounds[p]));
+        reference = reference || part.reference_impl;
+        made->parts.push_back(std::move(part));
+      }
+      // Some layouts have fast implementations only for the whole channel count (conv1 of DS2,
+      // plain NCHW, 16 channels: reference, 1000x slower); split only when every part is fast.
+      if (parts == 1 || !reference) break;
+    }
+    std::shared_ptr<const ConvParts> result = made;
+    cache_.emplace(std::move(key), result);
+    return result;
+  }
+
+  Expected<ConvPrimitive> create(const ir::ConvGeometry& g, const Dims& x_dims, bool has_bias,
+                                 std::int64_t oc_begin, std::int64_t oc_count) const {
     const dnnl::engine& engine = onednn_engine();
     const std::size_t rank = x_dims.size();
-    memory::dims dst_dims{g.batch, g.out_channels};
-    for (std::int64_t extent : g.output) dst_dims.push_back(extent);
+    memory::dims dst_dims{g.batch, oc_count};
+    std::int64_t out_plane = 1;
+    for (std::int64_t extent : g.output) {
+      dst_dims.push_back(extent);
+      out_plane *= extent;
+    }
     memory::dims weight_dims;
     if (g.group > 1)
       weight_dims = {g.group, g.out_channels / g.group};
     else
-      weight_dims = {g.out_channels};
+      weight_dims = {oc_count};
     weight_dims.push_back(g.in_channels / g.group);
     for (std::int64_t extent : g.kernel) weight_dims.push_back(extent);
     memory::dims dilates;
     for (std::int64_t d : g.dilations) dilates.push_back(d - 1);
 
-    auto conv = std::make_shared<ConvPrimitive>();
+    ConvPrimitive made;
+    ConvPrimitive* conv = &made;
+    conv->oc_begin = oc_begin;
+    conv->oc_count = oc_count;
+    conv->dst_offset = oc_begin * out_plane;
     conv->user_src_md = memory::desc(to_dnnl(x_dims), memory::data_type::f32, plain_tag(rank));
+    // A part's channels are a contiguous stretch of the plain Y only at batch 1 (parts are made
+    // only then): strided descs would send oneDNN to its reference implementation.
     conv->user_dst_md = memory::desc(dst_dims, memory::data_type::f32, plain_tag(rank));
     const memory::desc weights_any(weight_dims, memory::data_type::f32, memory::format_tag::any);
     const memory::desc src_req =
@@ -131,7 +218,7 @@ class ConvOneDnnKernel final : public Kernel {
         blocked_ ? memory::desc(dst_dims, memory::data_type::f32, memory::format_tag::any)
                  : conv->user_dst_md;
     const memory::desc bias_md =
-        has_bias ? memory::desc({g.out_channels}, memory::data_type::f32, memory::format_tag::a)
+        has_bias ? memory::desc({oc_count}, memory::data_type::f32, memory::format_tag::a)
                  : memory::desc();
     dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference,
                                          dnnl::algorithm::convolution_direct, src_req, weights_any,
@@ -143,6 +230,7 @@ class ConvOneDnnKernel final : public Kernel {
     append_activation_post_op(activation_, ops);
     attr.set_post_ops(ops);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, engine);
+    conv->reference_impl = std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
     conv->primitive = dnnl::convolution_forward(pd);
     conv->scratchpad_bytes = pd.scratchpad_desc().get_size();
     conv->src_md = pd.src_desc();
@@ -161,23 +249,27 @@ class ConvOneDnnKernel final : public Kernel {
       conv->dst_reorder = dnnl::reorder(rpd);
       conv->dst_reorder_scratch = rpd.scratchpad_desc().get_size();
     }
-    conv->weights = packed_weights(pd.weights_desc(), weight_dims);
-    return std::shared_ptr<const ConvPrimitive>(conv);
+    conv->weights = packed_weights(pd.weights_desc(), weight_dims, oc_begin);
+    return made;
   }
 
-  // The weights in `layout`, reordered once per distinct layout (shapes share them).
-  memory packed_weights(const memory::desc& layout, const memory::dims& weight_dims) const {
-    for (const auto& [md, packed] : packed_) {
-      if (md == layout) return packed;
+  // Weights of channels [oc_begin, ...) (weight_dims[0] of them; all when oc_begin is 0 and the
+  // dims cover OC) in `layout`, reordered once per distinct (layout, oc_begin).
+  memory packed_weights(const memory::desc& layout, const memory::dims& weight_dims,
+                        std::int64_t oc_begin) const {
+    for (const auto& [key, packed] : packed_) {
+      if (key.first == layout && key.second == oc_begin) return packed;
     }
     const dnnl::engine& engine = onednn_engine();
     const memory::desc user_md(weight_dims, memory::data_type::f32, plain_tag(weight_dims.size()));
-    memory user(user_md, engine, const_cast<float*>(weights_.data<float>()));
+    const std::int64_t per_channel = weights_.element_count() / weights_.dim(0);
+    memory user(user_md, engine,
+                const_cast<float*>(weights_.data<float>()) + oc_begin * per_channel);
     memory packed(layout, engine);
     dnnl::stream stream(engine);
     dnnl::reorder(user, packed).execute(stream, user, packed);
     stream.wait();
-    packed_.emplace_back(layout, packed);
+    packed_.emplace_back(std::make_pair(layout, oc_begin), packed);
     return packed;
   }
 
@@ -186,8 +278,8 @@ class ConvOneDnnKernel final : public Kernel {
   Tensor weights_;
   bool blocked_;
   mutable std::mutex mutex_;
-  mutable std::map<Dims, std::shared_ptr<const ConvPrimitive>> cache_;
-  mutable std::vector<std::pair<memory::desc, memory>> packed_;
+  mutable std::map<Dims, std::shared_ptr<const ConvParts>> cache_;
+  mutable std::vector<std::pair<std::pair<memory::desc, std::int64_t>, memory>> packed_;
 };
 
 }  // namespace
