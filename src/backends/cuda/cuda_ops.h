@@ -93,7 +93,8 @@ struct NaiveGemm {
 cudaError_t naive_gemm(const NaiveGemm& shape, const float* a, const float* b, const float* bias,
                        float* d, cudaStream_t stream);
 
-// im2col for 2-D convolution (group 1): x [N, C, H, W] -> col [N, k_rows, OH*OW] in `type`, where
+// im2col for 2-D convolution (group 1): x [N, C, H, W] -> col [k_rows, N, OH*OW] in `type` (so
+// one GEMM covers every image: [OC, k_rows] x [k_rows, N*OH*OW]), where
 // rows 0..C*KH*KW-1 hold the patches, row C*KH*KW holds 1 when `ones_row` (the bias rides in the
 // weight matrix) and the remaining rows up to k_rows are 0 (alignment padding).
 struct Im2Col {

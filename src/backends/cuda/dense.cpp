@@ -1,6 +1,6 @@
 // Dense ops on the device: MatMul / Gemm / FusedMatMul through cuBLASLt (bias and ReLU in the
 // epilogue; other activations as one pointwise pass), and Conv / FusedConv as im2col + one
-// cuBLASLt GEMM per image, the bias riding in the weight matrix (a ones row in the im2col
+// cuBLASLt GEMM over all images, the bias riding in the weight matrix (a ones row in the im2col
 // matrix). Tactic 0 is a naive float GEMM, the oracle; tactics 1.. are cuBLASLt heuristic
 // candidates. FP16/BF16: weights converted at load, activations converted per call (im2col
 // writes the low type directly), float accumulation and float outputs.
@@ -206,21 +206,42 @@ class ConvCall final : public CudaCall {
   ConvCall(ops::Im2Col im, ops::NaiveGemm g, std::unique_ptr<LtGemm> lt, const void* weight,
            ops::LowType operand, Activation act)
       : im_(im), g_(g), lt_(std::move(lt)), weight_(weight), operand_(operand), act_(act) {}
-  std::size_t scratch_bytes() const override {
+  std::size_t col_bytes() const {
     return align_up(static_cast<std::size_t>(im_.batch * im_.k_rows * im_.out_h * im_.out_w) *
                     low_type_bytes(operand_));
   }
+  std::size_t scratch_bytes() const override {
+    // With several images the GEMM writes [OC, N, P] to scratch, then one copy makes [N, OC, P].
+    const std::size_t staged =
+        im_.batch > 1 ? static_cast<std::size_t>(g_.m * g_.n) * sizeof(float) : 0;
+    return col_bytes() + align_up(staged);
+  }
   Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
                  const CudaRunContext& context) const override {
-    VOXRT_CUDA_TRY(
-        ops::im2col(im_, in[0].as<const float>(), context.scratch, operand_, context.stream));
+    char* scratch = static_cast<char*>(context.scratch);
+    VOXRT_CUDA_TRY(ops::im2col(im_, in[0].as<const float>(), scratch, operand_, context.stream));
+    float* d = im_.batch > 1 ? reinterpret_cast<float*>(scratch + col_bytes()) : out[0].as<float>();
     if (lt_) {
-      VOXRT_RETURN_IF_ERROR(
-          lt_->run(weight_, context.scratch, out[0].as<float>(), nullptr, context));
+      VOXRT_RETURN_IF_ERROR(lt_->run(weight_, scratch, d, nullptr, context));
     } else {
       VOXRT_CUDA_TRY(ops::naive_gemm(g_, static_cast<const float*>(weight_),
-                                     static_cast<const float*>(context.scratch), nullptr,
-                                     out[0].as<float>(), context.stream));
+                                     reinterpret_cast<const float*>(scratch), nullptr, d,
+                                     context.stream));
+    }
+    if (im_.batch > 1) {
+      const std::int64_t positions = im_.out_h * im_.out_w;
+      ops::StridedCopy copy;  // [OC, N, P] -> [N, OC, P]
+      copy.rank = 3;
+      copy.dims[0] = im_.batch;
+      copy.dims[1] = g_.m;
+      copy.dims[2] = positions;
+      copy.in_strides[0] = positions;
+      copy.in_strides[1] = im_.batch * positions;
+      copy.in_strides[2] = 1;
+      copy.out_strides[0] = g_.m * positions;
+      copy.out_strides[1] = positions;
+      copy.out_strides[2] = 1;
+      VOXRT_CUDA_TRY(ops::strided_copy(d, out[0].data, 4, copy, context.stream));
     }
     return apply_post_activation(act_, lt_ != nullptr, out[0], context);
   }
@@ -271,14 +292,11 @@ class ConvKernel final : public CudaKernel {
     im.k_rows = k_rows_;
     im.ones_row = has_bias_;
     const std::int64_t positions = im.out_h * im.out_w;
+    // One GEMM for every image: [OC, k_rows] x [k_rows, N * P].
     ops::NaiveGemm g;
     g.m = w[0];
-    g.n = positions;
+    g.n = im.batch * positions;
     g.k = k_rows_;
-    g.batch = im.batch;
-    g.stride_a = 0;
-    g.stride_b = k_rows_ * positions;
-    g.stride_d = w[0] * positions;
     const ops::LowType operand =
         tactic_ == kReferenceTactic ? ops::LowType::kF32 : low_type_for(precision_);
     std::unique_ptr<LtGemm> gemm;
@@ -287,10 +305,6 @@ class ConvKernel final : public CudaKernel {
       s.m = g.m;
       s.n = g.n;
       s.k = g.k;
-      s.batch = g.batch;
-      s.stride_a = 0;
-      s.stride_b = g.stride_b;
-      s.stride_d = g.stride_d;
       s.operand_type = operand;
       s.tf32 = precision_ == Precision::kTf32;
       s.epilogue = act_.relu ? LtGemmShape::Epilogue::kRelu : LtGemmShape::Epilogue::kNone;

@@ -220,8 +220,8 @@ __global__ void im2col_kernel(Im2Col s, const float* x, T* col) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t p = i % positions;
-    const std::int64_t row = (i / positions) % s.k_rows;
-    const std::int64_t b = i / (positions * s.k_rows);
+    const std::int64_t b = (i / positions) % s.batch;
+    const std::int64_t row = i / (positions * s.batch);
     float v = 0.0f;
     if (row < patch_rows) {
       const std::int64_t kw = row % s.kernel_w;
