@@ -37,7 +37,10 @@ using ir::Dim;
   } while (0)
 
 struct Registered {
-  Registered() { cuda::register_cuda_backend(); }
+  Registered() {
+    cuda::register_cuda_backend();
+    setenv("VOXRT_CUDA_POISON", "1", 1);  // NaN-filled arenas: unwritten outputs fail
+  }
 };
 const Registered registered;
 
@@ -135,7 +138,8 @@ void check_all_tactics(const std::string& name, const GraphCase& make, Precision
         if (run == 0) {
           first.push_back(outputs[o]);
         } else {
-          EXPECT_EQ(relative_error(outputs[o], first[o]), 0.0)
+          // Same kernels and algorithms; only a split-K reduction order may differ.
+          EXPECT_LE(relative_error(outputs[o], first[o]), 1e-5)
               << "graph replay differs from the eager run, output " << o;
         }
       }

@@ -177,6 +177,9 @@ class CudaSession final : public DeviceSession {
   explicit CudaSession(const CudaExecutable& exe) : exe_(exe) {
     const char* graphs = std::getenv("VOXRT_CUDA_GRAPHS");
     graphs_enabled_ = !(graphs && std::string(graphs) == "0");
+    // Tests: fill new arenas and scratch with NaN bytes, so an output no kernel wrote shows.
+    const char* poison = std::getenv("VOXRT_CUDA_POISON");
+    poison_ = poison && std::string(poison) == "1";
   }
   ~CudaSession() override {
     plans_.clear();
@@ -433,6 +436,7 @@ class CudaSession final : public DeviceSession {
       if (arena_) VOXRT_CUDA_TRY(cudaFree(arena_));
       arena_ = nullptr;
       VOXRT_CUDA_TRY(cudaMalloc(&arena_, plan.arena_bytes));
+      if (poison_) VOXRT_CUDA_TRY(cudaMemset(arena_, 0xFF, plan.arena_bytes));
       arena_bytes_ = plan.arena_bytes;
       grew = true;
     }
@@ -440,6 +444,7 @@ class CudaSession final : public DeviceSession {
       if (scratch_) VOXRT_CUDA_TRY(cudaFree(scratch_));
       scratch_ = nullptr;
       VOXRT_CUDA_TRY(cudaMalloc(&scratch_, plan.scratch_bytes));
+      if (poison_) VOXRT_CUDA_TRY(cudaMemset(scratch_, 0xFF, plan.scratch_bytes));
       scratch_bytes_ = plan.scratch_bytes;
       grew = true;
     }
@@ -527,6 +532,7 @@ class CudaSession final : public DeviceSession {
 
   const CudaExecutable& exe_;
   bool graphs_enabled_ = true;
+  bool poison_ = false;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
   void* lt_workspace_ = nullptr;
