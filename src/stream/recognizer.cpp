@@ -249,7 +249,10 @@ Expected<int> Recognizer::advance(std::span<Stream* const> streams) {
     // chunks batch together, and a stream's last, shorter chunk runs with others of its length.
     std::map<int, std::vector<Stream*>> by_frames;
     for (Stream* s : streams) {
-      while (!s->ready_chunks_.empty() && !s->ready_chunks_.front().run_model) {
+      // A stream that went back to waiting for its wake word runs no more model work.
+      while (!s->ready_chunks_.empty() &&
+             (!s->ready_chunks_.front().run_model || (s->wake_ && !s->awake_))) {
+        if (s->ready_chunks_.front().run_model) ++s->chunks_skipped_;
         VOXRT_RETURN_IF_ERROR(s->deliver_blanks(s->ready_chunks_.front()));
         s->ready_chunks_.pop_front();
       }
@@ -329,6 +332,7 @@ Status Stream::accept_pcm(std::span<const float> samples) {
     VOXRT_RETURN_IF_ERROR(resampler_->process(samples, resampled_));
     at_model_rate = resampled_;
   }
+  model_rate_samples_ += static_cast<long long>(at_model_rate.size());
   if (vad_) vad_->accept_waveform(at_model_rate, new_vad_events_);
   if (silero_framer_) silero_framer_->accept_waveform(at_model_rate);
   if (wake_ && !wake_->fired()) wake_->accept_waveform(at_model_rate);
@@ -342,6 +346,7 @@ Status Stream::input_finished() {
   if (resampler_) {
     resampled_.clear();
     VOXRT_RETURN_IF_ERROR(resampler_->flush(resampled_));
+    model_rate_samples_ += static_cast<long long>(resampled_.size());
     if (vad_) vad_->accept_waveform(resampled_, new_vad_events_);
     if (silero_framer_) silero_framer_->accept_waveform(resampled_);
     if (wake_ && !wake_->fired()) wake_->accept_waveform(resampled_);
@@ -448,6 +453,8 @@ void Stream::route(Chunk c, long long end_sample, bool last) {
   if (wake_ && !awake_) {
     if (wake_->fired() && wake_->fired_at_sample() <= end_sample) {
       awake_ = true;
+      ++wake_detections_;
+      last_wake_sample_ = wake_->fired_at_sample();
     } else {
       // Before the wake word: no model work and no text; the decoder sees blanks so times stay
       // right.
@@ -538,9 +545,17 @@ void Stream::finish_utterance(decode::EndpointReason reason) {
   final_result.is_final = true;
   // An endpoint over pure silence has nothing to say; a stream that never said anything still
   // gets one (empty) final at its end.
-  if (!final_result.text.empty() || (reason == decode::EndpointReason::kNone && utterance_ == 0)) {
+  const bool said_something = !final_result.text.empty();
+  if (said_something || (reason == decode::EndpointReason::kNone && utterance_ == 0)) {
     results_.push_back(StreamResult{std::move(final_result), utterance_, reason});
     ++utterance_;
+  }
+  if (wake_ && awake_ && said_something && reason != decode::EndpointReason::kNone &&
+      recognizer_->wake_models_->config().rearm_after_utterance) {
+    // The utterance after the wake word is over: wait for it again, from fresh buffers.
+    awake_ = false;
+    wake_score_before_ = wake_word_max_score();
+    wake_.emplace(recognizer_->wake_models_, model_rate_samples_);
   }
   if (greedy_) {
     greedy_->reset_utterance();

@@ -5,6 +5,7 @@
 // streams in its batch. Only one thread may advance a given stream at a time (STYLE.md 11).
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -87,8 +88,9 @@ class Stream {
   // Results produced since the last call (partials when the text changed, finals at endpoints).
   std::vector<StreamResult> take_results();
   bool finished() const { return finished_; }
-  // Feature chunks waiting for the model.
-  std::size_t chunks_pending() const { return ready_chunks_.size(); }
+  // Feature chunks waiting for the model, or (Silero, wake word) for the front-end models to
+  // decide whether they need it: advance() has work for this stream.
+  std::size_t chunks_pending() const { return ready_chunks_.size() + unrouted_.size(); }
   double audio_seconds() const {
     return static_cast<double>(samples_in_) / options_.sample_rate_hz;
   }
@@ -97,11 +99,14 @@ class Stream {
   long long chunks_skipped() const { return chunks_skipped_; }
   // Wake-word state (always awake without a wake-word stage).
   bool awake() const { return awake_; }
-  float wake_word_max_score() const { return wake_ ? wake_->max_score() : 0.0f; }
-  // Stream sample (at the model rate) where the wake word fired, -1 if it has not.
-  std::int64_t wake_word_sample() const {
-    return wake_ && wake_->fired() ? wake_->fired_at_sample() : -1;
+  // The highest wake-word score so far (scoring pauses while the stream is awake).
+  float wake_word_max_score() const {
+    return std::max(wake_score_before_, wake_ ? wake_->max_score() : 0.0f);
   }
+  // Times the wake word fired (it re-arms after each utterance unless configured not to).
+  int wake_word_detections() const { return wake_detections_; }
+  // Stream sample (at the model rate) where the wake word last fired, -1 if it never did.
+  std::int64_t wake_word_sample() const { return last_wake_sample_; }
 
  private:
   friend class Recognizer;
@@ -154,6 +159,9 @@ class Stream {
   bool silero_done_ = false;
   std::optional<WakeWordDetector> wake_;
   bool awake_ = true;
+  int wake_detections_ = 0;
+  std::int64_t last_wake_sample_ = -1;
+  float wake_score_before_ = 0.0f;  // best score of the detectors before the last re-arm
   std::deque<audio::VadEvent> vad_events_;
   std::vector<audio::VadEvent> new_vad_events_;
   long long frames_routed_ = 0;
@@ -165,6 +173,7 @@ class Stream {
   std::string last_partial_;
   std::vector<StreamResult> results_;
   long long samples_in_ = 0;
+  long long model_rate_samples_ = 0;
   long long chunks_run_ = 0;
   long long chunks_skipped_ = 0;
 };

@@ -26,7 +26,8 @@ std::string WakeWordConfig::to_string() const {
   std::ostringstream out;
   out << "{melspectrogram=" << melspectrogram_engine << " embedding=" << embedding_engine
       << " head=" << head_engine << " threshold=" << threshold
-      << " warmup_predictions=" << warmup_predictions << "}";
+      << " warmup_predictions=" << warmup_predictions
+      << " rearm_after_utterance=" << rearm_after_utterance << "}";
   return out.str();
 }
 
@@ -64,9 +65,11 @@ Expected<std::vector<Tensor>> WakeWordModels::run(int which, std::vector<Tensor>
   return contexts_[which]->run(inputs);
 }
 
-WakeWordDetector::WakeWordDetector(std::shared_ptr<WakeWordModels> models)
+WakeWordDetector::WakeWordDetector(std::shared_ptr<WakeWordModels> models,
+                                   std::int64_t start_sample)
     : models_(std::move(models)),
-      previous_tail_(static_cast<std::size_t>(WakeWordModels::kMelContextSamples), 0.0f) {
+      previous_tail_(static_cast<std::size_t>(WakeWordModels::kMelContextSamples), 0.0f),
+      start_sample_(start_sample) {
   for (int i = 0; i < WakeWordModels::kEmbeddingWindowFrames; ++i)
     mel_frames_.emplace_back(static_cast<std::size_t>(WakeWordModels::kMelBins), 1.0f);
   for (int i = 0; i < models_->head_window(); ++i)
@@ -133,7 +136,7 @@ Status WakeWordDetector::process_chunk() {
   max_score_ = std::max(max_score_, last_score_);
   if (!fired_ && last_score_ >= models_->config().threshold) {
     fired_ = true;
-    fired_at_sample_ = chunks_ * kChunk;
+    fired_at_sample_ = samples_scored();
   }
   return Status::ok();
 }

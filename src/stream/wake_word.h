@@ -25,6 +25,9 @@ struct WakeWordConfig {
   std::string head_engine;
   float threshold = 0.5f;
   int warmup_predictions = 5;
+  // After the utterance that follows the wake word ends (an endpoint with text), the stream
+  // waits for the wake word again; false: it stays awake to its end.
+  bool rearm_after_utterance = true;
   int threads = 1;
 
   Status validate() const;
@@ -62,7 +65,8 @@ class WakeWordModels {
 // One stream's wake-word state: samples in [-1, 1) at 16 kHz in, scores out.
 class WakeWordDetector {
  public:
-  explicit WakeWordDetector(std::shared_ptr<WakeWordModels> models);
+  // `start_sample`: the stream sample of the first sample it will be given.
+  explicit WakeWordDetector(std::shared_ptr<WakeWordModels> models, std::int64_t start_sample = 0);
 
   void accept_waveform(std::span<const float> samples);
   bool has_chunk() const {
@@ -77,7 +81,9 @@ class WakeWordDetector {
   // The highest score so far; scoring stops once the wake word fires (the Recognizer then
   // feeds it no more audio), so after firing this is the score that fired.
   float max_score() const { return max_score_; }
-  std::int64_t samples_scored() const { return chunks_ * WakeWordModels::kChunkSamples; }
+  std::int64_t samples_scored() const {
+    return start_sample_ + chunks_ * WakeWordModels::kChunkSamples;
+  }
 
  private:
   std::shared_ptr<WakeWordModels> models_;
@@ -85,6 +91,7 @@ class WakeWordDetector {
   std::vector<float> previous_tail_;  // the previous chunk's last 480 samples
   std::deque<std::vector<float>> mel_frames_;
   std::deque<std::vector<float>> embeddings_;
+  std::int64_t start_sample_ = 0;
   std::int64_t chunks_ = 0;
   bool fired_ = false;
   std::int64_t fired_at_sample_ = -1;

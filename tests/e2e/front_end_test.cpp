@@ -512,6 +512,52 @@ TEST_F(FrontEndTest, WakeWordFiresOnHeyJarvisAndTheSpeechAfterItIsTranscribed) {
   EXPECT_GT(fired, 0) << "hey_jarvis fired on none of the espeak-ng variants";
 }
 
+// After the utterance that follows the wake word, the stream waits for it again: a second
+// sentence without the phrase is not recognised, one after a second "hey jarvis" is; with
+// rearm_after_utterance false everything after the first detection is.
+TEST_F(FrontEndTest, WakeWordRearmsAfterTheUtterance) {
+  if (!need_wake()) GTEST_SKIP() << "openWakeWord models missing";
+  if (!tools_available()) GTEST_SKIP() << "espeak-ng, flite or sox missing";
+  const std::string d = scratch().string() + "/rearm";
+  const std::string sample = (source_dir() / "samples/play_music.wav").string();
+  ASSERT_EQ(run_command("espeak-ng -v en -s 130 -w " + d + "_raw.wav 'hey jarvis' && sox " + d +
+                        "_raw.wav " + d +
+                        "_hj.wav rate 16k channels 1 && sox -n -r 16000 -c 1 -b "
+                        "16 " +
+                        d + "_s1.wav trim 0 1.0 && sox -n -r 16000 -c 1 -b 16 " + d +
+                        "_s25.wav trim 0 2.5"),
+            0);
+  const std::string s1 = d + "_s1.wav ", s25 = d + "_s25.wav ", hj = d + "_hj.wav ";
+  // hey jarvis, sentence, 2.5 s silence, sentence (no wake word), 2.5 s, hey jarvis, sentence.
+  ASSERT_EQ(run_command("sox " + s1 + hj + s1 + sample + " " + s25 + sample + " " + s25 + hj + s1 +
+                        sample + " " + s1 + "-b 16 " + d + ".wav"),
+            0);
+  const auto audio = read(d + ".wav");
+  auto r = recognizer(stream::VadKind::kEnergy, true);
+  ASSERT_TRUE(r);
+  const auto rearmed = run(*r, {&audio}, {320})[0];
+  std::cout << "re-arming: text '" << rearmed.text << "', last detection at "
+            << rearmed.wake_sample / 16000.0 << " s\n";
+  auto count = [](const std::string& text, const std::string& word) {
+    int n = 0;
+    for (auto at = text.find(word); at != std::string::npos; at = text.find(word, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count(rearmed.text, "music"), 2) << rearmed.text;
+  // The second detection is the second "hey jarvis", after both sentences and silences.
+  EXPECT_GT(rearmed.wake_sample / 16000.0, 2.0 + 2 * (2.1 + 2.5));
+  stream::RecognizerConfig config;
+  config.engine_path = acoustic_;
+  config.vad = stream::VadKind::kEnergy;
+  config.wake_word = wake_;
+  config.wake_word->rearm_after_utterance = false;
+  auto awake = stream::Recognizer::create(config);
+  ASSERT_TRUE(awake.has_value()) << awake.status().to_string();
+  const auto stays = run(**awake, {&audio}, {320})[0];
+  EXPECT_EQ(count(stays.text, "music"), 3) << stays.text;
+  EXPECT_GT(stays.chunks_run, rearmed.chunks_run);
+}
+
 TEST_F(FrontEndTest, WakeWordDoesNotFireWithoutThePhrase) {
   if (!need_wake()) GTEST_SKIP() << "openWakeWord models missing";
   if (!tools_available()) GTEST_SKIP() << "espeak-ng, flite or sox missing";

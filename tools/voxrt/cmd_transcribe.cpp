@@ -37,6 +37,7 @@ struct TranscribeArgs {
   std::string wake_mel;
   std::string wake_embedding;
   float wake_threshold = 0.5f;
+  bool wake_stay_awake = false;
   bool realtime = false;
   bool json = false;
   bool partials = true;
@@ -83,6 +84,7 @@ int run_transcribe(const TranscribeArgs& args) {
       return 2;
     }
     wake->threshold = args.wake_threshold;
+    wake->rearm_after_utterance = !args.wake_stay_awake;
     config.wake_word = *wake;
   }
   if (args.vad == "off") {
@@ -236,9 +238,9 @@ int run_transcribe(const TranscribeArgs& args) {
     skipped += s.stream->chunks_skipped();
     if (config.wake_word) {
       std::cerr << std::fixed << std::setprecision(3) << "[voxrt] " << s.name << ": wake word ";
-      if (s.stream->wake_word_sample() >= 0) {
-        std::cerr << "fired at " << s.stream->wake_word_sample() / 16000.0 << " s (score "
-                  << s.stream->wake_word_max_score() << ")";
+      if (s.stream->wake_word_detections() > 0) {
+        std::cerr << "fired " << s.stream->wake_word_detections() << " time(s), last at "
+                  << s.stream->wake_word_sample() / 16000.0 << " s";
       } else {
         std::cerr << "did not fire (highest score " << s.stream->wake_word_max_score() << ")";
       }
@@ -251,7 +253,7 @@ int run_transcribe(const TranscribeArgs& args) {
             << "ms-chunk latency p50 " << percentile(chunk_latency_ms, 50) << " p95 "
             << percentile(chunk_latency_ms, 95) << " p99 " << percentile(chunk_latency_ms, 99)
             << " max " << percentile(chunk_latency_ms, 100) << " ms; model chunks run " << run
-            << ", skipped by VAD " << skipped << "; VAD engine calls "
+            << ", skipped (VAD or wake word) " << skipped << "; VAD engine calls "
             << (*recognizer)->vad_engine_calls() << ", wake-word engine calls "
             << (*recognizer)->wake_word_engine_calls() << "\n";
   return 0;
@@ -304,6 +306,9 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
                   "openWakeWord embedding model (default: beside the head)");
   cmd->add_option("--wake-threshold", args->wake_threshold, "Wake-word score that fires")
       ->capture_default_str();
+  cmd->add_flag("--wake-stay-awake", args->wake_stay_awake,
+                "After the wake word, recognise to the end (default: one utterance, then wait "
+                "for the wake word again)");
   cmd->add_flag("--realtime", args->realtime, "Pace the audio like a live microphone");
   cmd->add_flag("--json", args->json, "One JSON object per result line");
   cmd->add_option("--threads", args->threads, "Kernel threads")->capture_default_str();
