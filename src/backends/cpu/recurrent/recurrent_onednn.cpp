@@ -7,8 +7,10 @@
 // (LSTM i,f,c,o instead of ONNX i,o,f,c; GRU u,r,o = ONNX z,r,h). Primitives depend on the
 // runtime (seq, batch), so they and their packed weights are cached per shape behind a mutex.
 // Scratchpads are allocated per call (user scratchpad mode), so one kernel serves concurrent
-// callers. oneDNN here runs on OpenMP: the thread count is the calling thread's own OpenMP
-// setting, which we set to KernelContext::pool->threads() before each execution.
+// callers. oneDNN here runs on OpenMP (the thread count is the calling thread's own OpenMP
+// setting), always with one thread: its workers are a second pool beside ours, and with a
+// barrier per time step they collapse when the cores are shared (a GRU layer went from 24 ms on
+// 1 thread to 1.2 s on 2 under load). The packed tactic is the multithreaded one.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -265,7 +267,7 @@ class OnednnKernel final : public Kernel {
       args.insert({DNNL_ARG_SRC_ITER_C, memory(state_desc, engine_, c_in.data())});
       args.insert({DNNL_ARG_DST_ITER_C, memory(state_desc, engine_, c_out.data())});
     }
-    set_openmp_threads(std::max(context.pool->threads(), 1));
+    set_openmp_threads(1);
     dnnl::stream stream(engine_);
     entry->primitive->execute(stream, args);
     stream.wait();
