@@ -90,7 +90,7 @@ Tensor Tensor::from_vector(Dims dims, const std::vector<T>& values) {
   Tensor t = uninitialized(DTypeOf<T>::value, std::move(dims));
   if constexpr (std::is_same_v<T, bool>) {
     for (std::size_t i = 0; i < values.size(); ++i) t.data<bool>()[i] = values[i];
-  } else {
+  } else if (!values.empty()) {  // memcpy from an empty vector's null data() is undefined
     std::memcpy(t.raw_data(), values.data(), values.size() * sizeof(T));
   }
   return t;

@@ -25,7 +25,7 @@ void progress(const BuilderConfig& config, const char* stage, int done, int tota
 Status bind_fixed_inputs(ir::Graph& graph, const BuilderConfig& config) {
   for (const auto& [name, tensor] : config.fixed_inputs) {
     auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
-                           [&](ir::Value* v) { return v->name == name; });
+                           [&wanted = name](ir::Value* v) { return v->name == wanted; });
     if (it == graph.inputs.end())
       return not_found("--fixed-input '", name, "': the model has no input of that name");
     ir::Value* v = *it;
@@ -46,7 +46,7 @@ Status apply_profiles(ir::Graph& graph, const BuilderConfig& config) {
   for (const auto& profile : config.profiles) {
     for (const auto& [name, range] : profile.inputs) {
       auto it = std::find_if(graph.inputs.begin(), graph.inputs.end(),
-                             [&](ir::Value* v) { return v->name == name; });
+                             [&wanted = name](ir::Value* v) { return v->name == wanted; });
       if (it == graph.inputs.end()) {
         return not_found("profile '", profile.name, "': the model has no input '", name, "'");
       }
