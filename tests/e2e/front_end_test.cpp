@@ -174,8 +174,14 @@ class FrontEndTest : public ::testing::Test {
     return out;
   }
 
+  struct Final {
+    std::string text;
+    decode::EndpointReason reason;
+    double first_word_start_s, last_word_end_s;
+  };
   struct Run {
-    std::string text;  // finals joined by '|'
+    std::vector<Final> finals;  // the non-empty ones
+    std::string text;           // finals joined by '|'
     long long chunks_run = 0, chunks_skipped = 0;
     long long acoustic_calls = 0;
     long long vad_calls = 0;
@@ -231,8 +237,13 @@ class FrontEndTest : public ::testing::Test {
       if (calls) acoustic += *calls;
       for (std::size_t i = 0; i < clips.size(); ++i) {
         for (const auto& result : streams[i]->take_results()) {
-          if (result.result.is_final && !result.result.text.empty())
+          if (result.result.is_final && !result.result.text.empty()) {
             runs[i].text += result.result.text + "|";
+            const auto& words = result.result.words;
+            runs[i].finals.push_back({result.result.text, result.endpoint,
+                                      words.empty() ? -1 : words.front().start_s,
+                                      words.empty() ? -1 : words.back().end_s});
+          }
         }
       }
     }
@@ -459,6 +470,40 @@ TEST_F(FrontEndTest, WakeWordChainMatchesTheOnnxruntimeReference) {
   std::cout << "hey jarvis (espeak-ng -v en -s 130): max score " << max_ours << " voxrt, "
             << max_reference << " onnxruntime; max |difference| " << max_diff << " over "
             << ours.size() << " chunks\n";
+}
+
+// Endpointing on real audio: the bundled recording twice with 2.5 s of silence spliced in
+// between splits into two utterances at the silence, with either VAD, and each utterance's
+// words lie inside its own copy of the recording.
+TEST_F(FrontEndTest, EndpointsSplitAtSplicedSilenceWithEitherVad) {
+  if (!need_silero()) GTEST_SKIP() << "Silero VAD model missing";
+  const auto sample = read((source_dir() / "samples/play_music.wav").string());
+  const double sample_s = static_cast<double>(sample.size()) / 16000.0;
+  std::vector<float> audio(16000, 0.0f);
+  audio.insert(audio.end(), sample.begin(), sample.end());
+  audio.insert(audio.end(), 40000, 0.0f);
+  audio.insert(audio.end(), sample.begin(), sample.end());
+  audio.insert(audio.end(), 16000, 0.0f);
+  const double second_start_s = 1.0 + sample_s + 2.5;
+  for (auto vad : {stream::VadKind::kEnergy, stream::VadKind::kSilero}) {
+    SCOPED_TRACE(vad == stream::VadKind::kEnergy ? "energy VAD" : "Silero VAD");
+    auto r = recognizer(vad, false);
+    ASSERT_TRUE(r);
+    const auto result = run(*r, {&audio}, {320})[0];
+    ASSERT_EQ(result.finals.size(), 2u) << result.text;
+    for (const auto& f : result.finals) {
+      std::cout << (vad == stream::VadKind::kEnergy ? "energy" : "silero") << ": '" << f.text
+                << "' words " << f.first_word_start_s << "-" << f.last_word_end_s << " s, endpoint "
+                << decode::endpoint_reason_name(f.reason) << "\n";
+      EXPECT_NE(f.text.find("music"), std::string::npos) << f.text;
+    }
+    // The first ends at an endpoint inside the spliced silence.
+    EXPECT_NE(result.finals[0].reason, decode::EndpointReason::kNone);
+    EXPECT_GE(result.finals[0].first_word_start_s, 1.0);
+    EXPECT_LE(result.finals[0].last_word_end_s, 1.0 + sample_s);
+    EXPECT_GE(result.finals[1].first_word_start_s, second_start_s);
+    EXPECT_LE(result.finals[1].last_word_end_s, second_start_s + sample_s);
+  }
 }
 
 // "hey jarvis" from espeak-ng in several voices and rates: openWakeWord's models are trained on
