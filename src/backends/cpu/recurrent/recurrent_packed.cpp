@@ -2,8 +2,10 @@
 // batch 1, a few hundred hidden units). Per step the cost is reading R once, so:
 //  - R is packed gate-interleaved by blocks of 8 units (recurrent_packing.h) and streamed
 //    contiguously; a block computes every gate of its units, nonlinearities fused;
-//  - the input projection X.W^T of all steps is one OpenBLAS sgemm up front (W is stored so
-//    that the product lands in the gate-interleaved layout), split by unit blocks over threads;
+//  - the input projection X.W^T of all steps is one GEMM up front (W is stored so that the
+//    product lands in the gate-interleaved layout), split by unit blocks over threads: a
+//    oneDNN matmul on one OpenMP thread with W packed once per column slice (AVX-512 where the
+//    CPU has it, 3x OpenBLAS on the DS2 shapes), or OpenBLAS when W is only known at run time;
 //  - threads share the steps through a StepSchedule (recurrent_step_schedule.h): each owns a
 //    range of blocks, steals from the others when done, and a phase waits only for blocks in
 //    flight, so a preempted thread does not stall the step; bidirectional layers run their
@@ -14,11 +16,14 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 
+#include "backends/cpu/dense/onednn_common.h"
 #include "backends/cpu/recurrent/recurrent_kernels.h"
 #include "backends/cpu/recurrent/recurrent_packing.h"
 #include "backends/cpu/recurrent/recurrent_step_schedule.h"
@@ -166,6 +171,61 @@ struct DirectionScratch {
   std::unique_ptr<StepSchedule> schedule;
 };
 
+// A oneDNN matmul for projection columns of blocks [block_begin, block_end) and `rows` rows,
+// with its slice of W reordered into the layout the primitive wants.
+struct ProjectionPrimitive {
+  dnnl::matmul primitive;
+  dnnl::memory::desc src_md, dst_md, bias_md;
+  dnnl::memory weights;
+  std::size_t scratchpad_bytes = 0;
+};
+
+class ProjectionCache {
+ public:
+  std::shared_ptr<const ProjectionPrimitive> get(const RecurrentSpec& spec,
+                                                 const PackedDirection& weights, int d,
+                                                 std::int64_t blocks, std::int64_t rows,
+                                                 std::int64_t block_begin,
+                                                 std::int64_t block_end) const {
+    using dnnl::memory;
+    const std::array<std::int64_t, 4> key{d, rows, block_begin, block_end};
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+    const dnnl::engine& engine = dense::onednn_engine();
+    const std::int64_t row_stride = blocks * spec.gates * kLanes;
+    const std::int64_t col_begin = block_begin * spec.gates * kLanes;
+    const std::int64_t cols = (block_end - block_begin) * spec.gates * kLanes;
+    auto made = std::make_shared<ProjectionPrimitive>();
+    made->src_md = memory::desc({rows, spec.input_size}, memory::data_type::f32,
+                                memory::dims{spec.input_size, 1});
+    made->dst_md = memory::desc({rows, cols}, memory::data_type::f32, memory::dims{row_stride, 1});
+    made->bias_md = memory::desc({1, cols}, memory::data_type::f32, memory::format_tag::ab);
+    const memory::desc user_weights_md({spec.input_size, cols}, memory::data_type::f32,
+                                       memory::dims{row_stride, 1});
+    const memory::desc weights_any({spec.input_size, cols}, memory::data_type::f32,
+                                   memory::format_tag::any);
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dense::set_onednn_threads(1);
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(made->src_md, weights_any, made->bias_md, made->dst_md), attr, engine);
+    made->primitive = dnnl::matmul(pd);
+    made->scratchpad_bytes = pd.scratchpad_desc().get_size();
+    memory user(user_weights_md, engine,
+                const_cast<float*>(weights.w_kn.data<float>()) + col_begin);
+    made->weights = memory(pd.weights_desc(), engine);
+    dnnl::stream stream(engine);
+    dnnl::reorder(user, made->weights).execute(stream, user, made->weights);
+    stream.wait();
+    cache_.emplace(key, made);
+    return made;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::map<std::array<std::int64_t, 4>, std::shared_ptr<const ProjectionPrimitive>> cache_;
+};
+
 struct CallPlan {
   const RecurrentSpec* spec;
   const RecurrentIo* io;
@@ -173,11 +233,11 @@ struct CallPlan {
   LayoutStrides strides;
   std::int64_t blocks, padded_hidden, max_length;
   std::vector<DirectionScratch>* scratch;
+  const ProjectionCache* projections;  // null: OpenBLAS (W known only at run time)
 };
 
 // Projection columns [block_begin, block_end) * gates * 8 of direction d, all rows:
-// bias, then += X . W^T with OpenBLAS (W is stored [input][blocks][gates][8], so the product
-// lands in the projection layout directly).
+// X . W^T + bias, straight into the projection layout.
 void project_inputs(const CallPlan& plan, int d, std::int64_t block_begin, std::int64_t block_end) {
   if (block_end <= block_begin) return;
   const RecurrentSpec& spec = *plan.spec;
@@ -188,11 +248,30 @@ void project_inputs(const CallPlan& plan, int d, std::int64_t block_begin, std::
   const std::int64_t cols = (block_end - block_begin) * spec.gates * kLanes;
   float* projection = (*plan.scratch)[static_cast<std::size_t>(d)].projection.get();
   const float* bias = weights.projection_bias.data() + col_begin;
+  if (rows == 0) return;
+  if (plan.projections && spec.input_size > 0) {
+    try {
+      using dnnl::memory;
+      std::shared_ptr<const ProjectionPrimitive> mm =
+          plan.projections->get(spec, weights, d, plan.blocks, rows, block_begin, block_end);
+      const dnnl::engine& engine = dense::onednn_engine();
+      std::unordered_map<int, memory> args{
+          {DNNL_ARG_SRC, memory(mm->src_md, engine, const_cast<float*>(plan.io->x->data<float>()))},
+          {DNNL_ARG_WEIGHTS, mm->weights},
+          {DNNL_ARG_BIAS, memory(mm->bias_md, engine, const_cast<float*>(bias))},
+          {DNNL_ARG_DST, memory(mm->dst_md, engine, projection + col_begin)}};
+      dense::execute_primitive(mm->primitive, args, mm->scratchpad_bytes, 1);
+      return;
+    } catch (const dnnl::error&) {
+      // oneDNN could not make or run this shape: OpenBLAS below computes the same product.
+    }
+  }
   for (std::int64_t row = 0; row < rows; ++row) {
     std::memcpy(projection + row * row_stride + col_begin, bias,
                 static_cast<std::size_t>(cols) * sizeof(float));
   }
-  if (rows == 0 || spec.input_size == 0) return;
+  if (spec.input_size == 0) return;
+  keep_openblas_single_threaded();
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(rows),
               static_cast<int>(cols), static_cast<int>(spec.input_size), 1.0f,
               plan.io->x->data<float>(), static_cast<int>(spec.input_size),
@@ -393,7 +472,8 @@ class PackedKernel final : public Kernel {
                   weights.blocks,
                   weights.blocks * kUnitBlock,
                   0,
-                  nullptr};
+                  nullptr,
+                  weights_ ? &projections_ : nullptr};
     plan.max_length = *std::max_element(io.lengths.begin(), io.lengths.end());
     if (io.batch == 0) return Status::ok();
 
@@ -438,7 +518,6 @@ class PackedKernel final : public Kernel {
       }
     }
 
-    keep_openblas_single_threaded();
     auto work = [&](int worker) {
       const int group = group_of(worker);
       const int rank = worker - group_first(group);
@@ -477,6 +556,7 @@ class PackedKernel final : public Kernel {
   RecurrentSpec spec_;
   std::optional<PackedWeights> weights_;
   bool single_thread_;
+  ProjectionCache projections_;  // used only with constant weights_
 };
 
 bool is_constant_input(const ir::Node& node, std::size_t index) {
