@@ -29,7 +29,7 @@ if grep -q "building" "$work/err2"; then fail "the second run rebuilt the VAD en
 [ "$(ls "$work/cache" | wc -l)" = 1 ] || fail "expected one cached engine: $(ls "$work/cache")"
 
 # Silence alone: no text and no acoustic-model chunks; the cached engine can be given directly.
-sox -n -r 16000 -c 1 -b 16 "$work/silence.wav" trim 0 3.0
+sox -R -n -r 16000 -c 1 -b 16 "$work/silence.wav" trim 0 3.0
 text=$("$voxrt" transcribe --engine "$work/default.engine" --vad silero \
   --vad-model "$work/cache/"*.engine "$work/silence.wav" 2>"$work/err3")
 cat "$work/err3"
@@ -38,9 +38,9 @@ grep -q "model chunks run 0," "$work/err3" || fail "silence ran the acoustic mod
 
 # Wake word: "hey jarvis" then the sample is recognised after it fires; the sample alone is not.
 espeak-ng -v en -s 130 -w "$work/hj_raw.wav" 'hey jarvis'
-sox "$work/hj_raw.wav" "$work/hj.wav" rate 16k channels 1
-sox -n -r 16000 -c 1 -b 16 "$work/s1.wav" trim 0 1.0
-sox "$work/s1.wav" "$work/hj.wav" "$work/s1.wav" "$src/samples/play_music.wav" "$work/s1.wav" \
+sox -R "$work/hj_raw.wav" "$work/hj.wav" rate 16k channels 1
+sox -R -n -r 16000 -c 1 -b 16 "$work/s1.wav" trim 0 1.0
+sox -R "$work/s1.wav" "$work/hj.wav" "$work/s1.wav" "$src/samples/play_music.wav" "$work/s1.wav" \
   -b 16 "$work/wake.wav"
 text=$("$voxrt" transcribe --engine "$work/default.engine" --wake-word "$models" "$work/wake.wav" \
   2>"$work/err4")

@@ -82,11 +82,11 @@ std::optional<Layout> spliced(const std::string& name, double noise_db) {
                   "2>&1") != 0 ||
       run_command("flite -t 'many people like music in the morning' -o " + d +
                   "_b_raw.wav >/dev/null 2>&1") != 0 ||
-      run_command("sox " + d + "_a_raw.wav " + d + "_a.wav" + trim) != 0 ||
-      run_command("sox " + d + "_b_raw.wav " + d + "_b.wav" + trim) != 0 ||
-      run_command("sox -n -r 16000 -c 1 -b 16 " + d + "_s1.wav trim 0 1.0") != 0 ||
-      run_command("sox -n -r 16000 -c 1 -b 16 " + d + "_s15.wav trim 0 1.5") != 0 ||
-      run_command("sox " + d + "_s1.wav " + d + "_a.wav " + d + "_s15.wav " + d + "_b.wav " + d +
+      run_command("sox -R " + d + "_a_raw.wav " + d + "_a.wav" + trim) != 0 ||
+      run_command("sox -R " + d + "_b_raw.wav " + d + "_b.wav" + trim) != 0 ||
+      run_command("sox -R -n -r 16000 -c 1 -b 16 " + d + "_s1.wav trim 0 1.0") != 0 ||
+      run_command("sox -R -n -r 16000 -c 1 -b 16 " + d + "_s15.wav trim 0 1.5") != 0 ||
+      run_command("sox -R " + d + "_s1.wav " + d + "_a.wav " + d + "_s15.wav " + d + "_b.wav " + d +
                   "_s1.wav -b 16 " + d + "_clean.wav") != 0) {
     return std::nullopt;
   }
@@ -94,10 +94,10 @@ std::optional<Layout> spliced(const std::string& name, double noise_db) {
   Layout layout{d + "_clean.wav", {{1.0, 1.0 + a}, {2.5 + a, 2.5 + a + b}}};
   if (noise_db < 0) {
     const double total = duration_s(layout.path);
-    if (run_command("sox -n -r 16000 -c 1 -b 16 " + d + "_noise.wav synth " +
+    if (run_command("sox -R -n -r 16000 -c 1 -b 16 " + d + "_noise.wav synth " +
                     std::to_string(total) + " whitenoise vol " +
                     std::to_string(std::pow(10.0, noise_db / 20.0))) != 0 ||
-        run_command("sox -m -v 1 " + layout.path + " -v 1 " + d + "_noise.wav -b 16 " + d +
+        run_command("sox -R -m -v 1 " + layout.path + " -v 1 " + d + "_noise.wav -b 16 " + d +
                     "_noisy.wav") != 0) {
       return std::nullopt;
     }
@@ -432,11 +432,11 @@ TEST_F(FrontEndTest, WakeWordChainMatchesTheOnnxruntimeReference) {
   const std::string d = scratch().string() + "/ref";
   ASSERT_EQ(
       run_command("espeak-ng -v en -s 130 -w " + d +
-                  "_raw.wav 'hey jarvis' && sox -n -r "
+                  "_raw.wav 'hey jarvis' && sox -R -n -r "
                   "16000 -c 1 -b 16 " +
-                  d + "_s1.wav trim 0 1.0 && sox " + d + "_raw.wav " + d +
-                  "_hj.wav rate 16k channels 1 && sox " + d + "_s1.wav " + d + "_hj.wav " + d +
-                  "_s1.wav -b 16 " + d + ".wav && sox " + d + ".wav -t f32 " + d + ".f32"),
+                  d + "_s1.wav trim 0 1.0 && sox -R " + d + "_raw.wav " + d +
+                  "_hj.wav rate 16k channels 1 && sox -R " + d + "_s1.wav " + d + "_hj.wav " + d +
+                  "_s1.wav -b 16 " + d + ".wav && sox -R " + d + ".wav -t f32 " + d + ".f32"),
       0);
   const auto samples = read(d + ".wav");
   auto models = stream::WakeWordModels::load(wake_);
@@ -513,8 +513,8 @@ TEST_F(FrontEndTest, WakeWordFiresOnHeyJarvisAndTheSpeechAfterItIsTranscribed) {
   if (!tools_available()) GTEST_SKIP() << "espeak-ng, flite or sox missing";
   const std::string d = scratch().string() + "/wake";
   const std::string sample = (source_dir() / "samples/play_music.wav").string();
-  ASSERT_EQ(run_command("sox -n -r 16000 -c 1 -b 16 " + d + "_s1.wav trim 0 1.0"), 0);
-  ASSERT_EQ(run_command("sox -n -r 16000 -c 1 -b 16 " + d + "_s05.wav trim 0 0.5"), 0);
+  ASSERT_EQ(run_command("sox -R -n -r 16000 -c 1 -b 16 " + d + "_s1.wav trim 0 1.0"), 0);
+  ASSERT_EQ(run_command("sox -R -n -r 16000 -c 1 -b 16 " + d + "_s05.wav trim 0 0.5"), 0);
   auto r = recognizer(stream::VadKind::kEnergy, true);
   ASSERT_TRUE(r);
   int fired = 0;
@@ -522,10 +522,10 @@ TEST_F(FrontEndTest, WakeWordFiresOnHeyJarvisAndTheSpeechAfterItIsTranscribed) {
     for (int rate : {130, 160}) {
       const std::string name = d + "_" + voice + "_" + std::to_string(rate);
       ASSERT_EQ(run_command("espeak-ng -v " + std::string(voice) + " -s " + std::to_string(rate) +
-                            " -w " + name + "_raw.wav 'hey jarvis' >/dev/null 2>&1 && sox " + name +
-                            "_raw.wav " + name +
+                            " -w " + name + "_raw.wav 'hey jarvis' >/dev/null 2>&1 && sox -R " +
+                            name + "_raw.wav " + name +
                             "_hj.wav rate 16k channels 1 silence 1 0.005 0.1% reverse silence 1 "
-                            "0.005 0.1% reverse && sox " +
+                            "0.005 0.1% reverse && sox -R " +
                             d + "_s1.wav " + name + "_hj.wav " + d + "_s05.wav " + sample + " " +
                             d + "_s1.wav -b 16 " + name + ".wav"),
                 0);
@@ -565,17 +565,17 @@ TEST_F(FrontEndTest, WakeWordRearmsAfterTheUtterance) {
   if (!tools_available()) GTEST_SKIP() << "espeak-ng, flite or sox missing";
   const std::string d = scratch().string() + "/rearm";
   const std::string sample = (source_dir() / "samples/play_music.wav").string();
-  ASSERT_EQ(run_command("espeak-ng -v en -s 130 -w " + d + "_raw.wav 'hey jarvis' && sox " + d +
+  ASSERT_EQ(run_command("espeak-ng -v en -s 130 -w " + d + "_raw.wav 'hey jarvis' && sox -R " + d +
                         "_raw.wav " + d +
-                        "_hj.wav rate 16k channels 1 && sox -n -r 16000 -c 1 -b "
+                        "_hj.wav rate 16k channels 1 && sox -R -n -r 16000 -c 1 -b "
                         "16 " +
-                        d + "_s1.wav trim 0 1.0 && sox -n -r 16000 -c 1 -b 16 " + d +
+                        d + "_s1.wav trim 0 1.0 && sox -R -n -r 16000 -c 1 -b 16 " + d +
                         "_s25.wav trim 0 2.5"),
             0);
   const std::string s1 = d + "_s1.wav ", s25 = d + "_s25.wav ", hj = d + "_hj.wav ";
   // hey jarvis, sentence, 2.5 s silence, sentence (no wake word), 2.5 s, hey jarvis, sentence.
-  ASSERT_EQ(run_command("sox " + s1 + hj + s1 + sample + " " + s25 + sample + " " + s25 + hj + s1 +
-                        sample + " " + s1 + "-b 16 " + d + ".wav"),
+  ASSERT_EQ(run_command("sox -R " + s1 + hj + s1 + sample + " " + s25 + sample + " " + s25 + hj +
+                        s1 + sample + " " + s1 + "-b 16 " + d + ".wav"),
             0);
   const auto audio = read(d + ".wav");
   auto r = recognizer(stream::VadKind::kEnergy, true);
