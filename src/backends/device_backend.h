@@ -21,11 +21,29 @@
 
 namespace voxrt::backends {
 
+// A streaming state pair kept in a session's device-resident slot pool. The state tensor is
+// [outer..., batch, inner...] with the batch at `batch_axis`; other dims must be static.
+struct DeviceStateSpec {
+  std::string input;
+  std::string output;
+  int batch_axis = 0;
+};
+
 // Per ExecutionContext: its own stream, arena, pinned staging, CUDA graphs. Not thread-safe; one
 // caller at a time (like ExecutionContext).
 class DeviceSession {
  public:
   virtual ~DeviceSession() = default;
+  // GPU-resident state slot pool: `capacity` slots of every state, zeros at first. The states of
+  // a batch are gathered from the pool by slot id and scattered back on the device, inside the
+  // same CUDA graph as the rest of the chunk: states never travel to the host.
+  virtual Status create_state_pool(std::span<const DeviceStateSpec> states, int capacity) = 0;
+  // `inputs`: the graph inputs that are not states, in graph order, batch = slots.size();
+  // `outputs`: the graph outputs that are not states. Slots must be distinct and < capacity.
+  virtual Status run_slots(std::span<const Tensor> inputs, std::span<const int> slots,
+                           std::vector<Tensor>& outputs) = 0;
+  virtual Status reset_slot(int slot) = 0;  // zeros (a new stream)
+  virtual Expected<Tensor> read_slot_state(int slot, std::size_t state_index) = 0;
   // Host tensors in (graph-input order) and out (graph-output order).
   virtual Status run(std::span<const Tensor> inputs, std::vector<Tensor>& outputs) = 0;
   // Per node (execution order) device time of the last run_profiled() call, microseconds.

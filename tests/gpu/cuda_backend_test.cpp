@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <iostream>
@@ -421,12 +422,13 @@ TEST(CudaOps, RecurrentEveryTacticAndPrecision) {
 // ---- whole models through the builder and the engine -----------------------------------------
 
 // DS2-style streaming model: conv (bias, Hardtanh) over a 16-frame chunk, reshape, GRU with the
-// state in and out, FC, log-softmax.
+// state in and out, FC, log-softmax. batch 0: a symbolic batch.
 std::unique_ptr<ir::Graph> ds2_streaming_graph(std::mt19937& rng, std::int64_t batch) {
   auto g = std::make_unique<ir::Graph>();
   const std::int64_t F = 40, T = 16, C = 8, H = 64, classes = 29;
-  ir::Value* x = g->add_value("x", DType::kF32, shape_of({batch, 1, F, T}));
-  ir::Value* h0 = g->add_value("h0", DType::kF32, shape_of({1, batch, H}));
+  const Dim b = batch > 0 ? Dim::known(batch) : Dim::symbolic("batch");
+  ir::Value* x = g->add_value("x", DType::kF32, {b, Dim::known(1), Dim::known(F), Dim::known(T)});
+  ir::Value* h0 = g->add_value("h0", DType::kF32, {Dim::known(1), b, Dim::known(H)});
   g->inputs = {x, h0};
   ir::Value* c = out(*g, "conv");
   ir::Node* conv = node(*g, ir::OpKind::kFusedConv, "conv",
@@ -439,7 +441,8 @@ std::unique_ptr<ir::Graph> ds2_streaming_graph(std::mt19937& rng, std::int64_t b
   conv->attrs.set("activation_alpha", 0.0f);
   conv->attrs.set("activation_beta", 20.0f);
   ir::Value* r = out(*g, "flat");  // [B, C*F/2, T]
-  node(*g, ir::OpKind::kReshape, "reshape", {c, i64s(*g, "shape", {batch, C * F / 2, T})}, {r});
+  node(*g, ir::OpKind::kReshape, "reshape",
+       {c, i64s(*g, "shape", {batch > 0 ? batch : 0, C * F / 2, T})}, {r});
   ir::Value* tbi = out(*g, "tbi");
   node(*g, ir::OpKind::kTranspose, "to_tbi", {r}, {tbi})
       ->attrs.set("perm", std::vector<std::int64_t>{2, 0, 1});
@@ -583,6 +586,67 @@ TEST(CudaModels, BiLstmMatchesCpuAndTheTimingCacheReproducesThePlan) {
   }
 }
 
+// The device-resident slot pool: streams run in changing batch compositions, their states
+// gathered and scattered on the device, give what each stream gives alone with host states.
+TEST(CudaSlots, DevicePoolMatchesHostStatesInAnyBatch) {
+  REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng_g(3);
+  auto engine = build_and_load(ds2_streaming_graph(rng_g, 0), DeviceKind::kCuda, Precision::kFp32);
+  ASSERT_TRUE(engine);
+  const auto& exe = *engine->impl().device_executable;
+  auto pooled = exe.create_session();
+  auto alone = exe.create_session();
+  ASSERT_TRUE(pooled && alone);
+  const backends::DeviceStateSpec spec{"h0", "hn", 1};
+  ASSERT_TRUE((*pooled)->create_state_pool({&spec, 1}, 6).is_ok());
+  const std::vector<int> slot_of = {4, 1, 3, 0};
+  std::vector<Tensor> host_state(4, Tensor::zeros(DType::kF32, {1, 1, 64}));
+  const std::vector<std::vector<int>> rounds = {{0, 1, 2, 3}, {2, 0}, {3}, {1, 3, 0, 2}, {0, 1}};
+  std::mt19937 rng(17);
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    const auto& active = rounds[r];
+    const auto batch = static_cast<std::int64_t>(active.size());
+    Tensor x = Tensor::uninitialized(DType::kF32, {batch, 1, 40, 16});
+    std::vector<Tensor> chunks;
+    std::vector<int> slots;
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      chunks.push_back(random_tensor({1, 1, 40, 16}, rng));
+      std::memcpy(x.data<float>() + i * 640, chunks.back().data<float>(), 640 * sizeof(float));
+      slots.push_back(slot_of[static_cast<std::size_t>(active[i])]);
+    }
+    std::vector<Tensor> outs;
+    const std::vector<Tensor> ins = {x};
+    const Status st = (*pooled)->run_slots(ins, slots, outs);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    ASSERT_EQ(outs.size(), 1u);  // logp only: the state stayed on the device
+    const std::int64_t row = outs[0].element_count() / batch;
+    for (std::size_t i = 0; i < active.size(); ++i) {
+      const auto s = static_cast<std::size_t>(active[i]);
+      std::vector<Tensor> ref;
+      const std::vector<Tensor> ref_in = {chunks[i], host_state[s]};
+      ASSERT_TRUE((*alone)->run(ref_in, ref).is_ok());
+      Tensor mine = Tensor::uninitialized(DType::kF32, ref[0].dims());
+      std::memcpy(mine.data<float>(), outs[0].data<float>() + static_cast<std::int64_t>(i) * row,
+                  static_cast<std::size_t>(row) * sizeof(float));
+      EXPECT_LE(relative_error(mine, ref[0]), 1e-4) << "round " << r << " stream " << s;
+      host_state[s] = ref[1];
+    }
+  }
+  for (std::size_t s = 0; s < 4; ++s) {
+    auto state = (*pooled)->read_slot_state(slot_of[s], 0);
+    ASSERT_TRUE(state) << state.status().message();
+    EXPECT_LE(relative_error(*state, host_state[s]), 1e-4) << "stream " << s;
+  }
+  ASSERT_TRUE((*pooled)->reset_slot(slot_of[0]).is_ok());
+  auto zero = (*pooled)->read_slot_state(slot_of[0], 0);
+  ASSERT_TRUE(zero);
+  for (float v : zero->span<float>()) EXPECT_EQ(v, 0.0f);
+  std::vector<Tensor> unused;
+  const std::vector<int> repeated = {1, 1};
+  const std::vector<Tensor> two = {Tensor::zeros(DType::kF32, {2, 1, 40, 16})};
+  EXPECT_FALSE((*pooled)->run_slots(two, repeated, unused).is_ok());
+}
+
 TEST(CudaEngine, FingerprintMismatchNamesTheFields) {
   REQUIRE_CUDA_DEVICE();
   auto here = cuda::cuda_backend().fingerprint();
@@ -625,6 +689,17 @@ TEST(CudaBackendNoDevice, ModelsHaveACudaKernelForEveryNode) {
   graphs.push_back(ds2_streaming_graph(rng, 2));
   graphs.push_back(bilstm_graph(rng, 5, 2));
   std::vector<std::string> names = {"ds2_streaming_graph", "bilstm_graph"};
+  {
+    // The symbolic-batch form (the slot-pool test's) runs on the CPU at any batch.
+    std::mt19937 rng_s(3);
+    auto cpu = build_and_load(ds2_streaming_graph(rng_s, 0), DeviceKind::kCpu, Precision::kFp32);
+    ASSERT_TRUE(cpu);
+    std::vector<Tensor> in = {random_tensor({3, 1, 40, 16}, rng_s),
+                              Tensor::zeros(DType::kF32, {1, 3, 64})};
+    auto out = (*cpu->create_context(1))->run(in);
+    ASSERT_TRUE(out) << out.status().message();
+    EXPECT_EQ((*out)[0].dim(0), 3);
+  }
   if (const char* list = std::getenv("VOXRT_CUDA_CHECK_ONNX")) {
     std::stringstream paths(list);
     for (std::string path; std::getline(paths, path, ':');) {

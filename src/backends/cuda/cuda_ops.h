@@ -70,6 +70,15 @@ cudaError_t gather(const void* in, const std::int64_t* indices, void* out, int e
                    std::int64_t outer, std::int64_t axis_size, std::int64_t index_count,
                    std::int64_t inner, cudaStream_t stream);
 
+// State slot pool: pool is [capacity, outer, inner] (slot-major); a batch tensor is
+// [outer, batch, inner]. gather: batch[o, b, i] = pool[slots[b], o, i]; scatter: the reverse.
+cudaError_t slot_gather(const float* pool, const int* slots, float* batch_tensor,
+                        std::int64_t batch, std::int64_t outer, std::int64_t inner,
+                        cudaStream_t stream);
+cudaError_t slot_scatter(const float* batch_tensor, const int* slots, float* pool,
+                         std::int64_t batch, std::int64_t outer, std::int64_t inner,
+                         cudaStream_t stream);
+
 // Softmax / LogSoftmax over the middle axis of [outer, axis, inner], reducing in float.
 cudaError_t softmax(const float* x, float* y, std::int64_t outer, std::int64_t axis,
                     std::int64_t inner, bool log, cudaStream_t stream);

@@ -52,6 +52,9 @@ struct ShapePlan {
   std::vector<std::vector<DevTensor>> step_in, step_out;
   std::size_t arena_bytes = 0, scratch_bytes = 0, pinned_bytes = 0;
   std::vector<std::size_t> input_pinned, output_pinned;
+  bool slots_mode = false;  // states gathered from / scattered to the slot pool
+  std::size_t slots_pinned = 0;
+  std::int64_t batch = 0;
   cudaGraphExec_t graph = nullptr;
   int runs = 0;
   bool graph_failed = false;
@@ -187,6 +190,9 @@ class CudaSession final : public DeviceSession {
     if (scratch_) cudaFree(scratch_);
     if (lt_workspace_) cudaFree(lt_workspace_);
     if (pinned_) cudaFreeHost(pinned_);
+    if (slot_ids_) cudaFree(slot_ids_);
+    for (auto& state : pool_)
+      if (state.storage) cudaFree(state.storage);
     if (lt_) cublasLtDestroy(lt_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -199,8 +205,162 @@ class CudaSession final : public DeviceSession {
   }
 
   Status run(std::span<const Tensor> inputs, std::vector<Tensor>& outputs) override {
-    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs));
+    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs, false));
     stage_inputs(*plan, inputs);
+    VOXRT_RETURN_IF_ERROR(launch(*plan));
+    outputs.clear();
+    for (std::size_t i = 0; i < exe_.output_ids_.size(); ++i) {
+      const DevTensor& v = plan->values[static_cast<std::size_t>(exe_.output_ids_[i])];
+      Tensor t = Tensor::uninitialized(v.dtype, v.dims);
+      std::memcpy(t.raw_data(), pinned_ + plan->output_pinned[i], v.bytes());
+      outputs.push_back(std::move(t));
+    }
+    return Status::ok();
+  }
+
+  Status create_state_pool(std::span<const DeviceStateSpec> states, int capacity) override {
+    if (!pool_.empty()) return failed_precondition("this session already has a state pool");
+    if (capacity < 1) return invalid_argument("state pool capacity must be >= 1");
+    auto find = [&](const std::vector<int>& ids, const std::string& name) {
+      for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (exe_.values_[static_cast<std::size_t>(ids[i])]->name == name)
+          return static_cast<int>(i);
+      }
+      return -1;
+    };
+    for (const auto& spec : states) {
+      PoolState st;
+      st.input = find(exe_.input_ids_, spec.input);
+      st.output = find(exe_.output_ids_, spec.output);
+      if (st.input < 0 || st.output < 0) {
+        return not_found("state pair ", spec.input, ":", spec.output,
+                         ": no such graph input/output");
+      }
+      const ir::Value* v = exe_.values_[static_cast<std::size_t>(
+          exe_.input_ids_[static_cast<std::size_t>(st.input)])];
+      if (v->dtype != DType::kF32 || !v->rank_known || spec.batch_axis < 0 ||
+          spec.batch_axis >= static_cast<int>(v->shape.size()))
+        return invalid_argument(
+            "state '", spec.input,
+            "': needs an f32 input of known rank with the batch axis inside it");
+      st.axis = spec.batch_axis;
+      st.dims = Dims(v->shape.size(), 1);
+      for (std::size_t d = 0; d < v->shape.size(); ++d) {
+        if (static_cast<int>(d) == spec.batch_axis) continue;
+        if (!v->shape[d].is_known())
+          return invalid_argument("state '", spec.input, "': dim ", d, " must be static");
+        st.dims[d] = v->shape[d].value;
+        (static_cast<int>(d) < spec.batch_axis ? st.outer : st.inner) *= v->shape[d].value;
+      }
+      st.bytes_per_slot = static_cast<std::size_t>(st.outer * st.inner) * 4;
+      VOXRT_CUDA_TRY(
+          cudaMalloc(&st.storage, st.bytes_per_slot * static_cast<std::size_t>(capacity)));
+      VOXRT_CUDA_TRY(
+          cudaMemset(st.storage, 0, st.bytes_per_slot * static_cast<std::size_t>(capacity)));
+      pool_.push_back(st);
+    }
+    VOXRT_CUDA_TRY(cudaMalloc(&slot_ids_, static_cast<std::size_t>(capacity) * sizeof(int)));
+    capacity_ = capacity;
+    return Status::ok();
+  }
+
+  Status run_slots(std::span<const Tensor> inputs, std::span<const int> slots,
+                   std::vector<Tensor>& outputs) override {
+    if (pool_.empty()) return failed_precondition("run_slots: create_state_pool first");
+    const std::size_t stream_inputs = exe_.input_ids_.size() - pool_.size();
+    if (inputs.size() != stream_inputs)
+      return invalid_argument("run_slots takes ", stream_inputs, " non-state inputs, got ",
+                              inputs.size());
+    if (slots.empty() || static_cast<int>(slots.size()) > capacity_)
+      return invalid_argument("run_slots: 1..", capacity_, " slots, got ", slots.size());
+    std::vector<bool> seen(static_cast<std::size_t>(capacity_), false);
+    for (int s : slots) {
+      if (s < 0 || s >= capacity_ || seen[static_cast<std::size_t>(s)])
+        return invalid_argument("run_slots: slot ", s, " is out of range or repeated");
+      seen[static_cast<std::size_t>(s)] = true;
+    }
+    // The full input list: stream inputs in order, shape-only placeholders for the states.
+    std::vector<Tensor> full;
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < exe_.input_ids_.size(); ++i) {
+      const PoolState* st = state_for_input(i);
+      if (!st) {
+        full.push_back(inputs[next++]);
+        continue;
+      }
+      Dims dims = st->dims;
+      dims[static_cast<std::size_t>(st->axis)] = static_cast<std::int64_t>(slots.size());
+      full.push_back(Tensor::wrap(DType::kF32, dims, placeholder(), nullptr));
+    }
+    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(full, true));
+    for (std::size_t i = 0; i < full.size(); ++i) {
+      if (!state_for_input(i))
+        std::memcpy(pinned_ + plan->input_pinned[i], full[i].raw_data(), full[i].size_bytes());
+    }
+    std::memcpy(pinned_ + plan->slots_pinned, slots.data(), slots.size() * sizeof(int));
+    VOXRT_RETURN_IF_ERROR(launch(*plan));
+    outputs.clear();
+    for (std::size_t i = 0; i < exe_.output_ids_.size(); ++i) {
+      if (state_for_output(i)) continue;
+      const DevTensor& v = plan->values[static_cast<std::size_t>(exe_.output_ids_[i])];
+      Tensor t = Tensor::uninitialized(v.dtype, v.dims);
+      std::memcpy(t.raw_data(), pinned_ + plan->output_pinned[i], v.bytes());
+      outputs.push_back(std::move(t));
+    }
+    return Status::ok();
+  }
+
+  Status reset_slot(int slot) override {
+    if (slot < 0 || slot >= capacity_) return invalid_argument("slot ", slot, " out of range");
+    for (const auto& st : pool_) {
+      VOXRT_CUDA_TRY(cudaMemsetAsync(
+          static_cast<char*>(st.storage) + st.bytes_per_slot * static_cast<std::size_t>(slot), 0,
+          st.bytes_per_slot, stream_));
+    }
+    VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
+    return Status::ok();
+  }
+
+  Expected<Tensor> read_slot_state(int slot, std::size_t index) override {
+    if (slot < 0 || slot >= capacity_ || index >= pool_.size())
+      return invalid_argument("read_slot_state: slot ", slot, " / state ", index, " out of range");
+    const PoolState& st = pool_[index];
+    Tensor t = Tensor::uninitialized(DType::kF32, st.dims);  // batch dim 1
+    VOXRT_CUDA_TRY(cudaMemcpy(
+        t.raw_data(),
+        static_cast<char*>(st.storage) + st.bytes_per_slot * static_cast<std::size_t>(slot),
+        st.bytes_per_slot, cudaMemcpyDeviceToHost));
+    return t;
+  }
+
+ private:
+  struct PoolState {
+    int input = -1, output = -1;  // indices into the graph's inputs / outputs
+    int axis = 0;
+    Dims dims;  // with batch 1
+    std::int64_t outer = 1, inner = 1;
+    std::size_t bytes_per_slot = 0;
+    void* storage = nullptr;  // [capacity, outer, inner]
+  };
+
+  const PoolState* state_for_input(std::size_t i) const {
+    for (const auto& st : pool_)
+      if (st.input == static_cast<int>(i)) return &st;
+    return nullptr;
+  }
+  const PoolState* state_for_output(std::size_t i) const {
+    for (const auto& st : pool_)
+      if (st.output == static_cast<int>(i)) return &st;
+    return nullptr;
+  }
+  // Host placeholder data for state inputs in slot mode: never read.
+  void* placeholder() {
+    static float dummy = 0.0f;
+    return &dummy;
+  }
+
+  Status launch(ShapePlan& plan_ref) {
+    ShapePlan* plan = &plan_ref;
     if (plan->graph) {
       VOXRT_CUDA_TRY(cudaGraphLaunch(plan->graph, stream_));
     } else if (graphs_enabled_ && plan->runs > 0 && !plan->graph_failed) {
@@ -215,19 +375,13 @@ class CudaSession final : public DeviceSession {
     }
     VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
     ++plan->runs;
-    outputs.clear();
-    for (std::size_t i = 0; i < exe_.output_ids_.size(); ++i) {
-      const DevTensor& v = plan->values[static_cast<std::size_t>(exe_.output_ids_[i])];
-      Tensor t = Tensor::uninitialized(v.dtype, v.dims);
-      std::memcpy(t.raw_data(), pinned_ + plan->output_pinned[i], v.bytes());
-      outputs.push_back(std::move(t));
-    }
     return Status::ok();
   }
 
+ public:
   Expected<std::vector<double>> run_profiled(std::span<const Tensor> inputs,
                                              int iterations) override {
-    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs));
+    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs, false));
     stage_inputs(*plan, inputs);
     VOXRT_RETURN_IF_ERROR(enqueue_all(*plan));  // warm-up
     VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
@@ -262,7 +416,7 @@ class CudaSession final : public DeviceSession {
   }
 
  private:
-  Expected<ShapePlan*> plan_for(std::span<const Tensor> inputs) {
+  Expected<ShapePlan*> plan_for(std::span<const Tensor> inputs, bool slots_mode) {
     if (inputs.size() != exe_.input_ids_.size())
       return invalid_argument("the graph takes ", exe_.input_ids_.size(), " inputs, got ",
                               inputs.size());
@@ -274,12 +428,21 @@ class CudaSession final : public DeviceSession {
         return invalid_argument("input '", v->name, "': expected dtype ", dtype_name(v->dtype),
                                 ", got ", dtype_name(inputs[i].dtype()));
       }
+      if (i == 0) key.push_back(slots_mode ? 1 : 0);
       key.push_back(static_cast<std::int64_t>(inputs[i].rank()));
       for (std::int64_t d : inputs[i].dims()) key.push_back(d);
     }
     auto it = plans_.find(key);
     if (it == plans_.end()) {
       VOXRT_ASSIGN_OR_RETURN(auto plan, make_plan(inputs));
+      plan->slots_mode = slots_mode;
+      if (slots_mode) {
+        plan->batch =
+            static_cast<std::int64_t>(inputs[static_cast<std::size_t>(pool_.front().input)].dim(
+                static_cast<std::size_t>(pool_.front().axis)));
+        plan->slots_pinned = plan->pinned_bytes;
+        plan->pinned_bytes += align_up(static_cast<std::size_t>(capacity_) * sizeof(int));
+      }
       it = plans_.emplace(key, std::move(plan)).first;
       VOXRT_RETURN_IF_ERROR(fit(*it->second));
     }
@@ -490,8 +653,19 @@ class CudaSession final : public DeviceSession {
   }
 
   Status enqueue_all(const ShapePlan& plan) {
+    if (plan.slots_mode) {
+      VOXRT_CUDA_TRY(cudaMemcpyAsync(slot_ids_, pinned_ + plan.slots_pinned,
+                                     static_cast<std::size_t>(plan.batch) * sizeof(int),
+                                     cudaMemcpyHostToDevice, stream_));
+    }
     for (std::size_t i = 0; i < exe_.input_ids_.size(); ++i) {
       const DevTensor& v = plan.values[static_cast<std::size_t>(exe_.input_ids_[i])];
+      const PoolState* st = plan.slots_mode ? state_for_input(i) : nullptr;
+      if (st) {
+        VOXRT_CUDA_TRY(ops::slot_gather(static_cast<const float*>(st->storage), slot_ids_,
+                                        v.as<float>(), plan.batch, st->outer, st->inner, stream_));
+        continue;
+      }
       if (v.bytes())
         VOXRT_CUDA_TRY(cudaMemcpyAsync(v.data, pinned_ + plan.input_pinned[i], v.bytes(),
                                        cudaMemcpyHostToDevice, stream_));
@@ -501,6 +675,13 @@ class CudaSession final : public DeviceSession {
     }
     for (std::size_t i = 0; i < exe_.output_ids_.size(); ++i) {
       const DevTensor& v = plan.values[static_cast<std::size_t>(exe_.output_ids_[i])];
+      const PoolState* st = plan.slots_mode ? state_for_output(i) : nullptr;
+      if (st) {
+        VOXRT_CUDA_TRY(ops::slot_scatter(v.as<const float>(), slot_ids_,
+                                         static_cast<float*>(st->storage), plan.batch, st->outer,
+                                         st->inner, stream_));
+        continue;
+      }
       if (v.bytes())
         VOXRT_CUDA_TRY(cudaMemcpyAsync(pinned_ + plan.output_pinned[i], v.data, v.bytes(),
                                        cudaMemcpyDeviceToHost, stream_));
@@ -543,6 +724,9 @@ class CudaSession final : public DeviceSession {
   char* pinned_ = nullptr;
   std::size_t pinned_bytes_ = 0;
   std::map<std::vector<std::int64_t>, std::unique_ptr<ShapePlan>> plans_;
+  std::vector<PoolState> pool_;
+  int* slot_ids_ = nullptr;  // device, capacity entries
+  int capacity_ = 0;
 };
 
 Expected<std::unique_ptr<DeviceSession>> CudaExecutable::create_session() const {

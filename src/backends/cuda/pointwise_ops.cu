@@ -107,6 +107,24 @@ __global__ void gather_kernel(const T* in, const std::int64_t* indices, T* out, 
   }
 }
 
+template <bool kGather>
+__global__ void slot_kernel(const float* src, const int* slots, float* dst, std::int64_t batch,
+                            std::int64_t outer, std::int64_t inner) {
+  const std::int64_t n = outer * batch * inner;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const std::int64_t k = i % inner;
+    const std::int64_t b = (i / inner) % batch;
+    const std::int64_t o = i / (inner * batch);
+    const std::int64_t pooled = (static_cast<std::int64_t>(slots[b]) * outer + o) * inner + k;
+    if (kGather) {
+      dst[i] = src[pooled];
+    } else {
+      dst[pooled] = src[i];
+    }
+  }
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
   return v;
@@ -331,6 +349,26 @@ cudaError_t gather(const void* in, const std::int64_t* indices, void* out, int e
       break;
     default: return cudaErrorInvalidValue;
   }
+  return cudaGetLastError();
+}
+
+cudaError_t slot_gather(const float* pool, const int* slots, float* batch_tensor,
+                        std::int64_t batch, std::int64_t outer, std::int64_t inner,
+                        cudaStream_t stream) {
+  const std::int64_t n = outer * batch * inner;
+  if (n > 0)
+    slot_kernel<true>
+        <<<grid_for(n), kThreads, 0, stream>>>(pool, slots, batch_tensor, batch, outer, inner);
+  return cudaGetLastError();
+}
+
+cudaError_t slot_scatter(const float* batch_tensor, const int* slots, float* pool,
+                         std::int64_t batch, std::int64_t outer, std::int64_t inner,
+                         cudaStream_t stream) {
+  const std::int64_t n = outer * batch * inner;
+  if (n > 0)
+    slot_kernel<false>
+        <<<grid_for(n), kThreads, 0, stream>>>(batch_tensor, slots, pool, batch, outer, inner);
   return cudaGetLastError();
 }
 
