@@ -53,6 +53,18 @@ cat "$work/err5"
 grep -q "wake word did not fire" "$work/err5" || fail "fired without the phrase"
 grep -q "model chunks run 0," "$work/err5" || fail "the model ran before the wake word"
 
+# voxrt serve --vad silero: concurrent WebSocket streams through the Silero-gated recognizer.
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$voxrt" serve --engine "$work/default.engine" --vad silero --vad-model "$work/cache/"silero_vad_v5-*.engine \
+  --port "$port" 2>"$work/serve.err" &
+server=$!
+for _ in $(seq 50); do grep -q "serving on" "$work/serve.err" && break; sleep 0.1; done
+grep -q "vad=silero" "$work/serve.err" || { kill "$server"; fail "serve did not start with Silero: $(cat "$work/serve.err")"; }
+"$voxrt" loadgen --url "ws://127.0.0.1:$port" --streams 3 --wav-dir "$src/samples" >"$work/loadgen.out" 2>&1 || true
+kill "$server"; wait "$server" || true
+cat "$work/loadgen.out"
+grep -q "completed 3, refused 0, errors 0" "$work/loadgen.out" || fail "loadgen through serve --vad silero failed"
+
 # Errors: a missing VAD model, and --vad silero without one.
 if "$voxrt" transcribe --engine "$work/default.engine" --vad silero --vad-model "$work/none.onnx" \
   "$src/samples/play_music.wav" 2>"$work/err6"; then fail "a missing VAD model was accepted"; fi
