@@ -17,6 +17,8 @@ results="$work/results.jsonl"
 : > "$results"
 build_log="$work/build_times.txt"
 : > "$build_log"
+# Timings from an older build would choose tactics for code that has changed: start afresh.
+rm -f "$work/cpu.cache"
 
 build() {  # name threads onnx extra-args... -> $work/name_tTHREADS.engine
   local name=$1 threads=$2 onnx=$3

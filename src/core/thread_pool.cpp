@@ -6,7 +6,7 @@ namespace voxrt {
 
 ThreadPool::ThreadPool(int threads) {
   const int extra = std::max(threads, 1) - 1;
-  for (int i = 0; i < extra; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 0; i < extra; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -16,6 +16,12 @@ ThreadPool::~ThreadPool() {
   }
   work_ready_.notify_all();
   for (auto& w : workers_) w.join();
+}
+
+bool ThreadPool::claim(std::pair<std::int64_t, std::int64_t>& range) {
+  if (job_ == nullptr || next_range_ >= ranges_.size()) return false;
+  range = ranges_[next_range_++];
+  return true;
 }
 
 void ThreadPool::parallel_for(std::int64_t count, std::int64_t grain,
@@ -29,37 +35,45 @@ void ThreadPool::parallel_for(std::int64_t count, std::int64_t grain,
     return;
   }
   std::lock_guard<std::mutex> call_lock(call_mutex_);
-  std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
-  for (std::int64_t p = 0; p < parts; ++p)
-    ranges.emplace_back(count * p / parts, count * (p + 1) / parts);
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    ranges_.clear();
+    for (std::int64_t p = 0; p < parts; ++p)
+      ranges_.emplace_back(count * p / parts, count * (p + 1) / parts);
+    next_range_ = 0;
+    finished_ranges_ = 0;
     job_ = &fn;
-    ranges_.assign(ranges.begin() + 1, ranges.end());
-    remaining_ = static_cast<int>(ranges_.size());
-    ++generation_;
   }
-  work_ready_.notify_all();
-  fn(ranges[0].first, ranges[0].second);
+  if (parts == 2)
+    work_ready_.notify_one();
+  else
+    work_ready_.notify_all();
   std::unique_lock<std::mutex> lock(mutex_);
-  work_done_.wait(lock, [this] { return remaining_ == 0; });
+  std::pair<std::int64_t, std::int64_t> range;
+  while (claim(range)) {
+    lock.unlock();
+    fn(range.first, range.second);
+    lock.lock();
+    ++finished_ranges_;
+  }
+  work_done_.wait(lock, [this] { return finished_ranges_ == ranges_.size(); });
   job_ = nullptr;
 }
 
-void ThreadPool::worker_loop(int) {
-  std::uint64_t seen = 0;
+void ThreadPool::worker_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    work_ready_.wait(lock, [&] { return stopping_ || (generation_ != seen && !ranges_.empty()); });
+    work_ready_.wait(
+        lock, [&] { return stopping_ || (job_ != nullptr && next_range_ < ranges_.size()); });
     if (stopping_) return;
-    auto range = ranges_.back();
-    ranges_.pop_back();
-    if (ranges_.empty()) seen = generation_;
-    const auto* job = job_;
-    lock.unlock();
-    (*job)(range.first, range.second);
-    lock.lock();
-    if (--remaining_ == 0) work_done_.notify_all();
+    std::pair<std::int64_t, std::int64_t> range;
+    while (claim(range)) {
+      const auto* job = job_;
+      lock.unlock();
+      (*job)(range.first, range.second);
+      lock.lock();
+      if (++finished_ranges_ == ranges_.size()) work_done_.notify_one();
+    }
   }
 }
 

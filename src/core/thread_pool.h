@@ -1,5 +1,10 @@
 // A small fixed pool for data-parallel kernels. parallel_for splits [0, count) into contiguous
-// ranges, runs them on the pool and the calling thread, and returns when all are done.
+// ranges and returns when all are done. The calling thread takes ranges too, and any range
+// that no worker has started by the time the caller is free is run by the caller: a call waits
+// only for ranges a worker is actually running, never for a worker to be scheduled. On shared,
+// busy cores (a worker may not run for milliseconds) the pool therefore degrades to the
+// caller's own speed instead of stalling every call; kernels must not make one range wait for
+// another (ranges may run one after the other on one thread).
 #pragma once
 
 #include <condition_variable>
@@ -20,12 +25,15 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
-  // fn(begin, end) for disjoint ranges covering [0, count); ranges are at least `grain` long.
+  // fn(begin, end) for disjoint ranges covering [0, count); ranges are at least `grain` long,
+  // and there are at most threads() of them.
   void parallel_for(std::int64_t count, std::int64_t grain,
                     const std::function<void(std::int64_t, std::int64_t)>& fn);
 
  private:
-  void worker_loop(int index);
+  void worker_loop();
+  // Claims the next unstarted range of the current job under mutex_; false when none is left.
+  bool claim(std::pair<std::int64_t, std::int64_t>& range);
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
@@ -33,8 +41,8 @@ class ThreadPool {
   std::condition_variable work_done_;
   const std::function<void(std::int64_t, std::int64_t)>* job_ = nullptr;
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges_;
-  std::uint64_t generation_ = 0;
-  int remaining_ = 0;
+  std::size_t next_range_ = 0;
+  std::size_t finished_ranges_ = 0;
   bool stopping_ = false;
   std::mutex call_mutex_;  // one parallel_for at a time per pool
 };
