@@ -160,9 +160,10 @@ class Bench:
             f.write(json.dumps(row) + "\n")
         print("RESULT", json.dumps(row), flush=True)
 
-    def voxrt(self, *cmd, timeout=120):
+    def voxrt(self, *cmd, timeout=120, env=None):
         full = [self.args.voxrt, *cmd]
-        p = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.run(full, capture_output=True, text=True, timeout=timeout,
+                           env=dict(os.environ, **(env or {})))
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(full)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
         return p.stdout
@@ -204,9 +205,10 @@ class Bench:
             i += 1
         return outs
 
-    def voxrt_bench(self, engine, shapes, iters):
+    def voxrt_bench(self, engine, shapes, iters, profile=False, env=None):
+        extra = ["--profile"] if profile else []
         out = self.voxrt("bench", engine, "--shapes", shapes, "--iterations", str(iters),
-                         "--warmup", "200", "--json")
+                         "--warmup", "200", "--json", *extra, env=env)
         return json.loads(out)
 
     def case(self, name, model, inputs, in_names, out_names, profiles, shapes, precisions,
@@ -245,9 +247,10 @@ class Bench:
                     eager_fn = lambda: tm(*ti)  # noqa: E731
                     graph_fn = torch_graph(tm, ti) if self.device == "cuda" else None
                     eager, graphed, vox = [], [], []
-                    for _ in range(self.args.rounds):
+                    for r in range(self.args.rounds):
                         eager += time_torch(eager_fn, self.args.iters, self.device)
-                        vox += [self.voxrt_bench(engine, shapes, self.args.iters)]
+                        # The first round also reports per-layer device times (CUDA events).
+                        vox += [self.voxrt_bench(engine, shapes, self.args.iters, profile=r == 0)]
                         if graph_fn:
                             graphed += time_torch(graph_fn, self.args.iters, self.device)
                 if half:
@@ -262,6 +265,14 @@ class Bench:
                            items_per_chunk=per_chunk_items, build_warnings=warnings,
                            voxrt_items_per_s=per_chunk_items / vox_p50 * 1e3,
                            torch_eager_items_per_s=per_chunk_items / summary(eager)["p50"] * 1e3)
+                layers = sorted(vox[0].get("layers", []), key=lambda l: -l["median_us"])
+                row["layers_top"] = [(l["name"], l["op"], l["tactic"], round(l["median_us"], 1))
+                                     for l in layers[:12]]
+                row["layers_sum_us"] = round(sum(l["median_us"] for l in layers), 1)
+                if "stream16_b1" in name:  # what the CUDA graph buys: the same engine without it
+                    nog = self.voxrt_bench(engine, shapes, self.args.iters,
+                                           env={"VOXRT_CUDA_GRAPHS": "0"})
+                    row["voxrt_no_graph_p50"] = nog["latency_ms"]["median"]
                 if graphed:
                     row["torch_graph"] = summary(graphed)
                     row["speedup_vs_graph"] = summary(graphed)["p50"] / vox_p50
