@@ -25,6 +25,8 @@ struct TranscribeArgs {
   std::string vad = "energy";
   std::string decoder = "greedy";
   int beam_width = 8;
+  float lm_weight = decode::BeamSearchConfig{}.lm_weight;
+  float word_bonus = decode::BeamSearchConfig{}.word_insertion_bonus;
   std::string lm;
   std::string hotwords_file;
   float hotword_bonus = 1.5f;
@@ -124,6 +126,8 @@ int run_transcribe(const TranscribeArgs& args) {
   }
   if (!args.lm.empty() || !args.hotwords_file.empty()) config.decoder = stream::DecoderKind::kBeam;
   config.beam.beam_width = args.beam_width;
+  config.beam.lm_weight = args.lm_weight;
+  config.beam.word_insertion_bonus = args.word_bonus;
   config.lm_path = args.lm;
   config.threads = args.threads;
   config.max_streams = std::max<int>(1, static_cast<int>(args.files.size()));
@@ -291,6 +295,13 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--decoder", args->decoder, "greedy | beam")->capture_default_str();
   cmd->add_option("--beam", args->beam_width, "Beam width")->capture_default_str();
+  cmd->add_option("--lm-weight", args->lm_weight,
+                  "Weight of the LM's log probability in beam search")
+      ->capture_default_str();
+  cmd->add_option("--word-bonus", args->word_bonus,
+                  "Log-score bonus per word the LM scores (offsets the LM's pull towards "
+                  "deleting words)")
+      ->capture_default_str();
   cmd->add_option("--lm", args->lm, "Word n-gram LM (ARPA) for beam search")
       ->check(CLI::ExistingFile);
   cmd->add_option("--hotwords", args->hotwords_file, "File of phrases to boost, one per line")
