@@ -46,7 +46,8 @@ class DeviceSession {
   virtual Expected<Tensor> read_slot_state(int slot, std::size_t state_index) = 0;
   // Host tensors in (graph-input order) and out (graph-output order).
   virtual Status run(std::span<const Tensor> inputs, std::vector<Tensor>& outputs) = 0;
-  // Per node (execution order) device time of the last run_profiled() call, microseconds.
+  // Per node (execution order) median device time over `iterations` eager runs, microseconds;
+  // -1 for a node whose kernel cannot be prepared or run at these shapes (the others still run).
   virtual Expected<std::vector<double>> run_profiled(std::span<const Tensor> inputs,
                                                      int iterations) = 0;
 };

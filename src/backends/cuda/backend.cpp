@@ -141,6 +141,11 @@ class CudaBackend final : public DeviceBackend {
           const ir::Node* node = steps[s].first;
           auto it = tactics.find(node);
           if (it == tactics.end() || v + 1 >= it->second.size()) continue;
+          if ((*measured)[s] < 0) {
+            stats.notes.push_back(str_cat(node->describe(), ": tactic ", it->second[v + 1].name,
+                                          " cannot run at the opt shapes"));
+            continue;
+          }
           if (times[node][v + 1] < 0) {
             times[node][v + 1] = (*measured)[s];
             store.put(*node, it->second[v + 1], (*measured)[s]);

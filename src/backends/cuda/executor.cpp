@@ -53,6 +53,8 @@ struct ShapePlan {
   std::size_t arena_bytes = 0, scratch_bytes = 0, pinned_bytes = 0;
   std::vector<std::size_t> input_pinned, output_pinned;
   bool slots_mode = false;  // states gathered from / scattered to the slot pool
+  // Autotuning plans only: why a step's kernel could not be prepared (its call is null then).
+  std::vector<std::string> failed;
   std::size_t slots_pinned = 0;
   std::int64_t batch = 0;
   cudaGraphExec_t graph = nullptr;
@@ -381,11 +383,17 @@ class CudaSession final : public DeviceSession {
  public:
   Expected<std::vector<double>> run_profiled(std::span<const Tensor> inputs,
                                              int iterations) override {
-    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs, false));
+    // A tolerant plan: a step whose kernel cannot be prepared or enqueued at these shapes is
+    // skipped and reported as -1, so one failing candidate does not hide the other nodes' times.
+    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs, false, true));
     stage_inputs(*plan, inputs);
-    VOXRT_RETURN_IF_ERROR(enqueue_all(*plan));  // warm-up
-    VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
     const std::size_t n = exe_.steps_.size();
+    std::vector<bool> failed(n, false);
+    for (std::size_t s = 0; s < n; ++s) failed[s] = !plan->failed[s].empty();
+    for (std::size_t s = 0; s < n; ++s) {  // warm-up
+      if (plan->calls[s] && !failed[s]) failed[s] = !enqueue_step(*plan, s).is_ok();
+    }
+    VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
     std::vector<cudaEvent_t> events(n + 1, nullptr);
     for (auto& e : events) VOXRT_CUDA_TRY(cudaEventCreate(&e));
     std::vector<std::vector<double>> samples(n);
@@ -393,7 +401,7 @@ class CudaSession final : public DeviceSession {
     for (int it = 0; it < std::max(iterations, 1) && status.is_ok(); ++it) {
       for (std::size_t s = 0; s < n && status.is_ok(); ++s) {
         cudaEventRecord(events[s], stream_);
-        if (plan->calls[s]) status = enqueue_step(*plan, s);
+        if (plan->calls[s] && !failed[s]) status = enqueue_step(*plan, s);
       }
       cudaEventRecord(events[n], stream_);
       if (!status.is_ok()) break;
@@ -410,13 +418,14 @@ class CudaSession final : public DeviceSession {
     for (std::size_t s = 0; s < n; ++s) {
       auto& v = samples[s];
       std::sort(v.begin(), v.end());
-      medians[s] = v.empty() ? 0.0 : v[v.size() / 2];
+      medians[s] = failed[s] ? -1.0 : v.empty() ? 0.0 : v[v.size() / 2];
     }
     return medians;
   }
 
  private:
-  Expected<ShapePlan*> plan_for(std::span<const Tensor> inputs, bool slots_mode) {
+  Expected<ShapePlan*> plan_for(std::span<const Tensor> inputs, bool slots_mode,
+                                bool tolerant = false) {
     if (inputs.size() != exe_.input_ids_.size())
       return invalid_argument("the graph takes ", exe_.input_ids_.size(), " inputs, got ",
                               inputs.size());
@@ -428,13 +437,13 @@ class CudaSession final : public DeviceSession {
         return invalid_argument("input '", v->name, "': expected dtype ", dtype_name(v->dtype),
                                 ", got ", dtype_name(inputs[i].dtype()));
       }
-      if (i == 0) key.push_back(slots_mode ? 1 : 0);
+      if (i == 0) key.push_back((slots_mode ? 1 : 0) + (tolerant ? 2 : 0));
       key.push_back(static_cast<std::int64_t>(inputs[i].rank()));
       for (std::int64_t d : inputs[i].dims()) key.push_back(d);
     }
     auto it = plans_.find(key);
     if (it == plans_.end()) {
-      VOXRT_ASSIGN_OR_RETURN(auto plan, make_plan(inputs));
+      VOXRT_ASSIGN_OR_RETURN(auto plan, make_plan(inputs, tolerant));
       plan->slots_mode = slots_mode;
       if (slots_mode) {
         plan->batch =
@@ -449,7 +458,7 @@ class CudaSession final : public DeviceSession {
     return it->second.get();
   }
 
-  Expected<std::unique_ptr<ShapePlan>> make_plan(std::span<const Tensor> inputs) {
+  Expected<std::unique_ptr<ShapePlan>> make_plan(std::span<const Tensor> inputs, bool tolerant) {
     auto plan = std::make_unique<ShapePlan>();
     const std::size_t value_count = exe_.values_.size();
     plan->values.resize(value_count);
@@ -557,6 +566,7 @@ class CudaSession final : public DeviceSession {
     }
     // Prepared calls.
     plan->calls.resize(exe_.steps_.size());
+    plan->failed.resize(exe_.steps_.size());
     plan->step_in.resize(exe_.steps_.size());
     plan->step_out.resize(exe_.steps_.size());
     for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
@@ -564,6 +574,10 @@ class CudaSession final : public DeviceSession {
       if (step.view) continue;
       fill_step(*plan, s);
       auto call = step.kernel->prepare(plan->step_in[s], plan->step_out[s], lt_);
+      if (!call && tolerant) {
+        plan->failed[s] = call.status().with_context(step.node->describe()).message();
+        continue;
+      }
       if (!call) return call.status().with_context(step.node->describe());
       plan->scratch_bytes = std::max(plan->scratch_bytes, (*call)->scratch_bytes());
       plan->calls[s] = std::move(*call);
