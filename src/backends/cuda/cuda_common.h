@@ -142,6 +142,8 @@ struct LtGemmShape {
   std::int64_t m = 0, n = 0, k = 0, batch = 1;
   bool trans_a = false, trans_b = false;
   std::int64_t stride_a = 0, stride_b = 0, stride_d = 0;
+  // Row strides (elements) of b (not transposed) and d; 0 = n (packed).
+  std::int64_t ld_b = 0, ld_d = 0;
   ops::LowType operand_type = ops::LowType::kF32;
   bool tf32 = false;
   bool bias = false;

@@ -113,6 +113,9 @@ struct Im2Col {
                dilation_w = 1;
   std::int64_t k_rows = 0;
   bool ones_row = false;
+  // Elements per row of col (>= batch * OH * OW; padded to 8 so FP16 rows stay 16-byte aligned;
+  // the padding is never written).
+  std::int64_t row_stride = 0;
 };
 cudaError_t im2col(const Im2Col& shape, const float* x, void* col, LowType type,
                    cudaStream_t stream);

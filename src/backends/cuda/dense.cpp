@@ -114,12 +114,13 @@ class MatMulCall final : public CudaCall {
 class MatMulKernel final : public CudaKernel {
  public:
   MatMulKernel(TacticId tactic, Precision precision, bool trans_a, bool trans_b, const void* weight,
-               bool has_bias, Activation act)
+               const void* weight_f32, bool has_bias, Activation act)
       : tactic_(tactic),
         precision_(precision),
         trans_a_(trans_a),
         trans_b_(trans_b),
         weight_(weight),
+        weight_f32_(weight_f32),
         has_bias_(has_bias),
         act_(act) {}
 
@@ -155,8 +156,9 @@ class MatMulKernel final : public CudaKernel {
     if (has_bias_ && in[2].count() != g.n)
       return unsupported("bias of ", in[2].count(), " elements, expected ", g.n);
     std::unique_ptr<LtGemm> gemm;
-    const ops::LowType operand =
+    ops::LowType operand =
         tactic_ == kReferenceTactic ? ops::LowType::kF32 : low_type_for(precision_);
+    const void* weight = weight_;
     if (tactic_ != kReferenceTactic) {
       LtGemmShape s;
       s.m = g.m;
@@ -172,7 +174,17 @@ class MatMulKernel final : public CudaKernel {
       s.tf32 = precision_ == Precision::kTf32;
       s.bias = has_bias_;
       s.epilogue = act_.relu ? LtGemmShape::Epilogue::kRelu : LtGemmShape::Epilogue::kNone;
-      VOXRT_ASSIGN_OR_RETURN(gemm, LtGemm::create(s, static_cast<int>(tactic_ - kGemmLtFirst), lt));
+      auto made = LtGemm::create(s, static_cast<int>(tactic_ - kGemmLtFirst), lt);
+      if (!made && operand != ops::LowType::kF32 && (weight_f32_ || !weight_)) {
+        // No low-precision algorithm for this shape (e.g. an unaligned row of 29 halves): the
+        // same GEMM in FP32, on the FP32 copy of the weight.
+        operand = ops::LowType::kF32;
+        weight = weight_f32_;
+        s.operand_type = operand;
+        made = LtGemm::create(s, static_cast<int>(tactic_ - kGemmLtFirst), lt);
+      }
+      if (!made) return made.status();
+      gemm = std::move(*made);
       if (operand != ops::LowType::kF32) {
         plan.convert_a = true;
         plan.a_bytes = static_cast<std::size_t>(in[0].count()) * 2;
@@ -183,14 +195,15 @@ class MatMulKernel final : public CudaKernel {
       }
     }
     return std::unique_ptr<CudaCall>(
-        new MatMulCall(plan, std::move(gemm), weight_, operand, has_bias_, act_));
+        new MatMulCall(plan, std::move(gemm), weight, operand, has_bias_, act_));
   }
 
  private:
   TacticId tactic_;
   Precision precision_;
   bool trans_a_, trans_b_;
-  const void* weight_;
+  const void* weight_;      // constant B in the tactic's operand type, or null
+  const void* weight_f32_;  // FP32 copy of a small constant B in low-precision modes, or null
   bool has_bias_;
   Activation act_;
 };
@@ -207,20 +220,22 @@ class ConvCall final : public CudaCall {
            ops::LowType operand, Activation act)
       : im_(im), g_(g), lt_(std::move(lt)), weight_(weight), operand_(operand), act_(act) {}
   std::size_t col_bytes() const {
-    return align_up(static_cast<std::size_t>(im_.batch * im_.k_rows * im_.out_h * im_.out_w) *
+    return align_up(static_cast<std::size_t>(im_.k_rows * im_.row_stride) *
                     low_type_bytes(operand_));
   }
+  bool staged() const { return im_.batch > 1 || im_.row_stride != g_.n; }
   std::size_t scratch_bytes() const override {
-    // With several images the GEMM writes [OC, N, P] to scratch, then one copy makes [N, OC, P].
-    const std::size_t staged =
-        im_.batch > 1 ? static_cast<std::size_t>(g_.m * g_.n) * sizeof(float) : 0;
-    return col_bytes() + align_up(staged);
+    // The GEMM writes [OC, row_stride] (images side by side) to scratch when that is not already
+    // the output layout; one copy then makes [N, OC, P].
+    const std::size_t staged_bytes =
+        staged() ? static_cast<std::size_t>(g_.m * im_.row_stride) * sizeof(float) : 0;
+    return col_bytes() + align_up(staged_bytes);
   }
   Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
                  const CudaRunContext& context) const override {
     char* scratch = static_cast<char*>(context.scratch);
     VOXRT_CUDA_TRY(ops::im2col(im_, in[0].as<const float>(), scratch, operand_, context.stream));
-    float* d = im_.batch > 1 ? reinterpret_cast<float*>(scratch + col_bytes()) : out[0].as<float>();
+    float* d = staged() ? reinterpret_cast<float*>(scratch + col_bytes()) : out[0].as<float>();
     if (lt_) {
       VOXRT_RETURN_IF_ERROR(lt_->run(weight_, scratch, d, nullptr, context));
     } else {
@@ -228,15 +243,15 @@ class ConvCall final : public CudaCall {
                                      reinterpret_cast<const float*>(scratch), nullptr, d,
                                      context.stream));
     }
-    if (im_.batch > 1) {
+    if (staged()) {
       const std::int64_t positions = im_.out_h * im_.out_w;
-      ops::StridedCopy copy;  // [OC, N, P] -> [N, OC, P]
+      ops::StridedCopy copy;  // [OC, row_stride] -> [N, OC, P]
       copy.rank = 3;
       copy.dims[0] = im_.batch;
       copy.dims[1] = g_.m;
       copy.dims[2] = positions;
       copy.in_strides[0] = positions;
-      copy.in_strides[1] = im_.batch * positions;
+      copy.in_strides[1] = im_.row_stride;
       copy.in_strides[2] = 1;
       copy.out_strides[0] = g_.m * positions;
       copy.out_strides[1] = positions;
@@ -292,7 +307,10 @@ class ConvKernel final : public CudaKernel {
     im.k_rows = k_rows_;
     im.ones_row = has_bias_;
     const std::int64_t positions = im.out_h * im.out_w;
-    // One GEMM for every image: [OC, k_rows] x [k_rows, N * P].
+    // One GEMM for every image: [OC, k_rows] x [k_rows, N * P]; for cuBLASLt the col rows are
+    // padded to 8 elements (the naive reference GEMM takes them packed).
+    im.row_stride =
+        tactic_ == kReferenceTactic ? im.batch * positions : (im.batch * positions + 7) / 8 * 8;
     ops::NaiveGemm g;
     g.m = w[0];
     g.n = im.batch * positions;
@@ -305,6 +323,8 @@ class ConvKernel final : public CudaKernel {
       s.m = g.m;
       s.n = g.n;
       s.k = g.k;
+      s.ld_b = im.row_stride;
+      s.ld_d = im.row_stride;
       s.operand_type = operand;
       s.tf32 = precision_ == Precision::kTf32;
       s.epilogue = act_.relu ? LtGemmShape::Epilogue::kRelu : LtGemmShape::Epilogue::kNone;
@@ -410,13 +430,20 @@ Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, Ta
     trans_b = node.attrs.get_int("trans_b", 0) != 0;
   }
   const void* weight = nullptr;
+  const void* weight_f32 = nullptr;
   const ir::Value* b = node.input(1);
   if (b->is_constant() && b->constant->rank() == 2) {
     VOXRT_ASSIGN_OR_RETURN(void* uploaded, build.upload_f32(b->constant->span<float>(), operand));
     weight = uploaded;
+    if (operand != ops::LowType::kF32 && b->constant->size_bytes() <= (16u << 20)) {
+      VOXRT_ASSIGN_OR_RETURN(void* f32,
+                             build.upload_f32(b->constant->span<float>(), ops::LowType::kF32));
+      weight_f32 = f32;
+    }
   }
   return std::unique_ptr<CudaKernel>(new MatMulKernel(tactic, build.precision(), trans_a, trans_b,
-                                                      weight, node.input(2) != nullptr, act));
+                                                      weight, weight_f32, node.input(2) != nullptr,
+                                                      act));
 }
 
 }  // namespace voxrt::backends::cuda

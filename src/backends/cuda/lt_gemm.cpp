@@ -75,14 +75,16 @@ Expected<std::unique_ptr<LtGemm>> LtGemm::create(const LtGemmShape& s, int candi
   if (s.trans_b) {
     VOXRT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&gemm->x_, ab, u(s.k), u(s.n), s.k));
   } else {
-    VOXRT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&gemm->x_, ab, u(s.n), u(s.k), s.n));
+    VOXRT_CUBLAS_TRY(
+        cublasLtMatrixLayoutCreate(&gemm->x_, ab, u(s.n), u(s.k), s.ld_b > 0 ? s.ld_b : s.n));
   }
   if (s.trans_a) {
     VOXRT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&gemm->y_, ab, u(s.m), u(s.k), s.m));
   } else {
     VOXRT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&gemm->y_, ab, u(s.k), u(s.m), s.k));
   }
-  VOXRT_CUBLAS_TRY(cublasLtMatrixLayoutCreate(&gemm->d_, CUDA_R_32F, u(s.n), u(s.m), s.n));
+  VOXRT_CUBLAS_TRY(
+      cublasLtMatrixLayoutCreate(&gemm->d_, CUDA_R_32F, u(s.n), u(s.m), s.ld_d > 0 ? s.ld_d : s.n));
   VOXRT_RETURN_IF_ERROR(set_batch(gemm->x_, s.batch, s.stride_b));
   VOXRT_RETURN_IF_ERROR(set_batch(gemm->y_, s.batch, s.stride_a));
   VOXRT_RETURN_IF_ERROR(set_batch(gemm->d_, s.batch, s.stride_d));

@@ -253,7 +253,7 @@ __global__ void im2col_kernel(Im2Col s, const float* x, T* col) {
     } else if (row == patch_rows && s.ones_row) {
       v = 1.0f;
     }
-    col[i] = from_float<T>(v);
+    col[row * s.row_stride + b * positions + p] = from_float<T>(v);
   }
 }
 
