@@ -14,7 +14,7 @@ mkdir -p "$dev" && tar -xJf .device/bundle.tar.xz -C "$dev"
 lib=$dev/lib
 # The CUDA 13 runtime libraries from the device's own install (toolkit first, then the pip wheels).
 cuda_dirs=$(for f in $(find -H /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/local /opt \
-    -maxdepth 8 \( -name 'libcublasLt.so.13*' -o -name 'libcudart.so.13*' \) 2>/dev/null); do
+    -maxdepth 10 \( -name 'libcublasLt.so.13*' -o -name 'libcudart.so.13*' \) 2>/dev/null); do
   dirname "$f"; done | awk '!seen[$0]++' | paste -sd:)
 export LD_LIBRARY_PATH="$lib:${cuda_dirs}:${LD_LIBRARY_PATH:-}"
 export PYTHONUNBUFFERED=1
