@@ -34,6 +34,8 @@ namespace voxrt::backends::cpu::recurrent {
 namespace {
 
 constexpr int kLanes = static_cast<int>(kUnitBlock);
+// How far ahead (floats) the batch-1 recurrent product prefetches its panel.
+constexpr std::int64_t kPrefetchFloats = 2048;
 
 // OpenBLAS (pthread build) has one global thread count; the projection is split across our
 // own pool, so OpenBLAS must not start threads of its own.
@@ -69,6 +71,14 @@ VOXRT_AVX2 void tile_multiply(const float* const* a, std::int64_t depth, const f
       const __m256 a0 = _mm256_broadcast_ss(a[0] + k);
       const __m256 a1 = _mm256_broadcast_ss(a[0] + k + 1);
       const float* p0 = panel + k * G * kLanes;
+      // R streams from L3 when it is larger than L2 (one core alone); the hardware prefetcher
+      // keeps too few lines in flight for that, so ask for the panel a few KiB ahead (harmless
+      // past its end: prefetches do not fault).
+#pragma GCC unroll 4
+      for (int g = 0; g < G; ++g) {
+        _mm_prefetch(reinterpret_cast<const char*>(p0 + kPrefetchFloats + 2 * g * kLanes),
+                     _MM_HINT_T0);
+      }
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
         acc[0][g] = _mm256_fmadd_ps(a0, _mm256_load_ps(p0 + g * kLanes), acc[0][g]);
