@@ -2,6 +2,7 @@
 
 #include <sndfile.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
@@ -61,27 +62,67 @@ int pcm_bytes_per_sample(PcmEncoding encoding) {
   return encoding == PcmEncoding::kS16LE ? 2 : 4;
 }
 
-Expected<AudioClip> read_audio_file(const std::string& path) {
-  SF_INFO info{};
-  std::unique_ptr<SNDFILE, SndfileCloser> file(sf_open(path.c_str(), SFM_READ, &info));
-  if (!file) {
-    return io_error(path,
-                    ": expected an audio file libsndfile can read, found: ", sf_strerror(nullptr));
-  }
-  if (info.channels < 1) {
-    return corrupt(path, ": expected at least 1 channel, found ", info.channels);
+namespace {
+
+// libsndfile's virtual I/O over a byte buffer (uploads, fuzzing): no temporary file.
+struct MemoryFile {
+  std::string_view bytes;
+  sf_count_t position = 0;
+};
+
+sf_count_t memory_length(void* user) {
+  return static_cast<sf_count_t>(static_cast<MemoryFile*>(user)->bytes.size());
+}
+
+sf_count_t memory_seek(sf_count_t offset, int whence, void* user) {
+  auto* file = static_cast<MemoryFile*>(user);
+  const auto size = static_cast<sf_count_t>(file->bytes.size());
+  sf_count_t base = 0;
+  if (whence == SEEK_CUR) base = file->position;
+  if (whence == SEEK_END) base = size;
+  // Seeking outside the buffer is refused (libsndfile then reports a read error).
+  if (offset > size || offset < -size || base + offset < 0 || base + offset > size) return -1;
+  file->position = base + offset;
+  return file->position;
+}
+
+sf_count_t memory_read(void* out, sf_count_t count, void* user) {
+  auto* file = static_cast<MemoryFile*>(user);
+  const auto size = static_cast<sf_count_t>(file->bytes.size());
+  if (count <= 0 || file->position >= size) return 0;
+  const sf_count_t n = std::min(count, size - file->position);
+  std::memcpy(out, file->bytes.data() + file->position, static_cast<std::size_t>(n));
+  file->position += n;
+  return n;
+}
+
+sf_count_t memory_write(const void*, sf_count_t, void*) {
+  return 0;
+}
+
+sf_count_t memory_tell(void* user) {
+  return static_cast<MemoryFile*>(user)->position;
+}
+
+// Decodes an open file, downmixed to mono. `name` goes into error messages.
+Expected<AudioClip> read_clip(SNDFILE* file, const SF_INFO& info, std::string_view name) {
+  if (info.channels < 1 || info.channels > 1024) {
+    return corrupt(name, ": expected 1 to 1024 channels, found ", info.channels);
   }
   if (info.samplerate < 1) {
-    return corrupt(path, ": expected a positive sample rate, found ", info.samplerate);
+    return corrupt(name, ": expected a positive sample rate, found ", info.samplerate);
   }
   AudioClip clip;
   clip.sample_rate_hz = info.samplerate;
   clip.source_channels = info.channels;
-  if (info.frames > 0) clip.samples.reserve(static_cast<std::size_t>(info.frames));
+  // The header's frame count is a hint only (a corrupt header may claim terabytes).
+  constexpr sf_count_t kMaxReserveFrames = sf_count_t{1} << 22;
+  if (info.frames > 0)
+    clip.samples.reserve(static_cast<std::size_t>(std::min(info.frames, kMaxReserveFrames)));
   constexpr sf_count_t kBlockFrames = 4096;
   std::vector<float> block(static_cast<std::size_t>(kBlockFrames * info.channels));
   while (true) {
-    const sf_count_t got = sf_readf_float(file.get(), block.data(), kBlockFrames);
+    const sf_count_t got = sf_readf_float(file, block.data(), kBlockFrames);
     if (got <= 0) break;
     for (sf_count_t f = 0; f < got; ++f) {
       float sum = 0.0f;
@@ -89,11 +130,35 @@ Expected<AudioClip> read_audio_file(const std::string& path) {
       clip.samples.push_back(info.channels == 1 ? sum : sum / static_cast<float>(info.channels));
     }
   }
-  if (sf_error(file.get()) != SF_ERR_NO_ERROR) {
-    return io_error(path, ": reading samples failed after ", clip.samples.size(),
-                    " frames: ", sf_strerror(file.get()));
+  if (sf_error(file) != SF_ERR_NO_ERROR) {
+    return io_error(name, ": reading samples failed after ", clip.samples.size(),
+                    " frames: ", sf_strerror(file));
   }
   return clip;
+}
+
+}  // namespace
+
+Expected<AudioClip> read_audio_file(const std::string& path) {
+  SF_INFO info{};
+  std::unique_ptr<SNDFILE, SndfileCloser> file(sf_open(path.c_str(), SFM_READ, &info));
+  if (!file) {
+    return io_error(path,
+                    ": expected an audio file libsndfile can read, found: ", sf_strerror(nullptr));
+  }
+  return read_clip(file.get(), info, path);
+}
+
+Expected<AudioClip> read_audio_bytes(std::string_view bytes, std::string_view source_name) {
+  MemoryFile memory{bytes, 0};
+  SF_VIRTUAL_IO io{memory_length, memory_seek, memory_read, memory_write, memory_tell};
+  SF_INFO info{};
+  std::unique_ptr<SNDFILE, SndfileCloser> file(sf_open_virtual(&io, SFM_READ, &info, &memory));
+  if (!file) {
+    return invalid_argument(source_name,
+                            ": expected audio libsndfile can read, found: ", sf_strerror(nullptr));
+  }
+  return read_clip(file.get(), info, source_name);
 }
 
 Expected<std::vector<float>> decode_pcm(std::span<const std::uint8_t> bytes, PcmEncoding encoding,

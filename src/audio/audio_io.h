@@ -29,6 +29,8 @@ int pcm_bytes_per_sample(PcmEncoding encoding);
 
 // Any file libsndfile reads (WAV, FLAC, OGG, AIFF, ...), downmixed to mono.
 Expected<AudioClip> read_audio_file(const std::string& path);
+// The same from bytes in memory (an upload); `source_name` goes into error messages.
+Expected<AudioClip> read_audio_bytes(std::string_view bytes, std::string_view source_name);
 
 // Whole buffers of interleaved raw PCM; `source_name` goes into error messages.
 Expected<std::vector<float>> decode_pcm(std::span<const std::uint8_t> bytes, PcmEncoding encoding,

@@ -1,9 +1,5 @@
 #include "server/transcription_request.h"
 
-#include <unistd.h>
-
-#include <cstdio>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 namespace voxrt::server {
@@ -95,22 +91,9 @@ Expected<TranscriptionRequest> parse_transcription_request(std::string_view cont
 }
 
 Expected<audio::AudioClip> decode_uploaded_audio(const std::string& file_bytes) {
-  // libsndfile reads files; the upload goes through a private temporary one.
-  char path[] = "/tmp/voxrt-upload-XXXXXX";
-  const int fd = ::mkstemp(path);
-  if (fd < 0) return io_error("cannot create a temporary file for the upload");
-  std::size_t written = 0;
-  while (written < file_bytes.size()) {
-    const ssize_t n = ::write(fd, file_bytes.data() + written, file_bytes.size() - written);
-    if (n <= 0) break;
-    written += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  auto clip = written == file_bytes.size()
-                  ? audio::read_audio_file(path)
-                  : Expected<audio::AudioClip>(io_error("cannot write the upload to ", path));
-  ::unlink(path);
-  if (!clip) return invalid_argument("uploaded file: ", clip.status().message());
+  // libsndfile reads the upload from memory (virtual I/O): no temporary file.
+  auto clip = audio::read_audio_bytes(file_bytes, "uploaded file");
+  if (!clip) return invalid_argument(clip.status().message());
   return clip;
 }
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "audio/audio_io.h"
 #include "audio_test_support.h"
@@ -68,6 +70,39 @@ TEST(ReadAudioFile, GarbageIsAnError) {
   std::vector<std::uint8_t> garbage(1000);
   for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<std::uint8_t>(i * 37);
   EXPECT_FALSE(read_audio_file(write_file("garbage.wav", garbage)));
+}
+
+TEST(ReadAudioBytes, SameSamplesAsTheFile) {
+  auto wavs = testing::pocketsphinx_wavs();
+  ASSERT_FALSE(wavs.empty());
+  auto from_file = read_audio_file(wavs[0]);
+  ASSERT_TRUE(from_file) << from_file.status().to_string();
+  std::ifstream in(wavs[0], std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto from_bytes = read_audio_bytes(bytes, "upload");
+  ASSERT_TRUE(from_bytes) << from_bytes.status().to_string();
+  EXPECT_EQ(from_bytes->sample_rate_hz, from_file->sample_rate_hz);
+  EXPECT_EQ(from_bytes->source_channels, from_file->source_channels);
+  EXPECT_EQ(from_bytes->samples, from_file->samples);
+}
+
+TEST(ReadAudioBytes, TruncatedGarbageAndZeroChannelsAreErrorsNamingTheSource) {
+  const std::vector<std::uint8_t> wav = make_wav_s16({1, 2, 3, 4}, 16000, 1);
+  for (std::size_t keep : {0, 4, 12, 20, 30, 40}) {
+    auto clip = read_audio_bytes(std::string(wav.begin(), wav.begin() + keep), "upload");
+    EXPECT_FALSE(clip) << "kept " << keep << " bytes";
+    if (!clip) {
+      EXPECT_NE(clip.status().message().find("upload"), std::string::npos);
+    }
+  }
+  const std::vector<std::uint8_t> zero = make_wav_s16({1, 2, 3, 4}, 16000, 0);
+  EXPECT_FALSE(read_audio_bytes(std::string(zero.begin(), zero.end()), "upload"));
+  std::string garbage(1000, '\0');
+  for (std::size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>(i * 37);
+  EXPECT_FALSE(read_audio_bytes(garbage, "upload"));
+  auto whole = read_audio_bytes(std::string(wav.begin(), wav.end()), "upload");
+  ASSERT_TRUE(whole) << whole.status().to_string();
+  EXPECT_EQ(whole->samples.size(), 4u);
 }
 
 TEST(DecodePcm, S16AndF32) {

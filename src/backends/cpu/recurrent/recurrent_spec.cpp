@@ -133,8 +133,9 @@ Expected<RecurrentSpec> parse_recurrent_spec(const ir::Node& node) {
   VOXRT_ASSIGN_OR_RETURN(spec.input_size, known_dim(node, 1, 2, "W"));
   VOXRT_ASSIGN_OR_RETURN(const std::int64_t r_hidden, known_dim(node, 2, 2, "R"));
   spec.hidden_size = node.attrs.get_int("hidden_size", r_hidden);
-  if (spec.hidden_size <= 0 || spec.hidden_size != r_hidden ||
-      gate_rows != spec.gates * spec.hidden_size) {
+  // Divide, not multiply: the dims of a corrupt engine file may be near INT64_MAX.
+  if (spec.hidden_size <= 0 || spec.hidden_size != r_hidden || gate_rows % spec.gates != 0 ||
+      gate_rows / spec.gates != spec.hidden_size) {
     return invalid_argument(node.describe(), ": hidden_size ", spec.hidden_size,
                             " does not match W (", gate_rows, " gate rows) and R (hidden ",
                             r_hidden, ")");
