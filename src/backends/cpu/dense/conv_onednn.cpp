@@ -27,6 +27,10 @@ using dnnl::memory;
 
 // Output channels below this per part are not worth their own primitive.
 constexpr std::int64_t kMinPartChannels = 8;
+// Nor is a convolution below this many FLOPs worth splitting: handing a part to another thread
+// costs tens of microseconds when the cores are busy (the melspectrogram's 2-MFLOP STFT convs
+// were slower split in two than whole on one thread).
+constexpr double kMinSplitFlops = 2e7;
 
 // One primitive: output channels [oc_begin, oc_begin + oc_count) of the convolution.
 struct ConvPrimitive {
@@ -157,7 +161,10 @@ class ConvOneDnnKernel final : public Kernel {
     VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry g,
                            ir::resolve_conv_geometry(node_, x_dims, weights_.dims()));
     int parts = 1;
-    if (g.group == 1 && g.batch == 1) {
+    double flops = 2.0 * static_cast<double>(g.out_channels) * static_cast<double>(g.in_channels);
+    for (std::int64_t extent : g.kernel) flops *= static_cast<double>(extent);
+    for (std::int64_t extent : g.output) flops *= static_cast<double>(extent);
+    if (g.group == 1 && g.batch == 1 && flops >= kMinSplitFlops) {
       parts = static_cast<int>(
           std::clamp<std::int64_t>(g.out_channels / kMinPartChannels, 1, std::max(threads, 1)));
     }
