@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-namespace voxrt::backends::cuda::ops {
+#include "backends/cuda/strided_copy.h"
 
-inline constexpr int kMaxRank = 6;
+namespace voxrt::backends::cuda::ops {
 
 // Element types the kernels read or write besides float.
 enum class LowType : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
@@ -52,16 +52,7 @@ struct BroadcastIndex {
 cudaError_t binary(BinaryOp op, const float* a, const float* b, float* y, std::int64_t n,
                    const BroadcastIndex& index, cudaStream_t stream);
 
-// out[out_offset + sum(i_d * out_strides[d])] = in[in_offset + sum(i_d * in_strides[d])] over
-// every index of `dims` (Transpose, Slice, Concat, Split, Expand).
-struct StridedCopy {
-  int rank = 0;
-  std::int64_t dims[kMaxRank] = {};
-  std::int64_t in_strides[kMaxRank] = {};
-  std::int64_t out_strides[kMaxRank] = {};
-  std::int64_t in_offset = 0;
-  std::int64_t out_offset = 0;
-};
+// One launch of the generic strided copy (StridedCopy: strided_copy.h).
 cudaError_t strided_copy(const void* in, void* out, int element_bytes, const StridedCopy& copy,
                          cudaStream_t stream);
 

@@ -4,16 +4,11 @@
 #include <algorithm>
 #include <numeric>
 
+#include "backends/cuda/copy_plan.h"
 #include "backends/cuda/cuda_common.h"
 
 namespace voxrt::backends::cuda {
 namespace {
-
-std::vector<std::int64_t> contiguous_strides(const Dims& dims) {
-  std::vector<std::int64_t> strides(dims.size(), 1);
-  for (std::size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];
-  return strides;
-}
 
 std::int64_t normalize_axis(std::int64_t axis, std::size_t rank) {
   return axis < 0 ? axis + static_cast<std::int64_t>(rank) : axis;
@@ -60,22 +55,9 @@ class TransposeKernel final : public CudaKernel {
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
                                               std::span<const DevTensor> out,
                                               cublasLtHandle_t) const override {
-    const Dims& id = in[0].dims;
-    VOXRT_RETURN_IF_ERROR(check_rank(id.size()));
-    std::vector<std::int64_t> perm = perm_;
-    if (perm.empty()) {
-      for (std::size_t i = 0; i < id.size(); ++i)
-        perm.push_back(static_cast<std::int64_t>(id.size() - 1 - i));
-    }
-    const auto in_strides = contiguous_strides(id);
-    const auto out_strides = contiguous_strides(out[0].dims);
+    VOXRT_RETURN_IF_ERROR(check_rank(in[0].dims.size()));
     CopyCall::Copy c;
-    c.copy.rank = static_cast<int>(id.size());
-    for (std::size_t d = 0; d < id.size(); ++d) {
-      c.copy.dims[d] = out[0].dims[d];
-      c.copy.in_strides[d] = in_strides[static_cast<std::size_t>(perm[d])];
-      c.copy.out_strides[d] = out_strides[d];
-    }
+    c.copy = transpose_copy(in[0].dims, out[0].dims, perm_);
     return make_copy_call({c});
   }
 
@@ -91,29 +73,9 @@ class SliceKernel final : public CudaKernel {
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
                                               std::span<const DevTensor> out,
                                               cublasLtHandle_t) const override {
-    const Dims& id = in[0].dims;
-    VOXRT_RETURN_IF_ERROR(check_rank(id.size()));
-    const auto strides = contiguous_strides(id);
-    const auto out_strides = contiguous_strides(out[0].dims);
+    VOXRT_RETURN_IF_ERROR(check_rank(in[0].dims.size()));
     CopyCall::Copy c;
-    c.copy.rank = static_cast<int>(id.size());
-    for (std::size_t d = 0; d < id.size(); ++d) {
-      c.copy.dims[d] = out[0].dims[d];
-      c.copy.in_strides[d] = strides[d];
-      c.copy.out_strides[d] = out_strides[d];
-    }
-    for (std::size_t i = 0; i < starts_.size(); ++i) {
-      const std::int64_t axis =
-          normalize_axis(axes_.empty() ? static_cast<std::int64_t>(i) : axes_[i], id.size());
-      const std::int64_t step = steps_.empty() ? 1 : steps_[i];
-      const std::int64_t dim = id[static_cast<std::size_t>(axis)];
-      std::int64_t start = starts_[i];
-      if (start < 0) start += dim;
-      start = step > 0 ? std::clamp<std::int64_t>(start, 0, dim)
-                       : std::clamp<std::int64_t>(start, 0, dim - 1);
-      c.copy.in_offset += start * strides[static_cast<std::size_t>(axis)];
-      c.copy.in_strides[axis] = strides[static_cast<std::size_t>(axis)] * step;
-    }
+    c.copy = slice_copy(in[0].dims, out[0].dims, starts_, axes_, steps_);
     return make_copy_call({c});
   }
 
@@ -121,7 +83,9 @@ class SliceKernel final : public CudaKernel {
   std::vector<std::int64_t> starts_, axes_, steps_;
 };
 
-// Concat (inputs into one output) and Split (one input into outputs) along `axis`.
+// Concat (inputs into one output) and Split (one input into outputs) along `axis`. prepare()
+// runs before the executor has placed the arena, so device pointers are null there and must not
+// be looked at (a `!part.data` test here once skipped every Split output: nothing was written).
 class ConcatSplitKernel final : public CudaKernel {
  public:
   ConcatSplitKernel(bool concat, std::int64_t axis) : concat_(concat), axis_(axis) {}
@@ -130,27 +94,22 @@ class ConcatSplitKernel final : public CudaKernel {
                                               cublasLtHandle_t) const override {
     const Dims& whole = concat_ ? out[0].dims : in[0].dims;
     VOXRT_RETURN_IF_ERROR(check_rank(whole.size()));
-    const auto axis = static_cast<std::size_t>(normalize_axis(axis_, whole.size()));
-    const auto whole_strides = contiguous_strides(whole);
+    const std::span<const DevTensor> part_tensors = concat_ ? in : out;
+    std::vector<Dims> parts;
+    for (const DevTensor& part : part_tensors) {
+      // An omitted part (DevTensor{}) has no dims; data_movement_unsupported() refuses those.
+      if (part.dims.size() != whole.size())
+        return internal_error(concat_ ? "Concat" : "Split", " part of rank ", part.dims.size(),
+                              ", the whole has rank ", whole.size());
+      parts.push_back(part.dims);
+    }
     std::vector<CopyCall::Copy> copies;
-    std::int64_t offset = 0;
-    const std::size_t parts = concat_ ? in.size() : out.size();
-    for (std::size_t p = 0; p < parts; ++p) {
-      const DevTensor& part = concat_ ? in[p] : out[p];
-      if (!part.data && !concat_) continue;  // omitted Split output
-      const auto part_strides = contiguous_strides(part.dims);
+    for (const PartCopy& pc : concat_split_copies(concat_, whole, parts, axis_)) {
       CopyCall::Copy c;
-      c.input = concat_ ? static_cast<int>(p) : 0;
-      c.output = concat_ ? 0 : static_cast<int>(p);
-      c.copy.rank = static_cast<int>(whole.size());
-      for (std::size_t d = 0; d < whole.size(); ++d) {
-        c.copy.dims[d] = part.dims[d];
-        c.copy.in_strides[d] = concat_ ? part_strides[d] : whole_strides[d];
-        c.copy.out_strides[d] = concat_ ? whole_strides[d] : part_strides[d];
-      }
-      (concat_ ? c.copy.out_offset : c.copy.in_offset) = offset * whole_strides[axis];
-      offset += part.dims[axis];
-      if (part.count() > 0) copies.push_back(c);
+      c.input = concat_ ? static_cast<int>(pc.part) : 0;
+      c.output = concat_ ? 0 : static_cast<int>(pc.part);
+      c.copy = pc.copy;
+      copies.push_back(c);
     }
     return make_copy_call(std::move(copies));
   }
@@ -165,19 +124,9 @@ class ExpandKernel final : public CudaKernel {
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
                                               std::span<const DevTensor> out,
                                               cublasLtHandle_t) const override {
-    const Dims& od = out[0].dims;
-    const Dims& id = in[0].dims;
-    VOXRT_RETURN_IF_ERROR(check_rank(od.size()));
-    const auto in_strides = contiguous_strides(id);
-    const auto out_strides = contiguous_strides(od);
+    VOXRT_RETURN_IF_ERROR(check_rank(out[0].dims.size()));
     CopyCall::Copy c;
-    c.copy.rank = static_cast<int>(od.size());
-    for (std::size_t d = 0; d < od.size(); ++d) {
-      c.copy.dims[d] = od[d];
-      c.copy.out_strides[d] = out_strides[d];
-      const std::size_t lead = od.size() - id.size();
-      c.copy.in_strides[d] = d < lead || id[d - lead] == 1 ? 0 : in_strides[d - lead];
-    }
+    c.copy = expand_copy(in[0].dims, out[0].dims);
     return make_copy_call({c});
   }
 };
@@ -236,8 +185,12 @@ std::string data_movement_unsupported(const ir::Node& node) {
   switch (node.op) {
     case ir::OpKind::kTranspose:
     case ir::OpKind::kConcat:
-    case ir::OpKind::kSplit:
     case ir::OpKind::kExpand: break;
+    case ir::OpKind::kSplit:
+      for (std::size_t i = 0; i < node.outputs.size(); ++i) {
+        if (!node.output(i)) return "Split with an omitted output is not supported";
+      }
+      break;
     case ir::OpKind::kSlice:
       for (std::size_t i = 1; i < node.inputs.size(); ++i) {
         if (node.input(i) && !node.input(i)->is_constant())
