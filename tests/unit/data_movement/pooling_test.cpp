@@ -219,15 +219,21 @@ TEST(Pooling, ShapeInference) {
   EXPECT_FALSE(ir::infer_outputs(node, {&x, 1}, out).is_ok());
 }
 
-TEST(Pooling, IndicesOutputAndNonFloatAreUnsupported) {
+// MaxPool's Indices output and i8/u8 inputs run the reference kernel only (the ONNX node tests
+// need both); the fast tactics must not claim them.
+TEST(Pooling, IndicesOutputAndIntegerInputsRunTheReferenceOnly) {
   const Tensor x = arange_f32({1, 1, 4});
   TestNode with_indices =
       make_node(OpKind::kMaxPool, {&x}, 2, attributes({{"kernel_shape", I64{2}}}));
-  EXPECT_TRUE(backends::cpu::tactics_for(*with_indices.node).empty());
+  const auto indices_tactics = backends::cpu::tactics_for(*with_indices.node);
+  ASSERT_EQ(indices_tactics.size(), 1u);
+  EXPECT_EQ(indices_tactics[0].id, backends::kReferenceTactic);
   const Tensor ints = Tensor::zeros(DType::kI8, {1, 1, 4});
   TestNode int_pool =
       make_node(OpKind::kMaxPool, {&ints}, 1, attributes({{"kernel_shape", I64{2}}}));
-  EXPECT_TRUE(backends::cpu::tactics_for(*int_pool.node).empty());
+  const auto int_tactics = backends::cpu::tactics_for(*int_pool.node);
+  ASSERT_EQ(int_tactics.size(), 1u);
+  EXPECT_EQ(int_tactics[0].id, backends::kReferenceTactic);
 }
 
 }  // namespace
