@@ -61,8 +61,10 @@ std::vector<TorchCase> read_cases(const std::string& path) {
 
 TEST(RecurrentReferenceVsTorch, ExportedModulesMatchTorchOutputs) {
   const char* binary_dir = std::getenv("VOXRT_BINARY_DIR");
+  // ctest sets VOXRT_BINARY_DIR; a binary run by hand writes to /tmp, never into the sources.
   const std::filesystem::path out_dir =
-      std::filesystem::path(binary_dir ? binary_dir : ".") / "tests" / "unit" / "recurrent";
+      binary_dir ? std::filesystem::path(binary_dir) / "tests" / "unit" / "recurrent"
+                 : std::filesystem::temp_directory_path() / "voxrt-recurrent-torch";
   std::filesystem::create_directories(out_dir);
   const std::string fixture = (out_dir / "torch_rnn_cases.txt").string();
   const std::string command = std::string("/usr/bin/python3 ") + VOXRT_RECURRENT_TORCH_SCRIPT +
