@@ -137,6 +137,10 @@ Expected<std::vector<SpeechSegment>> detect_speech(const EnergyVadConfig& config
   std::vector<VadEvent> events;
   vad.accept_waveform(samples, events);
   vad.input_finished(events);
+  return segments_from_events(events);
+}
+
+std::vector<SpeechSegment> segments_from_events(std::span<const VadEvent> events) {
   std::vector<SpeechSegment> segments;
   for (const VadEvent& event : events) {
     if (event.kind == VadEvent::Kind::kSpeechStart) {

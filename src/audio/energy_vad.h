@@ -49,6 +49,9 @@ struct SpeechSegment {
   std::int64_t end_sample;
 };
 
+// Pairs start/end events (any VAD's) into segments; an end without a start is ignored.
+std::vector<SpeechSegment> segments_from_events(std::span<const VadEvent> events);
+
 class EnergyVad {
  public:
   static Expected<EnergyVad> create(const EnergyVadConfig& config);

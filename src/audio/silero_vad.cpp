@@ -128,20 +128,12 @@ void SpeechProbabilitySegmenter::input_finished(std::int64_t total_samples,
 std::vector<SpeechSegment> segments_from_probabilities(const SileroVadConfig& config,
                                                        std::span<const float> probabilities,
                                                        std::int64_t total_samples) {
-  std::vector<SpeechSegment> segments;
   auto segmenter = SpeechProbabilitySegmenter::create(config);
-  if (!segmenter) return segments;
+  if (!segmenter) return {};
   std::vector<VadEvent> events;
   for (float p : probabilities) segmenter->accept(p, events);
   segmenter->input_finished(total_samples, events);
-  for (const VadEvent& event : events) {
-    if (event.kind == VadEvent::Kind::kSpeechStart) {
-      segments.push_back({event.sample, event.sample});
-    } else if (!segments.empty()) {
-      segments.back().end_sample = event.sample;
-    }
-  }
-  return segments;
+  return segments_from_events(events);
 }
 
 }  // namespace voxrt::audio

@@ -5,22 +5,11 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "ir/shape_inference.h"
+#include "ir/view_ops.h"
 #include "runtime/engine_format.h"
 
 namespace voxrt::runtime {
 namespace {
-
-bool is_view_op(const ir::Node& node) {
-  switch (node.op) {
-    case ir::OpKind::kReshape:
-    case ir::OpKind::kFlatten:
-    case ir::OpKind::kSqueeze:
-    case ir::OpKind::kUnsqueeze:
-    case ir::OpKind::kIdentity: return node.outputs.size() == 1;
-    case ir::OpKind::kDropout: return node.outputs.size() == 1 || node.output(1) == nullptr;
-    default: return false;
-  }
-}
 
 Expected<std::unique_ptr<backends::Kernel>> make_kernel(const ir::Node& node, TacticPolicy policy,
                                                         std::string& tactic_name) {
@@ -92,7 +81,7 @@ Expected<std::unique_ptr<Plan>> Plan::compile(const ir::Graph& graph, TacticPoli
       step.then_plan = std::move(*then_plan);
       step.else_plan = std::move(*else_plan);
       step.tactic_name = "control_flow";
-    } else if (is_view_op(*node)) {
+    } else if (ir::is_view_op(*node)) {
       step.is_view = true;
       step.tactic_name = "view";
     } else {

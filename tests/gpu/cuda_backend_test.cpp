@@ -18,6 +18,7 @@
 #include "builder/pass_pipeline.h"
 #include "core/thread_pool.h"
 #include "ir/shape_inference.h"
+#include "ir/view_ops.h"
 #include "onnx_import/importer.h"
 #include "runtime/engine_format.h"
 #include "runtime/engine_impl.h"
@@ -103,7 +104,7 @@ void check_all_tactics(const std::string& name, const GraphCase& make, Precision
   const auto reference = run_cpu_reference(graph, inputs);
   std::size_t variants = 1;
   for (ir::Node* node : graph.nodes()) {
-    if (!cuda::is_view_op(*node)) {
+    if (!ir::is_view_op(*node)) {
       const std::string why = cuda::unsupported_reason(*node, precision);
       ASSERT_TRUE(why.empty()) << node->describe() << ": " << why;
       variants = std::max(variants, cuda::tactics_for(*node, precision).size());
@@ -112,7 +113,7 @@ void check_all_tactics(const std::string& name, const GraphCase& make, Precision
   for (std::size_t v = 0; v < variants; ++v) {
     std::string tactic_names;
     for (ir::Node* node : graph.nodes()) {
-      if (cuda::is_view_op(*node)) continue;
+      if (ir::is_view_op(*node)) continue;
       const auto tactics = cuda::tactics_for(*node, precision);
       const auto& t = tactics[std::min(v, tactics.size() - 1)];
       node->attrs.set(runtime::kTacticAttr, static_cast<std::int64_t>(t.id));

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/executor.h"
+#include "ir/view_ops.h"
 #include "runtime/engine_format.h"
 
 namespace voxrt::backends::cuda {
@@ -78,7 +79,7 @@ class CudaBackend final : public DeviceBackend {
                                              Precision precision) const override {
     std::vector<std::string> out;
     for (const ir::Node* node : graph.nodes()) {
-      if (is_view_op(*node)) continue;
+      if (ir::is_view_op(*node)) continue;
       const std::string why = unsupported_reason(*node, precision);
       if (!why.empty()) out.push_back(str_cat(node->describe(), ": ", why));
     }
@@ -93,7 +94,7 @@ class CudaBackend final : public DeviceBackend {
     std::map<const ir::Node*, std::vector<TacticInfo>> tactics;
     std::size_t variants = 1;
     for (ir::Node* node : order) {
-      if (is_view_op(*node)) continue;
+      if (ir::is_view_op(*node)) continue;
       tactics[node] = tactics_for(*node, precision);
       variants = std::max(variants, tactics[node].size());
     }

@@ -11,21 +11,10 @@
 
 #include "backends/cuda/executor.h"
 #include "ir/shape_inference.h"
+#include "ir/view_ops.h"
 #include "runtime/engine_format.h"
 
 namespace voxrt::backends::cuda {
-
-bool is_view_op(const ir::Node& node) {
-  switch (node.op) {
-    case ir::OpKind::kReshape:
-    case ir::OpKind::kFlatten:
-    case ir::OpKind::kSqueeze:
-    case ir::OpKind::kUnsqueeze:
-    case ir::OpKind::kIdentity: return node.outputs.size() == 1;
-    case ir::OpKind::kDropout: return node.outputs.size() == 1 || node.output(1) == nullptr;
-    default: return false;
-  }
-}
 
 namespace {
 
@@ -123,7 +112,7 @@ Status CudaExecutable::init() {
       if (step.inputs[i] >= 0 && !kernel_owns_input(*node, i))
         needs_device_copy[static_cast<std::size_t>(step.inputs[i])] = true;
     }
-    if (is_view_op(*node)) {
+    if (ir::is_view_op(*node)) {
       step.view = true;
       step.tactic = "view";
     } else {

@@ -14,7 +14,4 @@ namespace voxrt::backends::cuda {
 Expected<std::unique_ptr<DeviceExecutable>> compile_graph(const ir::Graph& graph,
                                                           Precision precision);
 
-// Reshape-like ops whose output aliases input 0 (as in the CPU runtime's plan).
-bool is_view_op(const ir::Node& node);
-
 }  // namespace voxrt::backends::cuda
