@@ -1,6 +1,8 @@
 #include "server/compute_worker.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <functional>
 
 #include "server/protocol.h"
 
@@ -11,6 +13,9 @@ Expected<std::unique_ptr<ComputeWorker>> ComputeWorker::create(
   VOXRT_RETURN_IF_ERROR(config.validate());
   auto worker = std::unique_ptr<ComputeWorker>(new ComputeWorker(config, std::move(metrics)));
   VOXRT_ASSIGN_OR_RETURN(worker->recognizer_, stream::Recognizer::create(config.recognizer));
+  if (config.front_end_threads > 1) {
+    worker->front_end_pool_ = std::make_unique<ThreadPool>(config.front_end_threads);
+  }
   worker->metrics_->slots_capacity.Set(config.recognizer.max_streams);
   worker->thread_ = std::thread([w = worker.get()] { w->run(); });
   return worker;
@@ -148,16 +153,51 @@ void ComputeWorker::take_commands(std::vector<Taken>& out, bool everything) {
   }
 }
 
-void ComputeWorker::apply(std::vector<Taken>& taken) {
-  for (Taken& t : taken) {
-    if (t.resume) {
-      auto it = live_.find(t.id);
-      if (it != live_.end() && !it->second.closed) it->second.sink->resume_reading();
-      continue;
-    }
-    apply_one(t.id, t.command);
+void ComputeWorker::for_each_stream(std::size_t count, const std::function<void(std::size_t)>& fn) {
+  // Below a few streams per thread the hand-off costs more than the work.
+  constexpr std::int64_t kStreamsPerRange = 4;
+  if (!front_end_pool_ || count < 2 * kStreamsPerRange) {
+    for (std::size_t i = 0; i < count; ++i) fn(i);
+    return;
   }
+  front_end_pool_->parallel_for(static_cast<std::int64_t>(count), kStreamsPerRange,
+                                [&](std::int64_t begin, std::int64_t end) {
+                                  for (std::int64_t i = begin; i < end; ++i)
+                                    fn(static_cast<std::size_t>(i));
+                                });
+}
+
+void ComputeWorker::apply(std::vector<Taken>& taken) {
+  // Opening inserts into live_, so it happens before any stream is fed in parallel.
+  for (Taken& t : taken) {
+    if (!t.resume && t.command.kind == Command::Kind::kOpen) apply_one(t.id, t.command);
+  }
+  // take_commands() keeps each stream's commands together and in order: one thread applies one
+  // stream's run of commands (resampling, VAD, features), different streams run in parallel.
+  std::vector<std::pair<std::size_t, std::size_t>> runs;
+  for (std::size_t begin = 0; begin < taken.size();) {
+    std::size_t end = begin + 1;
+    while (end < taken.size() && taken[end].id == taken[begin].id) ++end;
+    runs.emplace_back(begin, end);
+    begin = end;
+  }
+  for_each_stream(runs.size(), [&](std::size_t r) {
+    for (std::size_t i = runs[r].first; i < runs[r].second; ++i) {
+      Taken& t = taken[i];
+      if (t.resume) {
+        auto it = live_.find(t.id);
+        if (it != live_.end() && !it->second.closed) it->second.sink->resume_reading();
+      } else if (t.command.kind != Command::Kind::kOpen) {
+        apply_one(t.id, t.command);
+      }
+    }
+  });
   taken.clear();
+}
+
+void ComputeWorker::mark_closing(StreamId id) {
+  std::lock_guard lock(closing_mutex_);
+  closing_.push_back(id);
 }
 
 void ComputeWorker::apply_one(StreamId id, Command& command) {
@@ -172,7 +212,7 @@ void ComputeWorker::apply_one(StreamId id, Command& command) {
   if (command.kind == Command::Kind::kCancel) {
     if (!live.closed) {
       live.closed = true;
-      closing_.push_back(id);
+      mark_closing(id);
     }
     return;
   }
@@ -251,7 +291,7 @@ void ComputeWorker::fail(StreamId id, Live& live, std::string_view kind, const s
   live.sink->send_text(error_json(kind, message));
   live.sink->close(close_code, std::string(kind));
   live.closed = true;
-  closing_.push_back(id);
+  mark_closing(id);
 }
 
 void ComputeWorker::reap() {
@@ -338,10 +378,10 @@ void ComputeWorker::run_round() {
     metrics_->engine_calls_total.Increment(*calls);
     metrics_->count_chunks(total_chunks);
   }
-  for (StreamId id : ids) {
-    Live& live = live_[id];
-    answer(id, live, live.stream->take_results());
-  }
+  for_each_stream(ids.size(), [&](std::size_t i) {
+    Live& live = live_.at(ids[i]);
+    answer(ids[i], live, live.stream->take_results());
+  });
 }
 
 void ComputeWorker::answer(StreamId id, Live& live, std::vector<stream::StreamResult> results) {
@@ -397,7 +437,7 @@ void ComputeWorker::answer(StreamId id, Live& live, std::vector<stream::StreamRe
     live.sink->close(drain_started_ ? kCloseGoingAway : kCloseNormal,
                      drain_started_ ? "server shutting down" : "eof");
     live.closed = true;
-    closing_.push_back(id);
+    mark_closing(id);
   }
 }
 

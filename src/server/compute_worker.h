@@ -1,5 +1,7 @@
 // The one compute thread of the server (STYLE.md 11): it owns the Recognizer and is the only
-// thread that calls Stream methods and Recognizer::advance. Network threads only hand it
+// thread that calls Recognizer::advance; with front_end_threads > 1 it hands the per-stream work
+// of a round (feeding audio, turning results into replies) to a pool, one stream per thread at
+// a time, and the engine call stays one batched call. Network threads only hand it
 // commands (open, audio, eof, cancel) through per-stream bounded queues; each round the worker
 // drains the queues, feeds the streams, and advances every stream with a ready chunk in one
 // call, which batches ready chunks across streams (the dynamic batcher). Replies go back through
@@ -11,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,6 +21,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
 #include "stream/recognizer.h"
@@ -52,6 +56,7 @@ struct StreamSettings {
 inline constexpr int kCloseNormal = 1000;
 inline constexpr int kCloseGoingAway = 1001;
 inline constexpr int kClosePolicy = 1008;
+inline constexpr int kCloseTooBig = 1009;
 inline constexpr int kCloseInternal = 1011;
 inline constexpr int kCloseTryLater = 1013;
 
@@ -137,6 +142,10 @@ class ComputeWorker {
   bool open_stream(StreamId id, Live& live);
   int count_ready() const;
   void run_round();
+  // fn(i) for i in [0, count), each i on one thread; on the front-end pool when there is one.
+  void for_each_stream(std::size_t count, const std::function<void(std::size_t)>& fn);
+  // Thread-safe: apply_one and answer may run on front-end threads.
+  void mark_closing(StreamId id);
   void answer(StreamId id, Live& live, std::vector<stream::StreamResult> results);
   void fail(StreamId id, Live& live, std::string_view kind, const std::string& message,
             int close_code);
@@ -158,7 +167,9 @@ class ComputeWorker {
   bool drain_requested_ = false;
 
   std::unordered_map<StreamId, Live> live_;
+  std::mutex closing_mutex_;
   std::vector<StreamId> closing_;
+  std::unique_ptr<ThreadPool> front_end_pool_;
   bool drain_started_ = false;
   std::thread thread_;
 };

@@ -114,7 +114,11 @@ class WebSocketSession : public StreamSink, public std::enable_shared_from_this<
   void run(Request request) {
     ws_.set_option(websocket::stream_base::timeout{
         std::chrono::seconds(30), std::chrono::seconds(shared_.config.idle_timeout_s), false});
-    ws_.read_message_max(shared_.config.max_message_bytes);
+    // The message size limit is ours, not Beast's: when Beast's read_message_max trips it tears
+    // the TCP connection down with the rest of the frame unread (Boost 1.74 reads one chunk), so
+    // the kernel answers with a reset and the client never sees the close reason. Reading in
+    // pieces and closing with a handshake drains the frame and delivers 1009.
+    ws_.read_message_max(0);
     ws_.set_option(websocket::stream_base::decorator(
         [](websocket::response_type& response) { response.set(http::field::server, "voxrt"); }));
     ws_.async_accept(request,
@@ -162,23 +166,29 @@ class WebSocketSession : public StreamSink, public std::enable_shared_from_this<
   void do_read() {
     if (read_pending_ || paused_ || close_requested_ || gone_) return;
     read_pending_ = true;
-    ws_.async_read(buffer_,
-                   beast::bind_front_handler(&WebSocketSession::on_read, shared_from_this()));
+    // At most one byte more than the limit, so an oversized message is seen without holding it.
+    const std::size_t max_bytes = shared_.config.max_message_bytes;
+    const std::size_t room = max_bytes - std::min(buffer_.size(), max_bytes) + 1;
+    ws_.async_read_some(buffer_, room,
+                        beast::bind_front_handler(&WebSocketSession::on_read, shared_from_this()));
   }
 
-  void on_read(beast::error_code ec, std::size_t bytes) {
+  void on_read(beast::error_code ec, std::size_t) {
     read_pending_ = false;
     if (ec) {
-      if (ec == websocket::error::message_too_big) {
-        on_gone("message_too_big");
-      } else if (ec == beast::error::timeout) {
-        on_gone("idle_timeout");
-      } else {
-        on_gone("client_gone");
-      }
+      on_gone(ec == beast::error::timeout ? "idle_timeout" : "client_gone");
       return;
     }
     if (close_requested_) return;
+    const std::size_t bytes = buffer_.size();
+    if (bytes > shared_.config.max_message_bytes) {
+      buffer_.consume(bytes);
+      return reject("message_too_big",
+                    "a message is at most " + std::to_string(shared_.config.max_message_bytes) +
+                        " bytes (--max-message-bytes)",
+                    kCloseTooBig);
+    }
+    if (!ws_.is_message_done()) return do_read();
     if (ws_.got_text()) {
       const std::string text = beast::buffers_to_string(buffer_.data());
       buffer_.consume(bytes);

@@ -11,6 +11,8 @@ Status ServerConfig::validate() const {
   if (host.empty()) return invalid_argument("serve: --host is empty");
   if (io_threads < 1 || io_threads > 256)
     return invalid_argument("serve: --threads must be 1..256, got ", io_threads);
+  if (front_end_threads < 1 || front_end_threads > 256)
+    return invalid_argument("serve: --front-end-threads must be 1..256, got ", front_end_threads);
   if (max_queue_delay_us < 0 || max_queue_delay_us > 1000000)
     return invalid_argument("serve: --max-queue-delay-us must be 0..1000000, got ",
                             max_queue_delay_us);
@@ -34,7 +36,7 @@ Status ServerConfig::validate() const {
 std::string ServerConfig::to_string() const {
   std::ostringstream out;
   out << "listen=" << host << ":" << port << " io_threads=" << io_threads
-      << " max_queue_delay_us=" << max_queue_delay_us
+      << " front_end_threads=" << front_end_threads << " max_queue_delay_us=" << max_queue_delay_us
       << " auth=" << (auth_token.empty() ? "off" : "bearer")
       << " max_message_bytes=" << max_message_bytes << " max_buffered_ms=" << max_buffered_ms
       << " idle_timeout_s=" << idle_timeout_s

@@ -18,6 +18,10 @@ struct ServerConfig {
   int port = 8080;
   // Network I/O threads (parsing, validation, WebSocket and HTTP); compute runs on its own thread.
   int io_threads = 1;
+  // Threads that share the compute worker's per-stream work each round (resampling, VAD, log-mel
+  // features, replies); the engine call is still one batched call. 1: all on the worker thread.
+  // With a GPU engine and hundreds of streams this front end, not the GPU, is the limit.
+  int front_end_threads = 1;
   // With fewer than max_batch streams ready, wait up to this long for more before running.
   long long max_queue_delay_us = 0;
   // Empty: no authentication. Otherwise clients send "Authorization: Bearer <token>".

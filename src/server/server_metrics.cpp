@@ -46,7 +46,7 @@ ServerMetrics::ServerMetrics()
       audio_seconds_total(
           counter(*registry_, "voxrt_audio_seconds_total", "Seconds of audio received")),
       batch_size(histogram(*registry_, "voxrt_batch_size", "Streams per engine call",
-                           {1, 2, 4, 8, 16, 32, 64, 128, 256})),
+                           {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048})),
       queue_delay_seconds(histogram(*registry_, "voxrt_queue_delay_seconds",
                                     "Audio frame received to the start of its engine round",
                                     latency_buckets())),

@@ -123,6 +123,10 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "File whose first line is the bearer token clients must send")
       ->check(CLI::ExistingFile);
   cmd->add_option("--threads", c.io_threads, "Network I/O threads")->capture_default_str();
+  cmd->add_option("--front-end-threads", c.front_end_threads,
+                  "Threads for the per-stream work of the compute worker (resampling, VAD, "
+                  "features, replies); the engine call stays one batched call")
+      ->capture_default_str();
   cmd->add_option("--engine-threads", c.recognizer.threads, "Kernel threads of the compute worker")
       ->capture_default_str();
   cmd->add_option("--max-message-bytes", c.max_message_bytes,
