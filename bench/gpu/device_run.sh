@@ -4,20 +4,14 @@
 #   bash bench/gpu/device_run.sh
 # Writes into $OUT (at most 6 files): env.txt, gpu_tests.log, gpu_tests.xml, bench.log,
 # bench.json, inspect.txt. Every step has its own time limit, so a hang costs only that step.
+# VOXRT_SKIP_BENCH=1: the environment check and the gpu tests only.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/voxrt_device_out}
 mkdir -p "$OUT"
 T0=$SECONDS
-dev=/tmp/voxrt_device
-mkdir -p "$dev" && tar -xJf .device/bundle.tar.xz -C "$dev"
+source bench/gpu/device_env.sh
 lib=$dev/lib
-# The CUDA 13 runtime libraries from the device's own install (toolkit first, then the pip wheels).
-cuda_dirs=$(for f in $(find -H /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/local /opt \
-    -maxdepth 10 \( -name 'libcublasLt.so.13*' -o -name 'libcudart.so.13*' \) 2>/dev/null); do
-  dirname "$f"; done | awk '!seen[$0]++' | paste -sd:)
-export LD_LIBRARY_PATH="$lib:${cuda_dirs}:${LD_LIBRARY_PATH:-}"
-export PYTHONUNBUFFERED=1
 {
   echo "== $(date -u)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
@@ -35,6 +29,7 @@ timeout -k 5 75 "$dev/bin/gpu_cuda_backend" --gtest_output=xml:"$OUT/gpu_tests.x
   tee "$OUT/gpu_tests.log" | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error|Expected|Which is|tactics|trace"
 echo "gpu tests rc=${PIPESTATUS[0]} after $((SECONDS - T0)) s"
 
+if [ "${VOXRT_SKIP_BENCH:-0}" = 1 ]; then exit 0; fi
 left=$((170 - (SECONDS - T0)))
 echo "== benchmark (limit $left s)"
 timeout -k 5 "$left" python3 bench/gpu/bench_gpu.py --voxrt "$dev/bin/voxrt" --out "$OUT" \

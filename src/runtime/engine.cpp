@@ -141,14 +141,44 @@ Expected<std::vector<Tensor>> ExecutionContextImpl::run(std::span<const Tensor> 
   if (engine_.device_executable) {
     // Per-node observers are a CPU-plan feature; device runs report per-node times through
     // DeviceSession::run_profiled instead.
-    if (!device_session_) {
-      VOXRT_ASSIGN_OR_RETURN(device_session_, engine_.device_executable->create_session());
-    }
-    VOXRT_RETURN_IF_ERROR(device_session_->run(inputs, outputs));
+    VOXRT_ASSIGN_OR_RETURN(backends::DeviceSession * session, device_session());
+    VOXRT_RETURN_IF_ERROR(session->run(inputs, outputs));
     return outputs;
   }
   VOXRT_RETURN_IF_ERROR(engine_.plan->execute(inputs, outputs, context_, observer));
   return outputs;
+}
+
+Expected<backends::DeviceSession*> ExecutionContextImpl::device_session() {
+  if (!engine_.device_executable)
+    return failed_precondition("this is a CPU engine; device state pools need a device engine");
+  if (!device_session_) {
+    VOXRT_ASSIGN_OR_RETURN(device_session_, engine_.device_executable->create_session());
+  }
+  return device_session_.get();
+}
+
+Status ExecutionContextImpl::create_device_state_pool(
+    std::span<const backends::DeviceStateSpec> states, int capacity) {
+  VOXRT_ASSIGN_OR_RETURN(backends::DeviceSession * session, device_session());
+  return session->create_state_pool(states, capacity);
+}
+
+Status ExecutionContextImpl::run_device_slots(std::span<const Tensor> inputs,
+                                              std::span<const int> slots,
+                                              std::vector<Tensor>& outputs) {
+  VOXRT_ASSIGN_OR_RETURN(backends::DeviceSession * session, device_session());
+  return session->run_slots(inputs, slots, outputs);
+}
+
+Status ExecutionContextImpl::reset_device_slot(int slot) {
+  VOXRT_ASSIGN_OR_RETURN(backends::DeviceSession * session, device_session());
+  return session->reset_slot(slot);
+}
+
+Expected<Tensor> ExecutionContextImpl::read_device_slot_state(int slot, std::size_t index) {
+  VOXRT_ASSIGN_OR_RETURN(backends::DeviceSession * session, device_session());
+  return session->read_slot_state(slot, index);
 }
 
 // ---- public API ------------------------------------------------------------------------------

@@ -37,7 +37,17 @@ class ExecutionContextImpl {
                                     const runtime::StepObserver* observer = nullptr);
   const EngineImpl& engine() const { return engine_; }
 
+  // Device engines only: the GPU-resident state slot pool of this context's session
+  // (DeviceSession says how states are gathered and scattered on the device).
+  Status create_device_state_pool(std::span<const backends::DeviceStateSpec> states, int capacity);
+  Status run_device_slots(std::span<const Tensor> inputs, std::span<const int> slots,
+                          std::vector<Tensor>& outputs);
+  Status reset_device_slot(int slot);
+  Expected<Tensor> read_device_slot_state(int slot, std::size_t index);
+
  private:
+  Expected<backends::DeviceSession*> device_session();
+
   const EngineImpl& engine_;
   ThreadPool pool_;
   backends::KernelContext context_;

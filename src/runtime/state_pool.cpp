@@ -1,10 +1,51 @@
 #include "runtime/state_pool.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "runtime/engine_impl.h"
 
 namespace voxrt {
+namespace {
+
+// 1, 2, 3, 4, 6, 8, 12, 16, ...: at most a third of a padded batch is padding. Capped by the
+// largest batch the engine's profiles allow for the stream inputs (always included); empty when
+// no profile bounds the batch (no padding then).
+std::vector<std::int64_t> batch_buckets(const Engine& engine,
+                                        const std::vector<TensorInfo>& stream_inputs) {
+  std::int64_t max_batch = 0;
+  for (const auto& profile : engine.impl().contents.profiles) {
+    for (const auto& input : stream_inputs) {
+      auto it = profile.inputs.find(input.name);
+      if (it != profile.inputs.end() && !it->second.max.empty())
+        max_batch = std::max(max_batch, it->second.max[0]);
+    }
+  }
+  std::vector<std::int64_t> buckets;
+  if (max_batch < 1) return buckets;
+  for (std::int64_t power = 1; power < max_batch; power *= 2) {
+    buckets.push_back(power);
+    if (power >= 2 && power + power / 2 < max_batch) buckets.push_back(power + power / 2);
+  }
+  buckets.push_back(max_batch);
+  std::sort(buckets.begin(), buckets.end());
+  return buckets;
+}
+
+// Rows [0, rows) of a batch-first tensor, or the tensor padded with zero rows to `rows`.
+Tensor with_rows(const Tensor& t, std::int64_t rows) {
+  Dims dims = t.dims();
+  const std::size_t row_bytes = t.size_bytes() / static_cast<std::size_t>(dims[0]);
+  const std::int64_t kept = std::min(rows, dims[0]);
+  dims[0] = rows;
+  Tensor out = Tensor::zeros(t.dtype(), dims);
+  std::memcpy(out.raw_data(), t.raw_data(), row_bytes * static_cast<std::size_t>(kept));
+  return out;
+}
+
+}  // namespace
 
 Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Engine> engine,
                                                        int capacity) {
@@ -13,6 +54,9 @@ Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Eng
   auto pool = std::unique_ptr<StatePool>(new StatePool());
   pool->engine_ = engine;
   pool->capacity_ = capacity;
+  const char* device_pool = std::getenv("VOXRT_DEVICE_STATE_POOL");
+  pool->on_device_ = engine->impl().device_executable != nullptr &&
+                     !(device_pool && std::string_view(device_pool) == "0");
   const auto& pairs = engine->impl().contents.states;
   if (pairs.empty())
     return failed_precondition(
@@ -52,7 +96,7 @@ Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Eng
         static_cast<std::size_t>(element_count(s.row_dims)) * dtype_size_bytes(info.dtype);
     Dims storage_dims = s.row_dims;
     storage_dims.insert(storage_dims.begin(), capacity);
-    s.storage = Tensor::zeros(info.dtype, storage_dims);
+    if (!pool->on_device_) s.storage = Tensor::zeros(info.dtype, storage_dims);
     input_is_state[s.input_index] = true;
     output_is_state[s.output_index] = true;
     pool->states_.push_back(std::move(s));
@@ -69,7 +113,9 @@ Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Eng
       pool->stream_outputs_.push_back(engine->outputs()[i]);
     }
   }
+  if (pool->on_device_) pool->batch_buckets_ = batch_buckets(*engine, pool->stream_inputs_);
   pool->acquired_.assign(static_cast<std::size_t>(capacity), false);
+  pool->fresh_.assign(static_cast<std::size_t>(capacity), false);
   pool->free_slots_.reserve(static_cast<std::size_t>(capacity));
   for (int slot = capacity - 1; slot >= 0; --slot) pool->free_slots_.push_back(slot);
   return pool;
@@ -82,6 +128,10 @@ Expected<int> StatePool::acquire() {
   const int slot = free_slots_.back();
   free_slots_.pop_back();
   acquired_[static_cast<std::size_t>(slot)] = true;
+  if (on_device_) {
+    fresh_[static_cast<std::size_t>(slot)] = true;
+    return slot;
+  }
   for (State& s : states_)
     std::memset(
         static_cast<char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slot), 0,
@@ -125,15 +175,22 @@ Expected<std::vector<Tensor>> StatePool::run_batch(ExecutionContext& context,
       seen[static_cast<std::size_t>(slot)] = true;
     }
   }
-  std::vector<Tensor> all_inputs(engine_->inputs().size());
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].rank() == 0 || inputs[i].dim(0) != batch) {
       return invalid_argument("StatePool::run_batch: input '", stream_inputs_[i].name,
                               "' must have batch dim 0 = ", batch, ", got ",
                               dims_to_string(inputs[i].dims()));
     }
-    all_inputs[stream_input_indices_[i]] = inputs[i];
   }
+  return on_device_ ? run_on_device(context, slots, inputs) : run_on_host(context, slots, inputs);
+}
+
+Expected<std::vector<Tensor>> StatePool::run_on_host(ExecutionContext& context,
+                                                     std::span<const int> slots,
+                                                     std::span<const Tensor> inputs) {
+  const auto batch = static_cast<std::int64_t>(slots.size());
+  std::vector<Tensor> all_inputs(engine_->inputs().size());
+  for (std::size_t i = 0; i < inputs.size(); ++i) all_inputs[stream_input_indices_[i]] = inputs[i];
   for (const State& s : states_) {
     Dims dims = s.row_dims;
     dims.insert(dims.begin(), batch);
@@ -168,10 +225,81 @@ Expected<std::vector<Tensor>> StatePool::run_batch(ExecutionContext& context,
   return stream_outputs;
 }
 
+std::int64_t StatePool::padded_batch(std::int64_t batch) const {
+  for (std::int64_t bucket : batch_buckets_)
+    if (bucket >= batch) return bucket;
+  return batch;  // beyond the profile (the run reports it) or no buckets
+}
+
+Expected<std::vector<Tensor>> StatePool::run_on_device(ExecutionContext& context,
+                                                       std::span<const int> slots,
+                                                       std::span<const Tensor> inputs) {
+  const auto batch = static_cast<std::int64_t>(slots.size());
+  const std::int64_t padded = padded_batch(batch);
+  if (!device_context_) {
+    std::vector<backends::DeviceStateSpec> specs;
+    for (const State& s : states_) {
+      specs.push_back(
+          {engine_->inputs()[s.input_index].name, engine_->outputs()[s.output_index].name, 0});
+    }
+    // Spare slots after the streams' ones hold the padding rows' (unused) states.
+    const std::int64_t spare = batch_buckets_.empty() ? 0 : batch_buckets_.back();
+    VOXRT_RETURN_IF_ERROR(
+        context.impl().create_device_state_pool(specs, capacity_ + static_cast<int>(spare)));
+    device_context_ = &context;
+  } else if (device_context_ != &context) {
+    return failed_precondition(
+        "StatePool: this pool's states live in another ExecutionContext's device session; run "
+        "every batch of a pool on the same context");
+  }
+  std::vector<int> fresh;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int slot : slots) {
+      if (fresh_[static_cast<std::size_t>(slot)]) {
+        fresh_[static_cast<std::size_t>(slot)] = false;
+        fresh.push_back(slot);
+      }
+    }
+  }
+  for (int slot : fresh) VOXRT_RETURN_IF_ERROR(context.impl().reset_device_slot(slot));
+  std::vector<int> run_slots(slots.begin(), slots.end());
+  std::vector<Tensor> run_inputs(inputs.begin(), inputs.end());
+  if (padded > batch) {
+    for (std::int64_t b = batch; b < padded; ++b)
+      run_slots.push_back(capacity_ + static_cast<int>(b - batch));
+    for (Tensor& t : run_inputs) t = with_rows(t, padded);
+  }
+  std::vector<Tensor> outputs;
+  VOXRT_RETURN_IF_ERROR(context.impl().run_device_slots(run_inputs, run_slots, outputs));
+  if (padded > batch) {
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i].rank() == 0 || outputs[i].dim(0) != padded) {
+        return internal_error("StatePool: output '", stream_outputs_[i].name, "' is ",
+                              dims_to_string(outputs[i].dims()),
+                              ", expected batch dim 0 = ", padded);
+      }
+      outputs[i] = with_rows(outputs[i], batch);
+    }
+  }
+  return outputs;
+}
+
 Expected<Tensor> StatePool::read_state(int slot, std::size_t index) const {
   if (index >= states_.size()) return out_of_range("StatePool::read_state: no state ", index);
   if (slot < 0 || slot >= capacity_) return out_of_range("StatePool::read_state: no slot ", slot);
   const State& s = states_[index];
+  const DType dtype = engine_->inputs()[s.input_index].dtype;
+  if (on_device_) {
+    bool fresh = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      fresh = fresh_[static_cast<std::size_t>(slot)];
+    }
+    if (!device_context_ || fresh) return Tensor::zeros(dtype, s.row_dims);
+    VOXRT_ASSIGN_OR_RETURN(Tensor t, device_context_->impl().read_device_slot_state(slot, index));
+    return t.reshaped(s.row_dims);
+  }
   Tensor t = Tensor::uninitialized(s.storage.dtype(), s.row_dims);
   std::memcpy(
       t.raw_data(),

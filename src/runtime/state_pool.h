@@ -2,8 +2,16 @@
 // list of slots, gathering their states into the batch and scattering the new states back.
 // acquire and release are O(1); a fresh slot's states are zeros. A stream's outputs do not
 // depend on which other slots share its batch (every kernel treats batch rows independently).
+//
+// CPU engines keep the states in host memory. Device (CUDA) engines keep them on the device, in
+// the slot pool of the first ExecutionContext that runs a batch (the pool is bound to it; the
+// states never travel to the host), and round each batch up to a bucket (1, 2, 3, 4, 6, 8, 12,
+// ... up to the profile's largest batch) with padding rows on spare slots, so a server whose
+// batch size changes every call reuses a handful of CUDA graphs instead of capturing one per
+// size. VOXRT_DEVICE_STATE_POOL=0 keeps device engines' states on the host (for comparison).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -38,13 +46,22 @@ class StatePool {
   // A copy of one slot's state `index` (for tests and checkpointing).
   Expected<Tensor> read_state(int slot, std::size_t index) const;
 
+  // Whether the states live on the device, and the batch a run of `batch` slots is padded to.
+  bool states_on_device() const { return on_device_; }
+  std::int64_t padded_batch(std::int64_t batch) const;
+
  private:
+  Expected<std::vector<Tensor>> run_on_host(ExecutionContext& context, std::span<const int> slots,
+                                            std::span<const Tensor> inputs);
+  Expected<std::vector<Tensor>> run_on_device(ExecutionContext& context, std::span<const int> slots,
+                                              std::span<const Tensor> inputs);
+
   struct State {
     std::size_t input_index = 0;
     std::size_t output_index = 0;
     Dims row_dims;  // per-stream dims (batch dim removed)
     std::size_t row_bytes = 0;
-    Tensor storage;  // [capacity, row_dims...]
+    Tensor storage;  // [capacity, row_dims...]; host states only
   };
 
   std::shared_ptr<const Engine> engine_;
@@ -57,6 +74,11 @@ class StatePool {
   mutable std::mutex mutex_;
   std::vector<int> free_slots_;
   std::vector<bool> acquired_;
+  // Device states: acquired since their last run, so zeroed on the device before the next.
+  std::vector<bool> fresh_;
+  bool on_device_ = false;
+  ExecutionContext* device_context_ = nullptr;  // the context whose session holds the pool
+  std::vector<std::int64_t> batch_buckets_;     // ascending; padding slots follow `capacity_`
 };
 
 }  // namespace voxrt

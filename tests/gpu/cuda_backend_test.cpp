@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -23,6 +24,7 @@
 #include "runtime/engine_format.h"
 #include "runtime/engine_impl.h"
 #include "runtime/plan.h"
+#include "runtime/state_pool.h"
 #include "voxrt/engine.h"
 
 namespace voxrt {
@@ -646,6 +648,102 @@ TEST(CudaSlots, DevicePoolMatchesHostStatesInAnyBatch) {
   const std::vector<int> repeated = {1, 1};
   const std::vector<Tensor> two = {Tensor::zeros(DType::kF32, {2, 1, 40, 16})};
   EXPECT_FALSE((*pooled)->run_slots(two, repeated, unused).is_ok());
+}
+
+// The default model (ONNX, with its conv and GRU states) through StatePool on both backends:
+// the CUDA pool keeps the states on the device and pads batches to buckets; every stream's
+// log-probabilities and states must match the CPU pool's whatever batch it ran in.
+TEST(CudaSlots, StatePoolOnTheDeviceMatchesTheCpuPool) {
+  REQUIRE_CUDA_DEVICE();
+  const char* source = std::getenv("VOXRT_SOURCE_DIR");
+  const std::filesystem::path onnx =
+      std::filesystem::path(source ? source : ".") / "models/default/model.onnx";
+  ASSERT_TRUE(std::filesystem::exists(onnx)) << onnx << " (run from the repo root)";
+  auto build = [&](DeviceKind device) -> std::shared_ptr<const Engine> {
+    BuilderConfig config;
+    config.device = device;
+    config.autotune = false;
+    OptimizationProfile profile;
+    profile.name = "chunks";
+    profile.inputs["features"] = ShapeRange{{1, 2, 80}, {8, 32, 80}, {24, 32, 80}};
+    config.profiles = {profile};
+    auto bytes = build_engine_from_onnx_file(onnx.string(), config);
+    EXPECT_TRUE(bytes) << bytes.status().message();
+    if (!bytes) return nullptr;
+    auto engine = Engine::load_bytes(std::move(*bytes));
+    EXPECT_TRUE(engine) << engine.status().message();
+    return engine ? *engine : nullptr;
+  };
+  auto cpu = build(DeviceKind::kCpu);
+  auto gpu = build(DeviceKind::kCuda);
+  ASSERT_TRUE(cpu && gpu);
+  constexpr int kStreams = 8;
+  auto cpu_pool = StatePool::create(cpu, kStreams);
+  auto gpu_pool = StatePool::create(gpu, kStreams);
+  ASSERT_TRUE(cpu_pool && gpu_pool);
+  EXPECT_FALSE((*cpu_pool)->states_on_device());
+  ASSERT_TRUE((*gpu_pool)->states_on_device());
+  EXPECT_EQ((*gpu_pool)->padded_batch(5), 6);
+  EXPECT_EQ((*gpu_pool)->padded_batch(7), 8);
+  EXPECT_EQ((*gpu_pool)->padded_batch(13), 16);
+  EXPECT_EQ((*gpu_pool)->padded_batch(24), 24);
+  auto cpu_ctx = cpu->create_context(1);
+  auto gpu_ctx = gpu->create_context(1);
+  ASSERT_TRUE(cpu_ctx && gpu_ctx);
+  std::vector<int> cpu_slot(kStreams), gpu_slot(kStreams);
+  for (int s = 0; s < kStreams; ++s) {
+    cpu_slot[s] = *(*cpu_pool)->acquire();
+    gpu_slot[s] = *(*gpu_pool)->acquire();
+  }
+  std::mt19937 rng(23);
+  const std::vector<std::vector<int>> rounds = {
+      {0, 1, 2, 3, 4}, {5, 6, 7, 0, 1, 2, 3}, {4}, {7, 6, 5, 4, 3, 2, 1, 0}, {1, 3, 5}};
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    const auto& active = rounds[r];
+    const auto batch = static_cast<std::int64_t>(active.size());
+    const Tensor features = random_tensor({batch, 32, 80}, rng);
+    std::vector<int> cs, gs;
+    for (int s : active) {
+      cs.push_back(cpu_slot[static_cast<std::size_t>(s)]);
+      gs.push_back(gpu_slot[static_cast<std::size_t>(s)]);
+    }
+    if (r == 2) {
+      // A stream that ends and a new one in its slot: the new stream starts from zero states.
+      ASSERT_TRUE((*cpu_pool)->release(cpu_slot[4]).is_ok());
+      ASSERT_TRUE((*gpu_pool)->release(gpu_slot[4]).is_ok());
+      cpu_slot[4] = cs[0] = *(*cpu_pool)->acquire();
+      gpu_slot[4] = gs[0] = *(*gpu_pool)->acquire();
+      auto zero = (*gpu_pool)->read_state(gs[0], 2);
+      ASSERT_TRUE(zero) << zero.status().message();
+      for (float v : zero->span<float>()) ASSERT_EQ(v, 0.0f);
+    }
+    const std::vector<Tensor> ins = {features};
+    auto co = (*cpu_pool)->run_batch(**cpu_ctx, cs, ins);
+    auto go = (*gpu_pool)->run_batch(**gpu_ctx, gs, ins);
+    ASSERT_TRUE(co) << co.status().message();
+    ASSERT_TRUE(go) << "round " << r << ": " << go.status().message();
+    ASSERT_EQ(go->size(), 1u);  // log_probs only: the states stayed in the pool
+    ASSERT_EQ((*go)[0].dims(), (*co)[0].dims()) << "round " << r;
+    EXPECT_LE(relative_error((*go)[0], (*co)[0]), 1e-3) << "round " << r;
+  }
+  for (int s = 0; s < kStreams; ++s) {
+    for (std::size_t state = 0; state < 3; ++state) {
+      auto c = (*cpu_pool)->read_state(cpu_slot[static_cast<std::size_t>(s)], state);
+      auto g = (*gpu_pool)->read_state(gpu_slot[static_cast<std::size_t>(s)], state);
+      ASSERT_TRUE(c && g) << (g ? c.status().message() : g.status().message());
+      ASSERT_EQ(g->dims(), c->dims());
+      EXPECT_LE(relative_error(*g, *c), 1e-3) << "stream " << s << " state " << state;
+    }
+  }
+  // A second context cannot run a pool whose states live in the first one's session.
+  auto other = gpu->create_context(1);
+  ASSERT_TRUE(other);
+  const std::vector<int> one = {gpu_slot[0]};
+  const std::vector<Tensor> one_chunk = {random_tensor({1, 32, 80}, rng)};
+  auto refused = (*gpu_pool)->run_batch(**other, one, one_chunk);
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.status().message().find("another ExecutionContext"), std::string::npos)
+      << refused.status().message();
 }
 
 TEST(CudaEngine, FingerprintMismatchNamesTheFields) {

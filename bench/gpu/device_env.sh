@@ -1,0 +1,13 @@
+# Sourced by the scripts that run on the GPU machine (bench/gpu/device_run.sh,
+# bench/server/gpu_streams.sh): unpacks .device/bundle.tar.xz (scripts/pack-for-device.sh) into
+# $dev once and puts its libraries and the device's own CUDA 13 runtime on LD_LIBRARY_PATH.
+dev=/tmp/voxrt_device
+if [ ! -x "$dev/bin/voxrt" ]; then
+  mkdir -p "$dev" && tar -xJf .device/bundle.tar.xz -C "$dev"
+fi
+# The CUDA 13 runtime libraries from the device's own install (toolkit first, then pip wheels).
+cuda_dirs=$(for f in $(find -H /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/local /opt \
+    -maxdepth 10 \( -name 'libcublasLt.so.13*' -o -name 'libcudart.so.13*' \) 2>/dev/null); do
+  dirname "$f"; done | awk '!seen[$0]++' | paste -sd:)
+export LD_LIBRARY_PATH="$dev/lib:${cuda_dirs}:${LD_LIBRARY_PATH:-}"
+export PYTHONUNBUFFERED=1
