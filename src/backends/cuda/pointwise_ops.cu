@@ -1,6 +1,7 @@
 // Elementwise, data-movement, normalization and conversion kernels of the CUDA backend.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <algorithm>
 
 #include "backends/cuda/cuda_ops.h"
 
@@ -257,6 +258,48 @@ __global__ void im2col_kernel(Im2Col s, const float* x, T* col) {
   }
 }
 
+// The fast form: one grid row (blockIdx.y) per col row, so the patch offsets (c, kh, kw) are
+// computed once per block and each thread only splits its column into image, oh and ow, in 32-bit
+// arithmetic. Consecutive threads write consecutive columns and read consecutive iw: both sides
+// coalesce. The general kernel above does six 64-bit divisions per element instead, which made
+// it compute-bound (7 ms for the 1.2 GB col matrix of DS2's conv2 at batch 256 on an H200).
+template <typename T>
+__global__ void im2col_rows_kernel(Im2Col s, const float* x, T* col, int columns, int patch_rows) {
+  const int row = static_cast<int>(blockIdx.y);
+  T* out = col + static_cast<std::int64_t>(row) * s.row_stride;
+  const int step = static_cast<int>(gridDim.x * blockDim.x);
+  const int first = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (row >= patch_rows) {
+    const T v = from_float<T>(row == patch_rows && s.ones_row ? 1.0f : 0.0f);
+    for (int i = first; i < columns; i += step) out[i] = v;
+    return;
+  }
+  const int kernel_w = static_cast<int>(s.kernel_w), kernel_h = static_cast<int>(s.kernel_h);
+  const int kw = row % kernel_w;
+  const int kh = (row / kernel_w) % kernel_h;
+  const int c = row / (kernel_w * kernel_h);
+  const int out_w = static_cast<int>(s.out_w);
+  const int positions = static_cast<int>(s.out_h) * out_w;
+  const int height = static_cast<int>(s.height), width = static_cast<int>(s.width);
+  const int ih0 = kh * static_cast<int>(s.dilation_h) - static_cast<int>(s.pad_top);
+  const int iw0 = kw * static_cast<int>(s.dilation_w) - static_cast<int>(s.pad_left);
+  const int stride_h = static_cast<int>(s.stride_h), stride_w = static_cast<int>(s.stride_w);
+  const std::int64_t image_stride = s.channels * s.height * s.width;
+  const float* channel = x + static_cast<std::int64_t>(c) * height * width;
+  for (int i = first; i < columns; i += step) {
+    const int b = i / positions;
+    const int p = i - b * positions;
+    const int oh = p / out_w;
+    const int ow = p - oh * out_w;
+    const int ih = oh * stride_h + ih0;
+    const int iw = ow * stride_w + iw0;
+    float v = 0.0f;
+    if (ih >= 0 && ih < height && iw >= 0 && iw < width)
+      v = channel[b * image_stride + static_cast<std::int64_t>(ih) * width + iw];
+    out[i] = from_float<T>(v);
+  }
+}
+
 // One thread per output element; the oracle, not a fast path.
 __global__ void naive_gemm_kernel(NaiveGemm g, const float* a, const float* b, const float* bias,
                                   float* d) {
@@ -422,6 +465,31 @@ cudaError_t im2col(const Im2Col& shape, const float* x, void* col, LowType type,
                    cudaStream_t stream) {
   const std::int64_t n = shape.batch * shape.k_rows * shape.out_h * shape.out_w;
   if (n <= 0) return cudaSuccess;
+  const std::int64_t columns = shape.batch * shape.out_h * shape.out_w;
+  const std::int64_t patch_rows = shape.channels * shape.kernel_h * shape.kernel_w;
+  // Grid rows are limited to 65535 and the per-thread arithmetic is 32-bit.
+  if (shape.k_rows <= 65535 && columns < (std::int64_t{1} << 31) - kThreads &&
+      shape.height * shape.width < (std::int64_t{1} << 31)) {
+    const dim3 grid(
+        static_cast<unsigned>(std::min<std::int64_t>((columns + kThreads - 1) / kThreads, 256)),
+        static_cast<unsigned>(shape.k_rows));
+    const int cols = static_cast<int>(columns), patch = static_cast<int>(patch_rows);
+    switch (type) {
+      case LowType::kF32:
+        im2col_rows_kernel<<<grid, kThreads, 0, stream>>>(shape, x, static_cast<float*>(col), cols,
+                                                          patch);
+        break;
+      case LowType::kF16:
+        im2col_rows_kernel<<<grid, kThreads, 0, stream>>>(shape, x, static_cast<__half*>(col), cols,
+                                                          patch);
+        break;
+      case LowType::kBF16:
+        im2col_rows_kernel<<<grid, kThreads, 0, stream>>>(
+            shape, x, static_cast<__nv_bfloat16*>(col), cols, patch);
+        break;
+    }
+    return cudaGetLastError();
+  }
   switch (type) {
     case LowType::kF32:
       im2col_kernel<<<grid_for(n), kThreads, 0, stream>>>(shape, x, static_cast<float*>(col));
