@@ -4,7 +4,7 @@
 #   bash bench/gpu/device_run.sh
 # Writes into $OUT (at most 6 files): env.txt, gpu_tests.log, gpu_tests.xml, bench.log,
 # bench.json, inspect.txt. Every step has its own time limit, so a hang costs only that step.
-# VOXRT_SKIP_BENCH=1: the environment check and the gpu tests only.
+# VOXRT_SKIP_BENCH=1: the environment check and the gpu tests only; VOXRT_SKIP_TESTS=1: no tests.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/voxrt_device_out}
@@ -24,10 +24,12 @@ lib=$dev/lib
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
-echo "== gpu tests (limit 75 s)"
-timeout -k 5 75 "$dev/bin/gpu_cuda_backend" --gtest_output=xml:"$OUT/gpu_tests.xml" 2>&1 |
-  tee "$OUT/gpu_tests.log" | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error|Expected|Which is|tactics|trace"
-echo "gpu tests rc=${PIPESTATUS[0]} after $((SECONDS - T0)) s"
+if [ "${VOXRT_SKIP_TESTS:-0}" != 1 ]; then
+  echo "== gpu tests (limit 75 s)"
+  timeout -k 5 75 "$dev/bin/gpu_cuda_backend" --gtest_output=xml:"$OUT/gpu_tests.xml" 2>&1 |
+    tee "$OUT/gpu_tests.log" | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error|Expected|Which is|tactics|trace"
+  echo "gpu tests rc=${PIPESTATUS[0]} after $((SECONDS - T0)) s"
+fi
 
 if [ "${VOXRT_SKIP_BENCH:-0}" = 1 ]; then exit 0; fi
 left=$((170 - (SECONDS - T0)))
