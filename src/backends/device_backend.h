@@ -79,6 +79,10 @@ class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
   virtual DeviceKind kind() const = 0;
+  // Makes device `ordinal` current for the calling thread: engines loaded and sessions created on
+  // this thread afterwards live on it (one server compute worker per GPU). An error names the
+  // devices there are.
+  virtual Status select_device(int ordinal) const = 0;
   // "cuda sm=90 driver=... runtime=... cublasLt=... name=..."; an error naming why when no
   // device can be used ("no CUDA device: ...").
   virtual Expected<std::string> fingerprint() const = 0;

@@ -4,20 +4,54 @@
 #include <cstdint>
 #include <functional>
 
+#include "backends/device_backend.h"
 #include "server/protocol.h"
 
 namespace voxrt::server {
 
+namespace {
+
+backends::DeviceBackend* cuda_backend_or_null() {
+  return backends::device_backend(DeviceKind::kCuda);
+}
+
+}  // namespace
+
 Expected<std::unique_ptr<ComputeWorker>> ComputeWorker::create(
-    const ServerConfig& config, std::shared_ptr<ServerMetrics> metrics) {
+    const ServerConfig& config, std::shared_ptr<ServerMetrics> metrics,
+    std::optional<ComputeDevice> device) {
   VOXRT_RETURN_IF_ERROR(config.validate());
   auto worker = std::unique_ptr<ComputeWorker>(new ComputeWorker(config, std::move(metrics)));
+  if (device && device->cuda) {
+    backends::DeviceBackend* backend = cuda_backend_or_null();
+    if (!backend) {
+      return unsupported("serve: --devices ", device->ordinal,
+                         ": this program has no CUDA backend (built without nvcc?)");
+    }
+    // The engine's weights and the worker's sessions go to the device current on the thread
+    // that loads and runs them.
+    VOXRT_RETURN_IF_ERROR(backend->select_device(device->ordinal));
+  }
   VOXRT_ASSIGN_OR_RETURN(worker->recognizer_, stream::Recognizer::create(config.recognizer));
+  const bool engine_on_gpu = worker->recognizer_->engine_device() == DeviceKind::kCuda;
+  if (device && device->cuda != engine_on_gpu) {
+    return invalid_argument("serve: --devices ", device->to_string(), ": the engine ",
+                            config.recognizer.engine_path, " was built for ",
+                            engine_on_gpu ? "cuda" : "cpu",
+                            " (voxrt build --device); serve it with --devices ",
+                            engine_on_gpu ? "0 (a GPU ordinal)" : "cpu");
+  }
+  if (device) worker->device_ = *device;
+  worker->device_.cuda = engine_on_gpu;
   if (config.front_end_threads > 1) {
     worker->front_end_pool_ = std::make_unique<ThreadPool>(config.front_end_threads);
   }
-  worker->metrics_->slots_capacity.Set(config.recognizer.max_streams);
-  worker->thread_ = std::thread([w = worker.get()] { w->run(); });
+  worker->metrics_->slots_capacity.Increment(config.recognizer.max_streams);
+  worker->thread_ = std::thread([w = worker.get(), explicit_device = device.has_value()] {
+    if (explicit_device && w->device_.cuda)
+      (void)cuda_backend_or_null()->select_device(w->device_.ordinal);
+    w->run();
+  });
   return worker;
 }
 
@@ -34,7 +68,7 @@ Expected<StreamId> ComputeWorker::admit(std::shared_ptr<StreamSink> sink) {
                                 " streams are in use (--max-streams); try again later");
     }
   } while (!admitted_.compare_exchange_weak(admitted, admitted + 1));
-  metrics_->active_streams.Set(admitted_.load());
+  metrics_->active_streams.Increment();
   const StreamId id = next_id_.fetch_add(1);
   Command open;
   open.kind = Command::Kind::kOpen;
@@ -281,7 +315,7 @@ bool ComputeWorker::open_stream(StreamId id, Live& live) {
     return false;
   }
   live.stream = std::move(*opened);
-  metrics_->slots_in_use.Set(recognizer_->streams_open());
+  metrics_->slots_in_use.Increment();
   return true;
 }
 
@@ -295,17 +329,20 @@ void ComputeWorker::fail(StreamId id, Live& live, std::string_view kind, const s
 }
 
 void ComputeWorker::reap() {
+  // Gauges count up and down (not set), so that several workers can share them.
   for (StreamId id : closing_) {
-    if (live_.erase(id) == 0) continue;  // the Stream's destructor returns its slot
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    if (it->second.stream) metrics_->slots_in_use.Decrement();
+    live_.erase(it);  // the Stream's destructor returns its slot
     {
       std::lock_guard lock(mutex_);
       inboxes_.erase(id);
     }
     admitted_.fetch_sub(1);
+    metrics_->active_streams.Decrement();
   }
   closing_.clear();
-  metrics_->active_streams.Set(admitted_.load());
-  metrics_->slots_in_use.Set(recognizer_->streams_open());
 }
 
 int ComputeWorker::count_ready() const {

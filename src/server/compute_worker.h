@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -62,8 +63,11 @@ inline constexpr int kCloseTryLater = 1013;
 
 class ComputeWorker {
  public:
-  static Expected<std::unique_ptr<ComputeWorker>> create(const ServerConfig& config,
-                                                         std::shared_ptr<ServerMetrics> metrics);
+  // `device`: where this worker runs (its engine is loaded there); nullopt: where the engine was
+  // built for, on the current device. Refused when the engine was built for another kind.
+  static Expected<std::unique_ptr<ComputeWorker>> create(
+      const ServerConfig& config, std::shared_ptr<ServerMetrics> metrics,
+      std::optional<ComputeDevice> device = std::nullopt);
   ~ComputeWorker();
   ComputeWorker(const ComputeWorker&) = delete;
   ComputeWorker& operator=(const ComputeWorker&) = delete;
@@ -88,6 +92,8 @@ class ComputeWorker {
   int admitted_streams() const { return admitted_.load(); }
   int slots_in_use() const { return recognizer_->streams_open(); }
   bool draining() const { return draining_.load(); }
+  int capacity() const { return config_.recognizer.max_streams; }
+  const ComputeDevice& device() const { return device_; }
   const stream::Recognizer& recognizer() const { return *recognizer_; }
 
  private:
@@ -155,6 +161,7 @@ class ComputeWorker {
 
   ServerConfig config_;
   std::shared_ptr<ServerMetrics> metrics_;
+  ComputeDevice device_;
   std::shared_ptr<stream::Recognizer> recognizer_;
   std::atomic<int> admitted_{0};
   std::atomic<bool> draining_{false};

@@ -22,6 +22,7 @@
 #include "server/compute_worker.h"
 #include "server/protocol.h"
 #include "server/transcription_request.h"
+#include "server/worker_pool.h"
 
 namespace voxrt::server {
 namespace {
@@ -43,7 +44,7 @@ constexpr int kUploadPieceMs = 1000;
 struct Shared {
   ServerConfig config;
   std::shared_ptr<ServerMetrics> metrics;
-  std::unique_ptr<ComputeWorker> worker;
+  std::unique_ptr<WorkerPool> worker;
   std::mutex ip_mutex;
   std::unordered_map<std::string, int> connections_per_ip;
   std::atomic<int> websockets{0};
@@ -686,7 +687,7 @@ Expected<std::unique_ptr<Server>> Server::create(const ServerConfig& config) {
   auto impl = std::make_unique<Impl>(config.io_threads);
   impl->shared.config = config;
   impl->shared.metrics = std::make_shared<ServerMetrics>();
-  VOXRT_ASSIGN_OR_RETURN(impl->shared.worker, ComputeWorker::create(config, impl->shared.metrics));
+  VOXRT_ASSIGN_OR_RETURN(impl->shared.worker, WorkerPool::create(config, impl->shared.metrics));
   impl->listener = std::make_shared<Listener>(impl->io, impl->shared);
   VOXRT_RETURN_IF_ERROR(impl->listener->open(config.host, config.port));
   return std::unique_ptr<Server>(new Server(std::move(impl)));

@@ -1,6 +1,7 @@
-// `voxrt serve`: a WebSocket (Vosk protocol) and HTTP server in front of one ComputeWorker.
-// Network I/O runs on an asio thread pool; the compute worker thread is the only one that touches
-// streams (STYLE.md 11). docs/server.md describes the protocol, limits and metrics.
+// `voxrt serve`: a WebSocket (Vosk protocol) and HTTP server in front of its compute workers
+// (WorkerPool: one per GPU or per CPU worker). Network I/O runs on an asio thread pool; a stream's
+// compute worker thread is the only one that touches it (STYLE.md 11). docs/server.md describes the
+// protocol, limits and metrics.
 #pragma once
 
 #include <memory>

@@ -1,8 +1,51 @@
 #include "server/server_config.h"
 
+#include <algorithm>
+#include <charconv>
 #include <sstream>
 
 namespace voxrt::server {
+
+Expected<std::vector<ComputeDevice>> parse_devices(std::string_view text) {
+  std::vector<ComputeDevice> devices;
+  if (text == "auto") return devices;
+  bool any_cpu = false, any_gpu = false;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t end = std::min(text.find(',', begin), text.size());
+    const std::string_view item = text.substr(begin, end - begin);
+    ComputeDevice device;
+    if (item == "cpu") {
+      any_cpu = true;
+    } else {
+      int ordinal = 0;
+      const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), ordinal);
+      if (item.empty() || ec != std::errc() || ptr != item.data() + item.size() || ordinal < 0 ||
+          ordinal > 255) {
+        return invalid_argument("serve: --devices '", text, "': '", item,
+                                "' is neither cpu nor a GPU ordinal 0..255 (expected auto, cpu, "
+                                "cpu,cpu or 0,1,...)");
+      }
+      device.cuda = true;
+      device.ordinal = ordinal;
+      any_gpu = true;
+      for (const ComputeDevice& d : devices) {
+        if (d.cuda && d.ordinal == ordinal)
+          return invalid_argument("serve: --devices '", text, "': GPU ", ordinal,
+                                  " is listed twice");
+      }
+    }
+    devices.push_back(device);
+    begin = end + 1;
+  }
+  if (any_cpu && any_gpu) {
+    return invalid_argument("serve: --devices '", text,
+                            "': an engine runs on one kind of device; list CPUs or GPUs, not both");
+  }
+  if (devices.size() > 64)
+    return invalid_argument("serve: --devices lists ", devices.size(), " workers; at most 64");
+  return devices;
+}
 
 Status ServerConfig::validate() const {
   VOXRT_RETURN_IF_ERROR(recognizer.validate());
@@ -27,6 +70,12 @@ Status ServerConfig::validate() const {
     return invalid_argument("serve: --max-connections-per-ip must be >= 1, got ",
                             max_connections_per_ip);
   if (max_upload_bytes < 44) return invalid_argument("serve: max_upload_bytes must be >= 44");
+  if (devices.size() > 64)
+    return invalid_argument("serve: --devices lists ", devices.size(), " workers; at most 64");
+  if (!devices.empty() && recognizer.max_streams < static_cast<int>(devices.size())) {
+    return invalid_argument("serve: --max-streams ", recognizer.max_streams, " is fewer than the ",
+                            devices.size(), " compute workers");
+  }
   if (max_feed_ms_per_round < 20)
     return invalid_argument("serve: max_feed_ms_per_round must be >= 20, got ",
                             max_feed_ms_per_round);
@@ -35,8 +84,12 @@ Status ServerConfig::validate() const {
 
 std::string ServerConfig::to_string() const {
   std::ostringstream out;
-  out << "listen=" << host << ":" << port << " io_threads=" << io_threads
-      << " front_end_threads=" << front_end_threads << " max_queue_delay_us=" << max_queue_delay_us
+  std::string device_list;
+  for (const ComputeDevice& d : devices)
+    device_list += (device_list.empty() ? "" : ",") + d.to_string();
+  out << "listen=" << host << ":" << port << " devices=" << (devices.empty() ? "auto" : device_list)
+      << " io_threads=" << io_threads << " front_end_threads=" << front_end_threads
+      << " max_queue_delay_us=" << max_queue_delay_us
       << " auth=" << (auth_token.empty() ? "off" : "bearer")
       << " max_message_bytes=" << max_message_bytes << " max_buffered_ms=" << max_buffered_ms
       << " idle_timeout_s=" << idle_timeout_s

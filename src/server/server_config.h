@@ -4,15 +4,32 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "stream/recognizer.h"
 
 namespace voxrt::server {
 
+// Where one compute worker runs: the CPU or CUDA device `ordinal`. Each worker has its own engine
+// instance, slot pool and thread; streams go to the least loaded one.
+struct ComputeDevice {
+  bool cuda = false;
+  int ordinal = 0;
+  std::string to_string() const { return cuda ? "cuda:" + std::to_string(ordinal) : "cpu"; }
+};
+
+// `--devices`: "auto" (empty list: one worker where the engine was built for, the CPU or the
+// current GPU), "cpu", "cpu,cpu,..." (one CPU worker per entry) or GPU ordinals "0,1,...".
+Expected<std::vector<ComputeDevice>> parse_devices(std::string_view text);
+
 struct ServerConfig {
   // Engine, decoder, max_streams (= state slots), max_batch (streams per engine call), threads
   // (kernel threads of the one compute worker).
   stream::RecognizerConfig recognizer;
+  // One compute worker per entry (empty: one, on the engine's own device). max_streams is split
+  // evenly between them.
+  std::vector<ComputeDevice> devices;
   std::string host = "127.0.0.1";
   // 0: the system picks a free port (Server::port() tells which).
   int port = 8080;

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include "runtime/engine_impl.h"
+
 namespace voxrt::stream {
 namespace {
 
@@ -239,6 +241,10 @@ Status Recognizer::run_front_end(std::span<Stream* const> streams) {
     }
   }
   return Status::ok();
+}
+
+DeviceKind Recognizer::engine_device() const {
+  return engine_->impl().contents.target.device;
 }
 
 Expected<int> Recognizer::advance(std::span<Stream* const> streams) {

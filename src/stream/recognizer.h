@@ -25,6 +25,7 @@
 #include "runtime/state_pool.h"
 #include "stream/silero_vad_model.h"
 #include "stream/wake_word.h"
+#include "voxrt/builder.h"
 #include "voxrt/engine.h"
 
 namespace voxrt::stream {
@@ -193,6 +194,8 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   int subsampling() const { return subsampling_; }
   int vocab_size() const { return vocabulary_->size(); }
   int streams_open() const { return pool_->in_use(); }
+  // Where the engine runs (it was built for one target; voxrt build --device).
+  DeviceKind engine_device() const;
   // Engine calls of the front-end models so far (0 without them).
   long long vad_engine_calls() const { return silero_ ? silero_->engine_calls() : 0; }
   long long vad_windows_run() const { return silero_ ? silero_->windows_run() : 0; }

@@ -395,11 +395,18 @@ TEST_F(ServerTest, ConcurrentStreamsGiveTheSameTextAsAlone) {
   std::vector<std::string> alone;
   for (std::size_t i = 0; i < speech().size(); ++i)
     alone.push_back(reference_text(speech()[i], 640));
-  // The second server feeds streams and builds replies on a pool of front-end threads.
-  for (const int front_end_threads : {1, 3}) {
+  // The second server feeds streams and builds replies on a pool of front-end threads; the third
+  // runs two compute workers (two engine instances), streams spread over both.
+  struct Variant {
+    int front_end_threads;
+    const char* devices;
+  };
+  for (const Variant variant : {Variant{1, "auto"}, Variant{3, "auto"}, Variant{1, "cpu,cpu"}}) {
+    const int front_end_threads = variant.front_end_threads;
     ServerConfig config;
     config.max_queue_delay_us = 2000;
     config.front_end_threads = front_end_threads;
+    config.devices = *parse_devices(variant.devices);
     RunningServer server(config);
     constexpr int kStreams = 16;
     std::vector<std::future<StreamOutcome>> futures;
@@ -413,7 +420,8 @@ TEST_F(ServerTest, ConcurrentStreamsGiveTheSameTextAsAlone) {
     for (int i = 0; i < kStreams; ++i) {
       const StreamOutcome got = futures[static_cast<std::size_t>(i)].get();
       EXPECT_EQ(got.text, alone[static_cast<std::size_t>(i) % speech().size()])
-          << "stream " << i << ", front_end_threads " << front_end_threads;
+          << "stream " << i << ", front_end_threads " << front_end_threads << ", devices "
+          << variant.devices;
       EXPECT_EQ(got.replies, got.frames);
       EXPECT_EQ(got.close_code, 1000);
     }
@@ -421,7 +429,41 @@ TEST_F(ServerTest, ConcurrentStreamsGiveTheSameTextAsAlone) {
     const std::string metrics = server->metrics().serialize();
     EXPECT_NE(metrics.find("voxrt_batch_size_count"), std::string::npos);
     EXPECT_NE(metrics.find("voxrt_chunks_total"), std::string::npos);
+    // Every worker counts its streams up and down on the shared gauges.
+    EXPECT_NE(metrics.find("voxrt_active_streams 0\n"), std::string::npos) << metrics;
+    EXPECT_NE(metrics.find("voxrt_state_slots_in_use 0\n"), std::string::npos) << metrics;
   }
+}
+
+TEST(ServerDevices, ParseDevicesAcceptsCpuListsAndGpuOrdinalsAndSaysWhatIsWrong) {
+  EXPECT_TRUE(parse_devices("auto")->empty());
+  ASSERT_EQ(parse_devices("cpu")->size(), 1u);
+  EXPECT_FALSE((*parse_devices("cpu"))[0].cuda);
+  const auto gpus = parse_devices("0,1,3");
+  ASSERT_TRUE(gpus);
+  ASSERT_EQ(gpus->size(), 3u);
+  EXPECT_TRUE((*gpus)[2].cuda);
+  EXPECT_EQ((*gpus)[2].ordinal, 3);
+  EXPECT_EQ((*gpus)[1].to_string(), "cuda:1");
+  for (const char* bad : {"", "gpu", "0,0", "cpu,0", "-1", "1x", "0,,1", "256"}) {
+    const auto parsed = parse_devices(bad);
+    ASSERT_FALSE(parsed) << bad;
+    EXPECT_NE(parsed.status().message().find("--devices"), std::string::npos)
+        << parsed.status().message();
+  }
+}
+
+TEST(ServerDevices, AGpuListWithoutACudaBackendOrWithACpuEngineIsRefused) {
+  // This test program registers no CUDA backend, and the engine is a CPU engine: either way the
+  // server must refuse to start and say why.
+  ServerConfig config;
+  config.recognizer.engine_path = Assets::get().engine;
+  config.port = 0;
+  config.devices = *parse_devices("0");
+  auto created = Server::create(config);
+  ASSERT_FALSE(created);
+  EXPECT_NE(created.status().message().find("compute worker 0 (cuda:0)"), std::string::npos)
+      << created.status().message();
 }
 
 struct BadCase {

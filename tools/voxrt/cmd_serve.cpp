@@ -13,7 +13,7 @@ namespace {
 struct ServeArgs {
   server::ServerConfig config;
   std::string engine;
-  std::string devices = "cpu";
+  std::string devices = "auto";
   std::string decoder = "greedy";
   std::string vad = "energy";
   std::string vad_model;
@@ -24,11 +24,12 @@ struct ServeArgs {
 int run_serve(ServeArgs& args) {
   server::ServerConfig config = args.config;
   config.recognizer.engine_path = args.engine;
-  if (args.devices != "cpu") {
-    std::cerr << "error: --devices '" << args.devices
-              << "': this build serves on the CPU backend only (no GPU backend yet)\n";
+  auto devices = server::parse_devices(args.devices);
+  if (!devices) {
+    std::cerr << "error: " << devices.status().message() << "\n";
     return 2;
   }
+  config.devices = std::move(*devices);
   if (args.decoder != "greedy" && args.decoder != "beam") {
     std::cerr << "error: --decoder '" << args.decoder << "': expected greedy or beam\n";
     return 2;
@@ -102,7 +103,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--host", c.host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", c.port, "Port (0: any free port)")->capture_default_str();
   cmd->add_option("--devices", args->devices,
-                  "cpu (the only backend in this build; GPU serving is not implemented yet)")
+                  "Compute workers: auto (one, where the engine was built for), cpu, cpu,cpu "
+                  "(several CPU workers) or GPU ordinals 0,1,... (one engine instance per GPU; "
+                  "the engine must be built with --device cuda)")
       ->capture_default_str();
   cmd->add_option("--max-streams", c.recognizer.max_streams,
                   "Concurrent streams (engine state slots); more are refused")

@@ -39,6 +39,19 @@ class CudaBackend final : public DeviceBackend {
  public:
   DeviceKind kind() const override { return DeviceKind::kCuda; }
 
+  Status select_device(int ordinal) const override {
+    std::string why;
+    if (!cuda_device_available(&why)) return unsupported("CUDA device ", ordinal, ": ", why);
+    int count = 0;
+    VOXRT_CUDA_TRY(cudaGetDeviceCount(&count));
+    if (ordinal < 0 || ordinal >= count) {
+      return invalid_argument("CUDA device ", ordinal, " does not exist: this machine has ", count,
+                              " (0..", count - 1, ")");
+    }
+    VOXRT_CUDA_TRY(cudaSetDevice(ordinal));
+    return Status::ok();
+  }
+
   Expected<std::string> fingerprint() const override {
     std::string why;
     if (!cuda_device_available(&why)) return unsupported("--device cuda: ", why);
