@@ -1,9 +1,9 @@
 # Sourced by the scripts that run on the GPU machine (bench/gpu/device_run.sh,
 # bench/server/gpu_streams.sh): unpacks .device/bundle.tar.xz (scripts/pack-for-device.sh) into
-# $dev once and puts its libraries and the device's own CUDA 13 runtime on LD_LIBRARY_PATH.
+# $dev (again when the bundle is newer) and puts its libraries and the device's own CUDA 13 runtime on LD_LIBRARY_PATH.
 dev=/tmp/voxrt_device
-if [ ! -x "$dev/bin/voxrt" ]; then
-  mkdir -p "$dev" && tar -xJf .device/bundle.tar.xz -C "$dev"
+if [ ! -f "$dev/.unpacked" ] || [ .device/bundle.tar.xz -nt "$dev/.unpacked" ]; then
+  rm -rf "$dev" && mkdir -p "$dev" && tar -xJf .device/bundle.tar.xz -C "$dev" && touch "$dev/.unpacked"
 fi
 # The CUDA 13 runtime libraries from the device's own install (toolkit first, then pip wheels).
 cuda_dirs=$(for f in $(find -H /usr/local/cuda/lib64 /usr/local/cuda/targets /usr/local /opt \

@@ -11,7 +11,8 @@
 # VOXRT_QUEUE_DELAY_US 5000, VOXRT_DEVICE cuda (cpu: a dry run of the script without a GPU).
 # Writes into $OUT: build.log, check*.txt (CUDA vs CPU engine text on every wav), per count N
 # loadgen_N.json, metrics_N.txt (the server's /metrics at the end), gpu_N.csv (nvidia-smi
-# samples), cpu_N.txt (CPU seconds of server and loadgen), serve_N.log; summary.json and
+# samples), cpu_N.txt (CPU seconds of server and loadgen), threads_{before,after}_N.txt (CPU
+# seconds per server thread), serve_N.log; summary.json and
 # summary.txt (bench/server/summarize_streams.py).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,6 +65,12 @@ cat "$OUT/check.txt"
 cpu_seconds() {  # utime + stime of a live process, seconds
   awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
 }
+thread_seconds() {  # "name seconds" per thread of a live process (names: voxrt-io, -worker, -pool)
+  for t in /proc/"$1"/task/*/stat; do
+    sed -E 's/^[0-9]+ \(([^)]*)\) /\1 /' "$t" 2>/dev/null |
+      awk -v hz="$(getconf CLK_TCK)" '{print $1, ($13 + $14) / hz}'
+  done
+}
 
 port=18090
 for n in "${counts[@]}"; do
@@ -83,6 +90,7 @@ for n in "${counts[@]}"; do
     > "$OUT/gpu_$n.csv" 2>/dev/null &
   smi=$!
   server_cpu0=$(cpu_seconds "$server")
+  thread_seconds "$server" > "$OUT/threads_before_$n.txt"
   start=$SECONDS
   # bash's `times` would mix runs; the loadgen's own CPU time comes from python's rusage.
   python3 - "$voxrt" "$port" "$n" "$wavs" "$duration" "$loadgen_threads" "$OUT/loadgen_$n.json" \
@@ -98,6 +106,7 @@ u = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(f"loadgen_rc {rc}\nloadgen_wall_s {time.time() - t0:.2f}\nloadgen_cpu_s {u.ru_utime + u.ru_stime:.2f}")
 PY
   wall=$((SECONDS - start))
+  thread_seconds "$server" > "$OUT/threads_after_$n.txt"
   echo "server_cpu_s $(awk -v a="$(cpu_seconds "$server")" -v b="$server_cpu0" 'BEGIN{print a - b}')" >> "$OUT/cpu_$n.txt"
   echo "server_wall_s $wall" >> "$OUT/cpu_$n.txt"
   python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$port/metrics', timeout=5).read().decode())" \

@@ -91,6 +91,32 @@ def main():
             row["server_cores"] = cpu.get("server_cpu_s", 0) / cpu["server_wall_s"]
         if cpu.get("loadgen_wall_s"):
             row["loadgen_cores"] = cpu.get("loadgen_cpu_s", 0) / cpu["loadgen_wall_s"]
+        # Busiest thread of each kind (by name), as a fraction of one core over the run: a
+        # compute worker near 1.0 is the limit, whatever the GPU does.
+        before, after = {}, {}
+        for name, table in ((f"threads_before_{n}.txt", before), (f"threads_after_{n}.txt", after)):
+            path = out / name
+            if path.exists():
+                for i, line in enumerate(path.read_text().split("\n")):
+                    parts = line.split()
+                    if len(parts) == 2:
+                        table[(parts[0], i)] = float(parts[1])
+        busiest = {}
+        if cpu.get("server_wall_s") and after:
+            # Thread order in /proc is stable between the two listings; threads that started
+            # during the run count from zero.
+            names_before = {}
+            for (name, _), seconds in before.items():
+                names_before.setdefault(name, []).append(seconds)
+            names_after = {}
+            for (name, _), seconds in after.items():
+                names_after.setdefault(name, []).append(seconds)
+            for name, values in names_after.items():
+                old = names_before.get(name, [])
+                deltas = [v - (old[i] if i < len(old) else 0.0) for i, v in enumerate(values)]
+                busiest[name] = {"threads": len(values), "busiest_core_fraction": max(deltas) / cpu["server_wall_s"],
+                                 "total_cores": sum(deltas) / cpu["server_wall_s"]}
+        row["threads"] = busiest
         util = []
         if (out / f"gpu_{n}.csv").exists():
             for line in (out / f"gpu_{n}.csv").read_text().split("\n"):
@@ -117,6 +143,9 @@ def main():
               f"({f(within * 100 if within is not None else None, '{:.2f}')} %) | {f(r['mean_batch'])} | "
               f"{f(r['round_mean_ms'], '{:.2f}')} / {f(r['round_p99_ms'])} | {f(r.get('server_cores'), '{:.2f}')} | "
               f"{f(r.get('loadgen_cores'), '{:.2f}')} | {f(r['gpu_util_mean_pct'])} | {r.get('errors')} | {r.get('refused')} |")
+        if r.get("threads"):
+            print("  threads: " + ", ".join(f"{k} x{v['threads']}: busiest {v['busiest_core_fraction']:.2f} core, all {v['total_cores']:.2f}"
+                                            for k, v in sorted(r["threads"].items())))
         if r.get("first_error"):
             print(f"  first client error at {r['streams']}: {r['first_error']}")
 

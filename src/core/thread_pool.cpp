@@ -2,11 +2,17 @@
 
 #include <algorithm>
 
+#include "core/thread_name.h"
+
 namespace voxrt {
 
 ThreadPool::ThreadPool(int threads) {
   const int extra = std::max(threads, 1) - 1;
-  for (int i = 0; i < extra; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 0; i < extra; ++i)
+    workers_.emplace_back([this] {
+      name_this_thread("voxrt-pool");
+      worker_loop();
+    });
 }
 
 ThreadPool::~ThreadPool() {

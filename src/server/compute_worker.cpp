@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "backends/device_backend.h"
+#include "core/thread_name.h"
 #include "server/protocol.h"
 
 namespace voxrt::server {
@@ -48,6 +49,7 @@ Expected<std::unique_ptr<ComputeWorker>> ComputeWorker::create(
   }
   worker->metrics_->slots_capacity.Increment(config.recognizer.max_streams);
   worker->thread_ = std::thread([w = worker.get(), explicit_device = device.has_value()] {
+    name_this_thread("voxrt-worker");
     if (explicit_device && w->device_.cuda)
       (void)cuda_backend_or_null()->select_device(w->device_.ordinal);
     w->run();

@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "audio/audio_io.h"
+#include "core/thread_name.h"
 #include "server/compute_worker.h"
 #include "server/protocol.h"
 #include "server/transcription_request.h"
@@ -705,7 +706,10 @@ Status Server::run() {
   impl.listener->start();
   std::vector<std::thread> threads;
   for (int i = 1; i < impl.shared.config.io_threads; ++i)
-    threads.emplace_back([&impl] { impl.io.run(); });
+    threads.emplace_back([&impl] {
+      name_this_thread("voxrt-io");
+      impl.io.run();
+    });
   impl.io.run();
   for (auto& t : threads) t.join();
   std::lock_guard lock(impl.drain_mutex);
