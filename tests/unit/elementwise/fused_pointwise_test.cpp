@@ -182,6 +182,31 @@ TEST(FusedPointwiseKernel, GeluMatchesFormulaOnBothTactics) {
   }
 }
 
+// Power spectra: Pow with a constant exponent 2 (or 3) takes the multiply path in the vectorized
+// tactic; other exponents keep std::pow. Both must agree with the reference (std::pow) tactic.
+TEST(FusedPointwiseKernel, ConstantSmallPowersMatchStdPow) {
+  std::mt19937 rng(13);
+  const Tensor x = test::random_f32({3, 600}, rng, -40.0f, 40.0f);
+  for (const float exponent : {2.0f, 3.0f, 2.5f, 0.5f}) {
+    PointwiseProgram program;
+    program.input_count = 1;
+    program.constants = {exponent};
+    program.code = {{ir::kPointwiseConstantOpcode, -1, -1, 0}, {op_code(OpKind::kPow), 0, 1, -1}};
+    auto reference = test::run_op(OpKind::kFusedPointwise, {&x}, attrs_of(program), 0);
+    auto fast = test::run_op(OpKind::kFusedPointwise, {&x}, attrs_of(program), 1, 2);
+    ASSERT_TRUE(reference.has_value() && fast.has_value()) << exponent;
+    const auto r = (*reference)[0].span<float>();
+    const auto f = (*fast)[0].span<float>();
+    for (std::size_t i = 0; i < r.size(); ++i) {
+      if (std::isnan(r[i])) {
+        EXPECT_TRUE(std::isnan(f[i])) << "x^" << exponent << " at " << i;
+        continue;
+      }
+      EXPECT_NEAR(f[i], r[i], std::abs(r[i]) * 2.5e-7f) << "x^" << exponent << " at " << i;
+    }
+  }
+}
+
 TEST(FusedPointwiseKernel, VectorizedMatchesReferenceOnBroadcasts) {
   std::mt19937 rng(11);
   const std::vector<std::vector<Dims>> cases = {

@@ -69,7 +69,16 @@ void run_block_instruction(const PointwiseInstruction& ins, const float* constan
     case OpKind::kSub: return binary_block(d, a, b, n, ew::SubOp{});
     case OpKind::kMul: return binary_block(d, a, b, n, ew::MulOp{});
     case OpKind::kDiv: return binary_block(d, a, b, n, ew::DivOp{});
-    case OpKind::kPow: return binary_block(d, a, b, n, ew::PowOp{});
+    case OpKind::kPow: {
+      // Power spectra square a constant 2: std::pow costs ~20 multiplies and does not vectorize.
+      // x * x and x * x * x agree with powf within its own error (under 1 ulp).
+      const float e = b[0];
+      if ((e == 2.0f || e == 3.0f) && std::all_of(b, b + n, [e](float v) { return v == e; })) {
+        if (e == 2.0f) return unary_block(d, a, n, [](float x) { return x * x; });
+        return unary_block(d, a, n, [](float x) { return x * x * x; });
+      }
+      return binary_block(d, a, b, n, ew::PowOp{});
+    }
     case OpKind::kMax: return binary_block(d, a, b, n, ew::MaxOp{});
     case OpKind::kMin: return binary_block(d, a, b, n, ew::MinOp{});
     default: std::fill(d, d + n, 0.0f); return;  // rejected by the validator
