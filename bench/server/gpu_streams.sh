@@ -42,7 +42,7 @@ cpu_engine=$dev/default_cpu.engine
   echo "== $(date -u) $(nproc) CPUs"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   timeout 180 "$voxrt" build --onnx models/default/model.onnx --engine "$engine" --device "$device" \
-    --precision "$precision" --profile "features:1x2x80/${opt_batch}x32x80/${max_batch}x32x80" \
+    --precision "$precision" --profile "features:1x32x80/${opt_batch}x32x80/${max_batch}x32x80" \
     --timing-iterations 3
   echo "$device build rc=$? after $((SECONDS - T0)) s"
   timeout 120 "$voxrt" build --onnx models/default/model.onnx --engine "$cpu_engine" \

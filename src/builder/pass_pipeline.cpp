@@ -10,6 +10,10 @@
 #include "ir/passes/constant_folding.h"
 #define VOXRT_HAVE_CONSTANT_FOLDING 1
 #endif
+#if __has_include("ir/passes/fold_shape_queries.h")
+#include "ir/passes/fold_shape_queries.h"
+#define VOXRT_HAVE_FOLD_SHAPE_QUERIES 1
+#endif
 #if __has_include("ir/passes/eliminate_dead_nodes.h")
 #include "ir/passes/eliminate_dead_nodes.h"
 #define VOXRT_HAVE_DEAD_NODES 1
@@ -84,6 +88,9 @@ Status optimize_graph(ir::Graph& graph, std::vector<std::string>& changes) {
 #endif
 #ifdef VOXRT_HAVE_CONSTANT_FOLDING
   passes.push_back(ir::make_constant_folding_pass(evaluate_with_reference_kernels));
+#endif
+#ifdef VOXRT_HAVE_FOLD_SHAPE_QUERIES
+  passes.push_back(ir::make_fold_shape_queries_pass());
 #endif
 #ifdef VOXRT_HAVE_DEAD_NODES
   passes.push_back(ir::make_eliminate_dead_nodes_pass());

@@ -113,6 +113,20 @@ Expected<std::shared_ptr<Recognizer>> Recognizer::create(const RecognizerConfig&
         "non-state output (log_probs); this one has ", r->pool_->stream_inputs().size(), " and ",
         r->pool_->stream_outputs().size(), " (was it built with --state for every state pair?)");
   }
+  // An engine built for whole chunks only (a fixed-frames profile, as GPU engines are: their
+  // shape code must fold) takes a stream's last, shorter chunk padded up to what it accepts.
+  const std::string& features_name = r->pool_->stream_inputs()[0].name;
+  int accepted_frames = r->chunk_frames_;
+  for (const auto& profile : r->engine_->impl().contents.profiles) {
+    auto it = profile.inputs.find(features_name);
+    if (it == profile.inputs.end() || it->second.min.size() < 2) {
+      accepted_frames = 1;
+      break;
+    }
+    accepted_frames = std::min(accepted_frames, static_cast<int>(it->second.min[1]));
+  }
+  if (r->engine_->impl().contents.profiles.empty()) accepted_frames = 1;
+  r->min_chunk_frames_ = std::max(1, accepted_frames);
   if (config.vad == VadKind::kSilero || config.wake_word) {
     if (r->feature_config_.sample_rate_hz != 16000) {
       return invalid_argument(config.engine_path, ": the model runs at ",
@@ -394,7 +408,7 @@ void Stream::collect_chunks(bool flush) {
     if (valid > 0) {
       // Pad with zero frames (the normalised mean) to a multiple of the subsampling.
       const int sub = recognizer_->subsampling_;
-      const int padded = (valid + sub - 1) / sub * sub;
+      const int padded = (std::max(valid, recognizer_->min_chunk_frames_) + sub - 1) / sub * sub;
       Chunk c;
       c.features = std::move(frame_buffer_);
       c.features.resize(static_cast<std::size_t>(padded * dim), 0.0f);

@@ -223,6 +223,8 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   std::shared_ptr<WakeWordModels> wake_models_;
   decode::TimeBase time_base_;
   int chunk_frames_ = 0;
+  // The fewest frames the engine's profiles accept: a stream's last chunk is padded to it.
+  int min_chunk_frames_ = 1;
   int subsampling_ = 1;
   int feature_dim_ = 0;
 };

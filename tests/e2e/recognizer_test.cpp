@@ -109,6 +109,35 @@ TEST_F(RecognizerTest, BatchedStreamsEqualStreamsAloneWhateverTheChunking) {
   }
 }
 
+// GPU engines are built for whole chunks (a fixed-frames profile, so their shape code folds):
+// a stream's last, shorter chunk is then padded to the chunk length, and the text must not change.
+TEST_F(RecognizerTest, AnEngineForWholeChunksOnlyGivesTheSameText) {
+  BuilderConfig build;
+  build.autotune = false;
+  build.profiles = {OptimizationProfile{
+      "whole_chunks", {{"features", ShapeRange{{1, 32, 80}, {4, 32, 80}, {16, 32, 80}}}}}};
+  auto bytes =
+      build_engine_from_onnx_file((source_dir() / "models/default/model.onnx").string(), build);
+  ASSERT_TRUE(bytes.has_value()) << bytes.status().to_string();
+  const std::string whole_chunks =
+      (fs::temp_directory_path() / "voxrt_e2e_whole_chunks.engine").string();
+  std::ofstream(whole_chunks, std::ios::binary) << *bytes;
+  auto reference = make(stream::VadKind::kOff, 4);
+  ASSERT_TRUE(reference);
+  stream::RecognizerConfig config;
+  config.engine_path = whole_chunks;
+  config.vad = stream::VadKind::kOff;
+  config.max_batch = 4;
+  config.max_streams = 8;
+  auto fixed = stream::Recognizer::create(config);
+  ASSERT_TRUE(fixed.has_value()) << fixed.status().to_string();
+  // The sample is 2.1 s: its last chunk holds fewer than 32 frames.
+  const auto expected = run(*reference, {320, 777});
+  const auto got = run(**fixed, {320, 777});
+  ASSERT_FALSE(expected[0].empty());
+  EXPECT_EQ(got, expected);
+}
+
 TEST_F(RecognizerTest, SlotsAreRefusedBeyondMaxStreamsAndBadRatesAreErrors) {
   auto r = make(stream::VadKind::kOff, 4);
   ASSERT_TRUE(r);

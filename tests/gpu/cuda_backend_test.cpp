@@ -665,7 +665,7 @@ TEST(CudaSlots, StatePoolOnTheDeviceMatchesTheCpuPool) {
     config.autotune = false;
     OptimizationProfile profile;
     profile.name = "chunks";
-    profile.inputs["features"] = ShapeRange{{1, 2, 80}, {8, 32, 80}, {24, 32, 80}};
+    profile.inputs["features"] = ShapeRange{{1, 32, 80}, {8, 32, 80}, {24, 32, 80}};
     config.profiles = {profile};
     auto bytes = build_engine_from_onnx_file(onnx.string(), config);
     EXPECT_TRUE(bytes) << bytes.status().message();
@@ -807,6 +807,22 @@ TEST(CudaBackendNoDevice, ModelsHaveACudaKernelForEveryNode) {
       ASSERT_TRUE(g) << g.status().message();
       graphs.push_back(std::move(*g));
       names.push_back(path);
+    }
+  }
+  {
+    // The default model as a server builds it for the GPU: chunks of a fixed 32 frames, any batch
+    // (its shape code must fold: no Shape arithmetic runs on the device).
+    const char* source = std::getenv("VOXRT_SOURCE_DIR");
+    const std::filesystem::path onnx =
+        std::filesystem::path(source ? source : ".") / "models/default/model.onnx";
+    if (std::filesystem::exists(onnx)) {
+      auto g = onnx_import::import_model_file(onnx.string());
+      ASSERT_TRUE(g) << g.status().message();
+      for (ir::Value* in : (*g)->inputs) {
+        if (in->name == "features") in->shape[1] = Dim::known(32);
+      }
+      graphs.push_back(std::move(*g));
+      names.push_back("default model, 32-frame chunks");
     }
   }
   for (std::size_t i = 0; i < graphs.size(); ++i) {
