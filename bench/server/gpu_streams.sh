@@ -8,7 +8,7 @@
 #   bash bench/server/gpu_streams.sh [STREAMS...]          (default: 500 1000 2000)
 # Settings (environment): VOXRT_PRECISION fp16, VOXRT_DURATION_S 20, VOXRT_IO_THREADS 4,
 # VOXRT_FRONT_END_THREADS 8, VOXRT_LOADGEN_THREADS 4, VOXRT_MAX_BATCH 1024,
-# VOXRT_QUEUE_DELAY_US 5000, VOXRT_DEVICE cuda (cpu: a dry run of the script without a GPU).
+# VOXRT_QUEUE_DELAY_US 5000, VOXRT_DEVICES auto (0,0: two workers on GPU 0), VOXRT_DEVICE cuda (cpu: a dry run of the script without a GPU).
 # Writes into $OUT: build.log, check*.txt (CUDA vs CPU engine text on every wav), per count N
 # loadgen_N.json, metrics_N.txt (the server's /metrics at the end), gpu_N.csv (nvidia-smi
 # samples), cpu_N.txt (CPU seconds of server and loadgen), threads_{before,after}_N.txt (CPU
@@ -29,6 +29,7 @@ io_threads=${VOXRT_IO_THREADS:-4}
 front_end_threads=${VOXRT_FRONT_END_THREADS:-8}
 loadgen_threads=${VOXRT_LOADGEN_THREADS:-4}
 max_batch=${VOXRT_MAX_BATCH:-1024}
+devices=${VOXRT_DEVICES:-auto}  # 0,0: two compute workers (engine instances) on GPU 0
 queue_delay_us=${VOXRT_QUEUE_DELAY_US:-5000}
 opt_batch=$((max_batch < 512 ? max_batch : 512))  # kernels are timed at the opt batch
 counts=("$@")
@@ -79,6 +80,7 @@ for n in "${counts[@]}"; do
   "$voxrt" serve --engine "$engine" --port "$port" --max-streams $((n + 64)) \
     --max-batch "$max_batch" --max-queue-delay-us "$queue_delay_us" --threads "$io_threads" \
     --front-end-threads "$front_end_threads" --max-connections-per-ip $((n + 64)) \
+    --devices "$devices" \
     --idle-timeout-s 120 > "$OUT/serve_$n.log" 2>&1 &
   server=$!
   for _ in $(seq 100); do

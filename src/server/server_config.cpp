@@ -29,11 +29,6 @@ Expected<std::vector<ComputeDevice>> parse_devices(std::string_view text) {
       device.cuda = true;
       device.ordinal = ordinal;
       any_gpu = true;
-      for (const ComputeDevice& d : devices) {
-        if (d.cuda && d.ordinal == ordinal)
-          return invalid_argument("serve: --devices '", text, "': GPU ", ordinal,
-                                  " is listed twice");
-      }
     }
     devices.push_back(device);
     begin = end + 1;

@@ -20,7 +20,9 @@ struct ComputeDevice {
 };
 
 // `--devices`: "auto" (empty list: one worker where the engine was built for, the CPU or the
-// current GPU), "cpu", "cpu,cpu,..." (one CPU worker per entry) or GPU ordinals "0,1,...".
+// current GPU), "cpu", "cpu,cpu,..." (one CPU worker per entry) or GPU ordinals "0,1,...". A GPU
+// listed twice gets two workers (two engine instances, like Triton's instance groups), so one
+// worker thread and its command queue stop being the limit before the GPU is.
 Expected<std::vector<ComputeDevice>> parse_devices(std::string_view text);
 
 struct ServerConfig {

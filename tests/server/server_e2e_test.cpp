@@ -445,7 +445,8 @@ TEST(ServerDevices, ParseDevicesAcceptsCpuListsAndGpuOrdinalsAndSaysWhatIsWrong)
   EXPECT_TRUE((*gpus)[2].cuda);
   EXPECT_EQ((*gpus)[2].ordinal, 3);
   EXPECT_EQ((*gpus)[1].to_string(), "cuda:1");
-  for (const char* bad : {"", "gpu", "0,0", "cpu,0", "-1", "1x", "0,,1", "256"}) {
+  EXPECT_EQ(parse_devices("0,0")->size(), 2u);  // two engine instances on one GPU
+  for (const char* bad : {"", "gpu", "cpu,0", "-1", "1x", "0,,1", "256"}) {
     const auto parsed = parse_devices(bad);
     ASSERT_FALSE(parsed) << bad;
     EXPECT_NE(parsed.status().message().find("--devices"), std::string::npos)
