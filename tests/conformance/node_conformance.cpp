@@ -26,6 +26,7 @@
 #include "builder/build_graph.h"
 #include "onnx_import/importer.h"
 #include "onnx_import/tensor_conversion.h"
+#include "support/quoted_names.h"
 #include "tensor_compare.h"  // tools/voxrt: what voxrt check compares with
 #include "voxrt/builder.h"
 #include "voxrt/engine.h"
@@ -65,21 +66,6 @@ const std::set<std::string>& core_ops() {
       "ConstantOfShape", "Range", "Expand", "Where", "Equal", "Less", "Greater", "LessOrEqual",
       "GreaterOrEqual", "Not", "Cast", "Constant"};
   return ops;
-}
-
-// Every 'quoted name' replaced by '.', so reasons that differ only in names group together.
-std::string without_quoted_names(const std::string& text) {
-  std::string result;
-  bool inside_quotes = false;
-  for (char c : text) {
-    if (c == '\'') {
-      if (!inside_quotes) result += "'.'";
-      inside_quotes = !inside_quotes;
-    } else if (!inside_quotes) {
-      result += c;
-    }
-  }
-  return result;
 }
 
 // The first line that says what is wrong ("node 'X' (Op, ...): why"), without the file path.
@@ -332,7 +318,7 @@ int run(const Options& options) {
       case Outcome::kUnsupported: {
         ++total.unsupported;
         if (listed) stale_entries.push_back(r.name + " (unsupported, not failing)");
-        ++unsupported_reasons[without_quoted_names(r.reason)];
+        ++unsupported_reasons[test::without_quoted_names(r.reason)];
         const bool core = std::all_of(r.ops.begin(), r.ops.end(),
                                       [](const std::string& op) { return core_ops().count(op); });
         if (core) core_unsupported.push_back(&r);

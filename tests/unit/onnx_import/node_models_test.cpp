@@ -8,6 +8,7 @@
 
 #include "model_builder.h"
 #include "onnx_import/op_importer.h"
+#include "support/quoted_names.h"
 
 namespace voxrt::onnx_import {
 namespace {
@@ -30,21 +31,6 @@ std::string unsupported_node_op(const std::string& message) {
   if (domain_end == std::string::npos) return {};
   return message.substr(domain_begin, domain_end - domain_begin) + "." +
          message.substr(op_begin, op_end - op_begin);
-}
-
-// Every 'quoted name' replaced by '.', so messages that differ only in names count together.
-std::string without_quoted_names(const std::string& text) {
-  std::string result;
-  bool inside_quotes = false;
-  for (char c : text) {
-    if (c == '\'') {
-      if (!inside_quotes) result += "'.'";
-      inside_quotes = !inside_quotes;
-    } else if (!inside_quotes) {
-      result += c;
-    }
-  }
-  return result;
 }
 
 std::unique_ptr<ir::Graph> import_node_test(const std::string& test) {
@@ -83,7 +69,7 @@ TEST(NodeModels, EveryModelImportsOrIsUnsupported) {
         // An unsupported input or initializer: its first listed line, without the names.
         const std::size_t line = message.find("\n  ");
         const std::string first = message.substr(line == std::string::npos ? 0 : line + 3);
-        const std::string reason = without_quoted_names(first);
+        const std::string reason = test::without_quoted_names(first);
         ++unsupported_reasons[reason.substr(0, reason.find(" (voxrt supports"))];
       }
       if (std::getenv("VOXRT_IMPORT_VERBOSE")) std::printf("%s\n", message.c_str());
