@@ -11,7 +11,6 @@ OUT=${OUT:-/tmp/voxrt_device_out}
 mkdir -p "$OUT"
 T0=$SECONDS
 source bench/gpu/device_env.sh
-lib=$dev/lib
 {
   echo "== $(date -u)"
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv

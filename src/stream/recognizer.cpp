@@ -116,16 +116,13 @@ Expected<std::shared_ptr<Recognizer>> Recognizer::create(const RecognizerConfig&
   // An engine built for whole chunks only (a fixed-frames profile, as GPU engines are: their
   // shape code must fold) takes a stream's last, shorter chunk padded up to what it accepts.
   const std::string& features_name = r->pool_->stream_inputs()[0].name;
-  int accepted_frames = r->chunk_frames_;
-  for (const auto& profile : r->engine_->impl().contents.profiles) {
+  const auto& profiles = r->engine_->impl().contents.profiles;
+  int accepted_frames = profiles.empty() ? 1 : r->chunk_frames_;
+  for (const auto& profile : profiles) {
     auto it = profile.inputs.find(features_name);
-    if (it == profile.inputs.end() || it->second.min.size() < 2) {
-      accepted_frames = 1;
-      break;
-    }
-    accepted_frames = std::min(accepted_frames, static_cast<int>(it->second.min[1]));
+    const bool bounded = it != profile.inputs.end() && it->second.min.size() >= 2;
+    accepted_frames = std::min(accepted_frames, bounded ? static_cast<int>(it->second.min[1]) : 1);
   }
-  if (r->engine_->impl().contents.profiles.empty()) accepted_frames = 1;
   r->min_chunk_frames_ = std::max(1, accepted_frames);
   if (config.vad == VadKind::kSilero || config.wake_word) {
     if (r->feature_config_.sample_rate_hz != 16000) {

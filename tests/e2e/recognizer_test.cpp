@@ -21,16 +21,22 @@ fs::path source_dir() {
 
 class RecognizerTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    engine_path_ = (fs::temp_directory_path() / "voxrt_e2e_default.engine").string();
+  // Builds the default model for `features` shapes (batch up to 16) into a temporary file.
+  static std::string build_default_model(const char* file_name, Dims min_features) {
+    const std::string path = (fs::temp_directory_path() / file_name).string();
     BuilderConfig config;
     config.autotune = false;
     config.profiles = {OptimizationProfile{
-        "p", {{"features", ShapeRange{{1, 2, 80}, {4, 32, 80}, {16, 32, 80}}}}}};
+        "p", {{"features", ShapeRange{std::move(min_features), {4, 32, 80}, {16, 32, 80}}}}}};
     auto bytes =
         build_engine_from_onnx_file((source_dir() / "models/default/model.onnx").string(), config);
-    ASSERT_TRUE(bytes.has_value()) << bytes.status().to_string();
-    std::ofstream(engine_path_, std::ios::binary) << *bytes;
+    EXPECT_TRUE(bytes.has_value()) << bytes.status().to_string();
+    if (bytes) std::ofstream(path, std::ios::binary) << *bytes;
+    return path;
+  }
+
+  static void SetUpTestSuite() {
+    engine_path_ = build_default_model("voxrt_e2e_default.engine", {1, 2, 80});
     auto clip = audio::read_audio_file((source_dir() / "samples/play_music.wav").string());
     ASSERT_TRUE(clip.has_value()) << clip.status().to_string();
     clip_ = std::move(*clip);
@@ -112,16 +118,8 @@ TEST_F(RecognizerTest, BatchedStreamsEqualStreamsAloneWhateverTheChunking) {
 // GPU engines are built for whole chunks (a fixed-frames profile, so their shape code folds):
 // a stream's last, shorter chunk is then padded to the chunk length, and the text must not change.
 TEST_F(RecognizerTest, AnEngineForWholeChunksOnlyGivesTheSameText) {
-  BuilderConfig build;
-  build.autotune = false;
-  build.profiles = {OptimizationProfile{
-      "whole_chunks", {{"features", ShapeRange{{1, 32, 80}, {4, 32, 80}, {16, 32, 80}}}}}};
-  auto bytes =
-      build_engine_from_onnx_file((source_dir() / "models/default/model.onnx").string(), build);
-  ASSERT_TRUE(bytes.has_value()) << bytes.status().to_string();
   const std::string whole_chunks =
-      (fs::temp_directory_path() / "voxrt_e2e_whole_chunks.engine").string();
-  std::ofstream(whole_chunks, std::ios::binary) << *bytes;
+      build_default_model("voxrt_e2e_whole_chunks.engine", {1, 32, 80});
   auto reference = make(stream::VadKind::kOff, 4);
   ASSERT_TRUE(reference);
   stream::RecognizerConfig config;
