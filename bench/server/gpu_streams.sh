@@ -8,7 +8,9 @@
 #   bash bench/server/gpu_streams.sh [STREAMS...]          (default: 500 1000 2000)
 # Settings (environment): VOXRT_PRECISION fp16, VOXRT_DURATION_S 20, VOXRT_IO_THREADS 4,
 # VOXRT_FRONT_END_THREADS 8, VOXRT_LOADGEN_THREADS 4, VOXRT_MAX_BATCH 1024,
-# VOXRT_QUEUE_DELAY_US 5000, VOXRT_DEVICES auto (0,0: two workers on GPU 0), VOXRT_DEVICE cuda (cpu: a dry run of the script without a GPU).
+# VOXRT_QUEUE_DELAY_US 5000, VOXRT_DEVICES auto (0,0: two workers on GPU 0), VOXRT_DEVICE cuda (cpu: a dry run of the script without a GPU),
+# VOXRT_MODEL models/default/model.onnx, VOXRT_WAVS .device/wavs, VOXRT_VOXRT (a voxrt binary to
+# use instead of the packed bundle, with VOXRT_WORK_DIR for its engines).
 # Writes into $OUT: build.log, check*.txt (CUDA vs CPU engine text on every wav), per count N
 # loadgen_N.json, metrics_N.txt (the server's /metrics at the end), gpu_N.csv (nvidia-smi
 # samples), cpu_N.txt (CPU seconds of server and loadgen), threads_{before,after}_N.txt (CPU
@@ -19,9 +21,17 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/voxrt_streams_out}
 mkdir -p "$OUT"
 T0=$SECONDS
-source bench/gpu/device_env.sh
-voxrt=$dev/bin/voxrt
-wavs=.device/wavs
+if [ -n "${VOXRT_VOXRT:-}" ]; then
+  # A local binary instead of the packed bundle (the CPU-only cost runs, bench/server/cpu_cost.sh).
+  voxrt=$(realpath "$VOXRT_VOXRT")
+  dev=${VOXRT_WORK_DIR:-/tmp/voxrt_streams_work}
+  mkdir -p "$dev"
+else
+  source bench/gpu/device_env.sh
+  voxrt=$dev/bin/voxrt
+fi
+wavs=${VOXRT_WAVS:-.device/wavs}
+model=${VOXRT_MODEL:-models/default/model.onnx}
 precision=${VOXRT_PRECISION:-fp16}
 device=${VOXRT_DEVICE:-cuda}
 duration=${VOXRT_DURATION_S:-20}
@@ -42,11 +52,11 @@ cpu_engine=$dev/default_cpu.engine
 {
   echo "== $(date -u) $(nproc) CPUs"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  timeout 180 "$voxrt" build --onnx models/default/model.onnx --engine "$engine" --device "$device" \
+  timeout 180 "$voxrt" build --onnx "$model" --engine "$engine" --device "$device" \
     --precision "$precision" --profile "features:1x32x80/${opt_batch}x32x80/${max_batch}x32x80" \
     --timing-iterations 3
   echo "$device build rc=$? after $((SECONDS - T0)) s"
-  timeout 120 "$voxrt" build --onnx models/default/model.onnx --engine "$cpu_engine" \
+  timeout 120 "$voxrt" build --onnx "$model" --engine "$cpu_engine" \
     --profile features:1x2x80/8x32x80/64x32x80
   echo "cpu build rc=$? after $((SECONDS - T0)) s"
 } > "$OUT/build.log" 2>&1

@@ -89,6 +89,10 @@ void ComputeWorker::push(StreamId id, Command command) {
     auto it = inboxes_.find(id);
     if (it == inboxes_.end()) return;  // already closed: nothing more to do for it
     it->second.commands.push_back(std::move(command));
+    if (!it->second.listed) {
+      it->second.listed = true;
+      inboxes_with_commands_.push_back(id);
+    }
     has_commands_ = true;
   }
   wake_.notify_one();
@@ -123,6 +127,10 @@ bool ComputeWorker::push_audio(StreamId id, std::vector<float> samples,
     command.samples = std::move(samples);
     command.received = received;
     inbox.commands.push_back(std::move(command));
+    if (!inbox.listed) {
+      inbox.listed = true;
+      inboxes_with_commands_.push_back(id);
+    }
     has_commands_ = true;
     if (inbox.max_buffered_samples > 0 && inbox.buffered_samples > inbox.max_buffered_samples) {
       inbox.reading_paused = true;
@@ -157,8 +165,14 @@ void ComputeWorker::drain_and_stop() {
 }
 
 void ComputeWorker::take_commands(std::vector<Taken>& out, bool everything) {
-  has_commands_ = false;
-  for (auto& [id, inbox] : inboxes_) {
+  // Only inboxes with commands are listed; one whose audio is over this round's budget stays
+  // listed for the next round.
+  inboxes_visiting_.swap(inboxes_with_commands_);
+  inboxes_with_commands_.clear();
+  for (StreamId id : inboxes_visiting_) {
+    auto found = inboxes_.find(id);
+    if (found == inboxes_.end()) continue;  // reaped since it was listed
+    Inbox& inbox = found->second;
     long long taken_samples = 0;
     // Audio per stream per round is bounded by time at the stream's rate (16 kHz until known).
     const long long budget = inbox.feed_budget_samples;
@@ -173,7 +187,8 @@ void ComputeWorker::take_commands(std::vector<Taken>& out, bool everything) {
       out.push_back(Taken{id, std::move(front), false});
       inbox.commands.pop_front();
     }
-    if (!inbox.commands.empty()) has_commands_ = true;
+    inbox.listed = !inbox.commands.empty();
+    if (inbox.listed) inboxes_with_commands_.push_back(id);
     if (inbox.reading_paused && !inbox.throttle_reported) {
       inbox.throttle_reported = true;
       Taken note{id, Command{}, false};
@@ -187,6 +202,8 @@ void ComputeWorker::take_commands(std::vector<Taken>& out, bool everything) {
       out.push_back(Taken{id, Command{}, true});
     }
   }
+  inboxes_visiting_.clear();
+  has_commands_ = !inboxes_with_commands_.empty();
 }
 
 void ComputeWorker::for_each_stream(std::size_t count, const std::function<void(std::size_t)>& fn) {
@@ -210,22 +227,36 @@ void ComputeWorker::apply(std::vector<Taken>& taken) {
   }
   // take_commands() keeps each stream's commands together and in order: one thread applies one
   // stream's run of commands (resampling, VAD, features), different streams run in parallel.
-  std::vector<std::pair<std::size_t, std::size_t>> runs;
+  struct Run {
+    std::size_t begin = 0;
+    std::size_t end = 0;
+    Live* live = nullptr;
+  };
+  std::vector<Run> runs;
   for (std::size_t begin = 0; begin < taken.size();) {
     std::size_t end = begin + 1;
     while (end < taken.size() && taken[end].id == taken[begin].id) ++end;
-    runs.emplace_back(begin, end);
+    auto it = live_.find(taken[begin].id);
+    if (it != live_.end()) {
+      join_round(it->first, it->second);
+      runs.push_back(Run{begin, end, &it->second});
+    }
     begin = end;
   }
   for_each_stream(runs.size(), [&](std::size_t r) {
-    for (std::size_t i = runs[r].first; i < runs[r].second; ++i) {
+    for (std::size_t i = runs[r].begin; i < runs[r].end; ++i) {
       Taken& t = taken[i];
       if (t.resume) {
-        auto it = live_.find(t.id);
-        if (it != live_.end() && !it->second.closed) it->second.sink->resume_reading();
+        if (!runs[r].live->closed) runs[r].live->sink->resume_reading();
       } else if (t.command.kind != Command::Kind::kOpen) {
         apply_one(t.id, t.command);
       }
+    }
+    // One thread per stream here, so its flag needs no lock; the count is shared.
+    Live& live = *runs[r].live;
+    if (!live.counted_ready && !live.closed && live.stream && live.stream->chunks_pending() > 0) {
+      live.counted_ready = true;
+      ready_streams_.fetch_add(1);
     }
   });
   taken.clear();
@@ -347,12 +378,23 @@ void ComputeWorker::reap() {
   closing_.clear();
 }
 
-int ComputeWorker::count_ready() const {
-  int ready = 0;
-  for (const auto& [id, live] : live_) {
-    if (!live.closed && live.stream && live.stream->chunks_pending() > 0) ++ready;
+void ComputeWorker::join_round(StreamId id, Live& live) {
+  if (live.in_round) return;
+  live.in_round = true;
+  round_members_.push_back(id);
+}
+
+Clock::time_point ComputeWorker::oldest_ready_frame() const {
+  Clock::time_point oldest = Clock::now();
+  for (StreamId id : round_members_) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    const Live& live = it->second;
+    if (!live.closed && live.stream && live.stream->chunks_pending() > 0 &&
+        !live.unanswered.empty())
+      oldest = std::min(oldest, live.unanswered.front());
   }
-  return ready;
+  return oldest;
 }
 
 void ComputeWorker::begin_drain() {
@@ -371,6 +413,7 @@ void ComputeWorker::begin_drain() {
       live.eof = true;
       live.eof_received = now;
     }
+    join_round(id, live);
   }
 }
 
@@ -378,7 +421,12 @@ void ComputeWorker::run_round() {
   std::vector<stream::Stream*> streams;
   std::vector<StreamId> ids;
   std::vector<long long> pending;
-  for (auto& [id, live] : live_) {
+  for (StreamId id : round_members_) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    Live& live = it->second;
+    live.in_round = false;
+    live.counted_ready = false;
     if (live.closed || !live.stream) continue;
     const auto chunks = static_cast<long long>(live.stream->chunks_pending());
     if (chunks > 0 || !live.unanswered.empty() || (live.eof && !live.stream->finished())) {
@@ -387,6 +435,8 @@ void ComputeWorker::run_round() {
       pending.push_back(chunks);
     }
   }
+  round_members_.clear();
+  ready_streams_.store(0);
   if (ids.empty()) return;
   // Recognizer::advance runs the k-th pending chunk of every stream together, max_batch at a
   // time; replay that here for the batch-size histogram.
@@ -421,6 +471,20 @@ void ComputeWorker::run_round() {
     Live& live = live_.at(ids[i]);
     answer(ids[i], live, live.stream->take_results());
   });
+  // Streams with work left (a finishing stream, chunks held back by the VAD or the wake word)
+  // stay for the next round, as every open stream used to.
+  for (StreamId id : ids) {
+    Live& live = live_.at(id);
+    if (live.closed) continue;
+    const bool chunks_left = live.stream->chunks_pending() > 0;
+    if (chunks_left || (live.eof && !live.stream->finished())) {
+      join_round(id, live);
+      if (chunks_left) {
+        live.counted_ready = true;
+        ready_streams_.fetch_add(1);
+      }
+    }
+  }
 }
 
 void ComputeWorker::answer(StreamId id, Live& live, std::vector<stream::StreamResult> results) {
@@ -500,14 +564,9 @@ void ComputeWorker::run() {
       continue;
     }
     if (config_.max_queue_delay_us > 0) {
-      int ready = count_ready();
+      int ready = ready_streams_.load();
       if (ready > 0 && ready < config_.recognizer.max_batch) {
-        Clock::time_point oldest = Clock::now();
-        for (const auto& [id, live] : live_) {
-          if (!live.closed && live.stream && live.stream->chunks_pending() > 0 &&
-              !live.unanswered.empty())
-            oldest = std::min(oldest, live.unanswered.front());
-        }
+        const Clock::time_point oldest = oldest_ready_frame();
         const auto deadline = oldest + std::chrono::microseconds(config_.max_queue_delay_us);
         while (ready < config_.recognizer.max_batch && Clock::now() < deadline) {
           {
@@ -517,7 +576,7 @@ void ComputeWorker::run() {
             take_commands(taken, false);
           }
           apply(taken);
-          ready = count_ready();
+          ready = ready_streams_.load();
         }
       }
     }

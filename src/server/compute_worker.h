@@ -113,6 +113,9 @@ class ComputeWorker {
     long long feed_budget_samples = 16000;
     bool reading_paused = false;
     bool throttle_reported = false;
+    // In inboxes_with_commands_: the worker visits only inboxes that have something, so a round
+    // costs what arrived, not the number of open streams.
+    bool listed = false;
   };
   // Worker thread only.
   struct Live {
@@ -129,6 +132,10 @@ class ComputeWorker {
     bool closed = false;
     bool final_after_eof_sent = false;
     std::string warning;
+    // In round_members_ (fed, finishing or with chunks left since the last round).
+    bool in_round = false;
+    // Counted in ready_streams_ (has a chunk for the engine).
+    bool counted_ready = false;
   };
   struct Taken {
     StreamId id = 0;
@@ -146,7 +153,9 @@ class ComputeWorker {
   void apply(std::vector<Taken>& taken);
   void apply_one(StreamId id, Command& command);
   bool open_stream(StreamId id, Live& live);
-  int count_ready() const;
+  void join_round(StreamId id, Live& live);
+  // The oldest unanswered frame of a stream with a chunk ready (now when there is none).
+  Clock::time_point oldest_ready_frame() const;
   void run_round();
   // fn(i) for i in [0, count), each i on one thread; on the front-end pool when there is one.
   void for_each_stream(std::size_t count, const std::function<void(std::size_t)>& fn);
@@ -170,10 +179,16 @@ class ComputeWorker {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::unordered_map<StreamId, Inbox> inboxes_;
+  std::vector<StreamId> inboxes_with_commands_;
+  std::vector<StreamId> inboxes_visiting_;  // take_commands' scratch (keeps its capacity)
   bool has_commands_ = false;
   bool drain_requested_ = false;
 
   std::unordered_map<StreamId, Live> live_;
+  // Streams the next round looks at; a stream that got no command and has nothing left is not
+  // visited, so the per-round cost follows the traffic, not the open streams.
+  std::vector<StreamId> round_members_;
+  std::atomic<int> ready_streams_{0};
   std::mutex closing_mutex_;
   std::vector<StreamId> closing_;
   std::unique_ptr<ThreadPool> front_end_pool_;
