@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "backends/cuda/cuda_backend.h"
+#include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/executor.h"
 #include "ir/view_ops.h"
 #include "runtime/engine_format.h"
@@ -63,7 +64,8 @@ class CudaBackend final : public DeviceBackend {
     VOXRT_CUDA_TRY(cudaDriverGetVersion(&driver));
     VOXRT_CUDA_TRY(cudaRuntimeGetVersion(&runtime));
     return str_cat("cuda sm=", prop.major * 10 + prop.minor, " driver=", driver,
-                   " runtime=", runtime, " cublasLt=", cublasLtGetVersion(), " name=", prop.name);
+                   " runtime=", runtime, " cublasLt=", cublasLtGetVersion(), " ",
+                   cudnn_fingerprint(), " name=", prop.name);
   }
 
   Status check_fingerprint(const std::string& recorded) const override {
@@ -71,7 +73,7 @@ class CudaBackend final : public DeviceBackend {
     const auto built = parse_fingerprint(recorded);
     const auto now = parse_fingerprint(here);
     std::string differs;
-    for (const char* field : {"sm", "driver", "runtime", "cublasLt"}) {
+    for (const char* field : {"sm", "driver", "runtime", "cublasLt", "cudnn"}) {
       auto a = built.find(field);
       auto b = now.find(field);
       const std::string va = a == built.end() ? "?" : a->second;

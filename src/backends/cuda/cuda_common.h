@@ -132,6 +132,10 @@ Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node
 // Dense tactics: 0 reference, 1.. the k-th cuBLASLt heuristic candidate.
 inline constexpr TacticId kGemmLtFirst = 1;
 inline constexpr int kGemmLtCandidates = 4;
+// Conv only: cuDNN (backends/cuda/cudnn_conv.h), listed when the cuDNN library loads.
+inline constexpr TacticId kConvCudnnHeuristic = 8;
+inline constexpr TacticId kConvCudnnImplicitGemm = 9;
+inline constexpr TacticId kConvCudnnImplicitPrecompGemm = 10;
 // Recurrent tactics.
 inline constexpr TacticId kRecurrentLt = 1;     // cuBLASLt recurrent GEMM + gate kernel
 inline constexpr TacticId kRecurrentFused = 2;  // fused mat-vec + gates, one launch per step

@@ -82,6 +82,13 @@ cudaError_t layer_norm(const float* x, const float* scale, const float* bias, fl
 cudaError_t convert_from_f32(const float* in, void* out, LowType type, std::int64_t n,
                              cudaStream_t stream);
 
+// out[i] = op(y[i] + bias[c]) over [N, channels, positions], c = (i / positions) % channels;
+// y in `y_type` (may alias out when float); bias may be null. The epilogue of the cuDNN
+// convolution (whose own fused form only takes ReLU).
+cudaError_t bias_activation(const void* y, LowType y_type, const float* bias, std::int64_t channels,
+                            std::int64_t positions, std::int64_t n, UnaryOp op, float alpha,
+                            float beta, float* out, cudaStream_t stream);
+
 // Reference GEMM (tactic 0, the oracle): for each batch entry,
 // d[m, n] = sum_k opA(a)[m, k] * opB(b)[k, n] + bias[n]; row-major; strides in elements, 0 =
 // broadcast over the batch; float everywhere.

@@ -1,12 +1,14 @@
 // Dense ops on the device: MatMul / Gemm / FusedMatMul through cuBLASLt (bias and ReLU in the
 // epilogue; other activations as one pointwise pass), and Conv / FusedConv as im2col + one
 // cuBLASLt GEMM over all images, the bias riding in the weight matrix (a ones row in the im2col
-// matrix). Tactic 0 is a naive float GEMM, the oracle; tactics 1.. are cuBLASLt heuristic
-// candidates. FP16/BF16: weights converted at load, activations converted per call (im2col
-// writes the low type directly), float accumulation and float outputs.
+// matrix), or through cuDNN (cudnn_conv.h). Tactic 0 is a naive float GEMM, the oracle;
+// tactics 1.. are cuBLASLt heuristic candidates, 8.. cuDNN algorithms (Conv only). FP16/BF16:
+// weights converted at load, activations converted per call (im2col writes the low type directly),
+// float accumulation and float outputs.
 #include <algorithm>
 
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cudnn_conv.h"
 
 namespace voxrt::backends::cuda {
 namespace {
@@ -214,6 +216,11 @@ struct ConvAttrs {
   std::vector<std::int64_t> strides, pads, dilations;
 };
 
+bool is_cudnn_tactic(TacticId tactic) {
+  return tactic == kConvCudnnHeuristic || tactic == kConvCudnnImplicitGemm ||
+         tactic == kConvCudnnImplicitPrecompGemm;
+}
+
 class ConvCall final : public CudaCall {
  public:
   ConvCall(ops::Im2Col im, ops::NaiveGemm g, std::unique_ptr<LtGemm> lt, const void* weight,
@@ -272,15 +279,18 @@ class ConvCall final : public CudaCall {
 
 class ConvKernel final : public CudaKernel {
  public:
+  // weight: the im2col tactics' packed [OC, k_rows] matrix (bias in it), or for cuDNN the plain
+  // [OC, C, KH, KW] weights with `bias` ([OC] float, or null) apart.
   ConvKernel(TacticId tactic, Precision precision, ConvAttrs attrs, const void* weight,
-             std::int64_t k_rows, bool has_bias, Activation act)
+             std::int64_t k_rows, bool has_bias, Activation act, const float* bias = nullptr)
       : tactic_(tactic),
         precision_(precision),
         attrs_(std::move(attrs)),
         weight_(weight),
         k_rows_(k_rows),
         has_bias_(has_bias),
-        act_(act) {}
+        act_(act),
+        bias_(bias) {}
 
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
                                               std::span<const DevTensor> out,
@@ -289,6 +299,7 @@ class ConvKernel final : public CudaKernel {
     const Dims& w = in[1].dims;
     const Dims& y = out[0].dims;
     const bool two_d = x.size() == 4;
+    if (is_cudnn_tactic(tactic_)) return prepare_cudnn(x, w, y, two_d);
     ops::Im2Col im;
     im.batch = x[0];
     im.channels = x[1];
@@ -334,6 +345,45 @@ class ConvKernel final : public CudaKernel {
   }
 
  private:
+  Expected<std::unique_ptr<CudaCall>> prepare_cudnn(const Dims& x, const Dims& w, const Dims& y,
+                                                    bool two_d) const {
+    const std::size_t spatial = two_d ? 2 : 1;
+    for (std::size_t d = 0; d < spatial; ++d) {
+      if (attrs_.pads[d] != attrs_.pads[d + spatial])
+        return unsupported("cuDNN convolution takes symmetric padding only");
+    }
+    CudnnConvShape s;
+    s.batch = x[0];
+    s.channels = x[1];
+    s.height = two_d ? x[2] : 1;
+    s.width = x.back();
+    s.out_channels = w[0];
+    s.kernel_h = two_d ? w[2] : 1;
+    s.kernel_w = w.back();
+    s.out_h = two_d ? y[2] : 1;
+    s.out_w = y.back();
+    s.stride_h = two_d ? attrs_.strides[0] : 1;
+    s.stride_w = attrs_.strides.back();
+    s.pad_h = two_d ? attrs_.pads[0] : 0;
+    s.pad_w = attrs_.pads[spatial - 1];
+    s.dilation_h = two_d ? attrs_.dilations[0] : 1;
+    s.dilation_w = attrs_.dilations.back();
+    s.data_type = low_type_for(precision_);
+    s.tf32 = precision_ == Precision::kTf32;
+    ConvEpilogue epilogue;
+    epilogue.bias = bias_;
+    if (act_.present) {
+      epilogue.op = act_.op;
+      epilogue.alpha = act_.alpha;
+      epilogue.beta = act_.beta;
+    }
+    const CudnnConvAlgo algo = tactic_ == kConvCudnnHeuristic ? CudnnConvAlgo::kHeuristic
+                               : tactic_ == kConvCudnnImplicitGemm
+                                   ? CudnnConvAlgo::kImplicitGemm
+                                   : CudnnConvAlgo::kImplicitPrecompGemm;
+    return make_cudnn_conv_call(s, algo, weight_, epilogue);
+  }
+
   TacticId tactic_;
   Precision precision_;
   ConvAttrs attrs_;
@@ -341,6 +391,7 @@ class ConvKernel final : public CudaKernel {
   std::int64_t k_rows_;
   bool has_bias_;
   Activation act_;
+  const float* bias_;
 };
 
 bool is_conv(const ir::Node& node) {
@@ -407,6 +458,21 @@ Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, Ta
     const std::int64_t out_channels = w.dim(0);
     const std::int64_t patch = w.element_count() / out_channels;
     const bool has_bias = node.input(2) != nullptr;
+    if (is_cudnn_tactic(tactic)) {
+      VOXRT_ASSIGN_OR_RETURN(void* weight,
+                             build.upload_f32(w.span<float>(), low_type_for(build.precision())));
+      const float* bias = nullptr;
+      if (has_bias) {
+        std::vector<float> b(static_cast<std::size_t>(out_channels));
+        for (std::int64_t oc = 0; oc < out_channels; ++oc)
+          b[static_cast<std::size_t>(oc)] =
+              static_cast<float>(node.input(2)->constant->element_as_double(oc));
+        VOXRT_ASSIGN_OR_RETURN(void* uploaded, build.upload_f32(b, ops::LowType::kF32));
+        bias = static_cast<const float*>(uploaded);
+      }
+      return std::unique_ptr<CudaKernel>(new ConvKernel(tactic, build.precision(), std::move(attrs),
+                                                        weight, 0, has_bias, act, bias));
+    }
     const std::int64_t k_rows = (patch + (has_bias ? 1 : 0) + 7) / 8 * 8;
     std::vector<float> packed(static_cast<std::size_t>(out_channels * k_rows), 0.0f);
     const float* wd = w.data<float>();

@@ -231,6 +231,27 @@ __global__ void convert_kernel(const float* in, T* out, std::int64_t n) {
   }
 }
 
+__device__ __forceinline__ float to_float(float v) {
+  return v;
+}
+__device__ __forceinline__ float to_float(__half v) {
+  return __half2float(v);
+}
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+
+template <typename T>
+__global__ void bias_activation_kernel(const T* y, const float* bias, std::int64_t channels,
+                                       std::int64_t positions, std::int64_t n, UnaryOp op,
+                                       float alpha, float beta, float* out) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float v = to_float(y[i]) + (bias ? bias[(i / positions) % channels] : 0.0f);
+    out[i] = apply_unary(op, v, alpha, beta);
+  }
+}
+
 template <typename T>
 __global__ void im2col_kernel(Im2Col s, const float* x, T* col) {
   const std::int64_t positions = s.out_h * s.out_w;
@@ -449,6 +470,27 @@ cudaError_t convert_from_f32(const float* in, void* out, LowType type, std::int6
       break;
     case LowType::kBF16:
       convert_kernel<<<grid_for(n), kThreads, 0, stream>>>(in, static_cast<__nv_bfloat16*>(out), n);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t bias_activation(const void* y, LowType y_type, const float* bias, std::int64_t channels,
+                            std::int64_t positions, std::int64_t n, UnaryOp op, float alpha,
+                            float beta, float* out, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  switch (y_type) {
+    case LowType::kF32:
+      bias_activation_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+          static_cast<const float*>(y), bias, channels, positions, n, op, alpha, beta, out);
+      break;
+    case LowType::kF16:
+      bias_activation_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+          static_cast<const __half*>(y), bias, channels, positions, n, op, alpha, beta, out);
+      break;
+    case LowType::kBF16:
+      bias_activation_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+          static_cast<const __nv_bfloat16*>(y), bias, channels, positions, n, op, alpha, beta, out);
       break;
   }
   return cudaGetLastError();

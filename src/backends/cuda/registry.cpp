@@ -1,5 +1,6 @@
 // The CUDA backend's one registration table: op family -> tactics and kernel factory.
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/cudnn_api.h"
 
 namespace voxrt::backends::cuda {
 
@@ -24,6 +25,12 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
       std::vector<TacticInfo> tactics{{kReferenceTactic, "reference"}};
       for (int i = 0; i < kGemmLtCandidates; ++i)
         tactics.push_back({kGemmLtFirst + static_cast<TacticId>(i), str_cat("cublaslt_", i)});
+      const bool conv = node.op == ir::OpKind::kConv || node.op == ir::OpKind::kFusedConv;
+      if (conv && cudnn_api()) {
+        tactics.push_back({kConvCudnnHeuristic, "cudnn_heuristic"});
+        tactics.push_back({kConvCudnnImplicitGemm, "cudnn_implicit_gemm"});
+        tactics.push_back({kConvCudnnImplicitPrecompGemm, "cudnn_implicit_precomp_gemm"});
+      }
       return tactics;
     }
     case ir::OpFamily::kRecurrent:

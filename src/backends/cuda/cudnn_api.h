@@ -1,0 +1,52 @@
+// cuDNN, loaded at run time (dlopen of libcudnn.so.9) instead of linked: a machine without cuDNN
+// still loads voxrt and runs every other CUDA kernel; only the cuDNN tactics then report that
+// they cannot run, and the autotuner picks another. Built only when cudnn.h was found
+// (VOXRT_HAVE_CUDNN); without it cudnn_api() says so.
+#pragma once
+
+#include <string>
+
+#include "voxrt/status.h"
+
+#if VOXRT_HAVE_CUDNN
+#include <cudnn.h>
+#endif
+
+namespace voxrt::backends::cuda {
+
+#if VOXRT_HAVE_CUDNN
+// The entry points the backend uses (the legacy convolution API; the same in every cuDNN 9).
+struct CudnnApi {
+  decltype(&cudnnGetVersion) get_version;
+  decltype(&cudnnGetErrorString) get_error_string;
+  decltype(&cudnnCreate) create;
+  decltype(&cudnnDestroy) destroy;
+  decltype(&cudnnSetStream) set_stream;
+  decltype(&cudnnCreateTensorDescriptor) create_tensor;
+  decltype(&cudnnSetTensor4dDescriptor) set_tensor_4d;
+  decltype(&cudnnDestroyTensorDescriptor) destroy_tensor;
+  decltype(&cudnnCreateFilterDescriptor) create_filter;
+  decltype(&cudnnSetFilter4dDescriptor) set_filter_4d;
+  decltype(&cudnnDestroyFilterDescriptor) destroy_filter;
+  decltype(&cudnnCreateConvolutionDescriptor) create_convolution;
+  decltype(&cudnnSetConvolution2dDescriptor) set_convolution_2d;
+  decltype(&cudnnSetConvolutionMathType) set_math_type;
+  decltype(&cudnnDestroyConvolutionDescriptor) destroy_convolution;
+  decltype(&cudnnGetConvolutionForwardAlgorithm_v7) get_forward_algorithm_v7;
+  decltype(&cudnnGetConvolutionForwardWorkspaceSize) get_forward_workspace_size;
+  decltype(&cudnnConvolutionForward) convolution_forward;
+};
+
+// Status from a cuDNN call (`what`: the call, for the message).
+Status cudnn_status(const CudnnApi& api, cudnnStatus_t status, const char* what);
+#else
+struct CudnnApi;
+#endif
+
+// The loaded API (once per process), or an unsupported status saying why not (library not
+// found, a symbol missing, built without cudnn.h).
+Expected<const CudnnApi*> cudnn_api();
+// "cudnn=<version>" for the engine fingerprint, or "cudnn=none".
+std::string cudnn_fingerprint();
+
+}  // namespace voxrt::backends::cuda

@@ -1,0 +1,41 @@
+// 2-D (and 1-D as H = 1) convolution through cuDNN's implicit-GEMM algorithms: no im2col matrix
+// in memory, which at batch 256 is what made the im2col tactic slow (docs/perf/gpu.md). The
+// bias and any activation run after it in one pointwise pass (cuDNN's own fused form only takes
+// ReLU), which also turns an FP16/BF16 result back to float.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "backends/cuda/cuda_common.h"
+
+namespace voxrt::backends::cuda {
+
+struct CudnnConvShape {
+  std::int64_t batch = 0, channels = 0, height = 1, width = 0;
+  std::int64_t out_channels = 0, kernel_h = 1, kernel_w = 0, out_h = 1, out_w = 0;
+  std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  // Type of x, w and y inside the call (x is converted from float, y back to float).
+  ops::LowType data_type = ops::LowType::kF32;
+  bool tf32 = false;  // float data: allow TF32 tensor cores
+};
+
+enum class CudnnConvAlgo {
+  kHeuristic,           // cuDNN's own first choice for the shape
+  kImplicitGemm,        // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
+  kImplicitPrecompGemm  // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+};
+
+struct ConvEpilogue {
+  const float* bias = nullptr;  // [out_channels] on the device, or null
+  ops::UnaryOp op = ops::UnaryOp::kIdentity;
+  float alpha = 0.0f, beta = 0.0f;
+};
+
+// weight: [out_channels, channels, kernel_h, kernel_w] on the device in shape.data_type.
+// Unsupported status when cuDNN is not loaded or does not take the shape with `algo`.
+Expected<std::unique_ptr<CudaCall>> make_cudnn_conv_call(const CudnnConvShape& shape,
+                                                         CudnnConvAlgo algo, const void* weight,
+                                                         ConvEpilogue epilogue);
+
+}  // namespace voxrt::backends::cuda
