@@ -19,6 +19,7 @@ source bench/gpu/device_env.sh
   ldd "$dev/bin/voxrt" | grep "not found"
   ldd "$dev/bin/gpu_cuda_backend" | grep "not found"
   ldd "$dev/bin/voxrt" | grep -E "cublas|cudart"
+  echo "cuDNN (dlopened): $(for d in ${LD_LIBRARY_PATH//:/ }; do ls "$d"/libcudnn.so.9* 2>/dev/null; done | head -3)"
   python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
@@ -26,7 +27,7 @@ cat "$OUT/env.txt"
 if [ "${VOXRT_SKIP_TESTS:-0}" != 1 ]; then
   echo "== gpu tests (limit 75 s)"
   timeout -k 5 75 "$dev/bin/gpu_cuda_backend" --gtest_output=xml:"$OUT/gpu_tests.xml" 2>&1 |
-    tee "$OUT/gpu_tests.log" | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED) +\]|Failure|error|Expected|Which is|tactics|trace"
+    tee "$OUT/gpu_tests.log" | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED|note) +\]|Failure|error|Expected|Which is|tactics|trace"
   echo "gpu tests rc=${PIPESTATUS[0]} after $((SECONDS - T0)) s"
 fi
 
