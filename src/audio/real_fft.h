@@ -1,6 +1,8 @@
 // A real-input FFT for any even size whose half has small factors (512 for fbank, 320 for DS2
-// spectrograms): a mixed-radix complex FFT of half the size plus the usual real-packing step.
-// Plans are immutable after construction, so one plan serves many streams.
+// spectrograms): a complex FFT of half the size plus the usual real-packing step. A power-of-two
+// half runs an iterative radix-2 transform over precomputed per-stage twiddles (the server runs
+// two of these per 20 ms frame per stream, so it matters); other sizes run the recursive
+// mixed-radix one. Plans are immutable after construction, so one plan serves many streams.
 #pragma once
 
 #include <complex>
@@ -26,12 +28,18 @@ class RealFft {
   explicit RealFft(int size);
   void complex_fft(const std::complex<double>* input, std::complex<double>* output, int length,
                    int input_stride, std::size_t factor_index, int twiddle_stride) const;
+  // In place on `data` (half_ complex values, interleaved re/im) after a bit-reversed load.
+  void power_of_two_fft(double* data) const;
 
   int size_;
   int half_;
   std::vector<int> factors_;                         // of half_, largest radix first
   std::vector<std::complex<double>> half_twiddles_;  // exp(-2 pi i k / half_)
   std::vector<std::complex<double>> real_twiddles_;  // exp(-2 pi i k / size_), k <= half_
+  // Power-of-two half only: bit-reversed index of each n, and the twiddles of every stage in
+  // turn (stage with butterfly span h: exp(-2 pi i j / 2h), j < h; interleaved re/im).
+  std::vector<int> bit_reversed_;
+  std::vector<double> stage_twiddles_;
 };
 
 }  // namespace voxrt::audio
