@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "audio/audio_io.h"
+#include "server/io_context_pool.h"
 
 namespace voxrt::server {
 namespace {
@@ -444,7 +445,9 @@ Expected<LoadGenReport> run_load_generator(LoadGenConfig config) {
     clips.push_back(std::move(clip));
   }
 
-  net::io_context io(config.threads);
+  // One context per thread, sessions round-robin (io_context_pool.h: the same reason as the
+  // server's), so the load generator's own threads do not limit what it measures.
+  IoContextPool io(config.threads);
   Tally tally;
   tally.report.streams = config.streams;
   const auto start = Clock::now();
@@ -456,21 +459,21 @@ Expected<LoadGenReport> run_load_generator(LoadGenConfig config) {
                                                                 Clock::time_point at) {
     const Clip& clip = clips[static_cast<std::size_t>(stream + round) % clips.size()];
     running.fetch_add(1);
-    auto session =
-        std::make_shared<Session>(io, config, target, clip, tally, stop_at, [&, stream, round] {
-          if (config.duration_s > 0 && Clock::now() < stop_at)
-            launch(stream, round + 1, Clock::now());
-          running.fetch_sub(1);
-        });
+    auto session = std::make_shared<Session>(io.next(), config, target, clip, tally, stop_at,
+                                             [&, stream, round] {
+                                               if (config.duration_s > 0 && Clock::now() < stop_at)
+                                                 launch(stream, round + 1, Clock::now());
+                                               // The last session out stops the contexts (kept
+                                               // alive so an idle one is still there for a later
+                                               // session).
+                                               if (running.fetch_sub(1) == 1) io.stop();
+                                             });
     session->start(at);
   };
   // Real microphones are not in phase: spread the starts over one 320 ms model chunk.
   for (int s = 0; s < config.streams; ++s)
     launch(s, 0, start + std::chrono::microseconds(320000LL * s / config.streams));
-  std::vector<std::thread> threads;
-  for (int t = 1; t < config.threads; ++t) threads.emplace_back([&] { io.run(); });
-  io.run();
-  for (auto& t : threads) t.join();
+  io.run("voxrt-loadgen", /*keep_alive=*/true);
   tally.report.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   tally.report.chunk_latency = summarize(tally.chunk_ms);
   tally.report.first_partial_latency = summarize(tally.first_partial_ms);

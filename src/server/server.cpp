@@ -19,8 +19,8 @@
 #include <unordered_map>
 
 #include "audio/audio_io.h"
-#include "core/thread_name.h"
 #include "server/compute_worker.h"
+#include "server/io_context_pool.h"
 #include "server/protocol.h"
 #include "server/transcription_request.h"
 #include "server/worker_pool.h"
@@ -588,7 +588,8 @@ void UploadSink::close(int close_code, std::string reason) {
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  Listener(net::io_context& io, Shared& shared) : io_(io), acceptor_(io), shared_(shared) {}
+  Listener(IoContextPool& pool, Shared& shared)
+      : pool_(pool), acceptor_(pool.first()), shared_(shared) {}
 
   Status open(const std::string& host, int port) {
     beast::error_code ec;
@@ -611,7 +612,8 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
  private:
   void do_accept() {
-    acceptor_.async_accept(net::make_strand(io_),
+    // Each connection lives on one of the pool's contexts (and its thread) from here on.
+    acceptor_.async_accept(net::make_strand(pool_.next()),
                            beast::bind_front_handler(&Listener::on_accept, shared_from_this()));
   }
 
@@ -639,7 +641,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
     do_accept();
   }
 
-  net::io_context& io_;
+  IoContextPool& pool_;
   tcp::acceptor acceptor_;
   Shared& shared_;
 };
@@ -649,7 +651,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
 // Declared after Shared: the io_context (and every session it holds) goes first.
 struct Server::Impl {
   Shared shared;
-  net::io_context io;
+  IoContextPool io;
   std::shared_ptr<Listener> listener;
   std::optional<net::signal_set> signals;
   std::atomic<bool> stopping{false};
@@ -665,7 +667,7 @@ struct Server::Impl {
 
   void shutdown() {
     if (stopping.exchange(true)) return;
-    net::post(io, [this] {
+    net::post(io.first(), [this] {
       listener->stop();
       if (signals) signals->cancel();
     });
@@ -696,22 +698,14 @@ Expected<std::unique_ptr<Server>> Server::create(const ServerConfig& config) {
 
 Status Server::run() {
   Impl& impl = *impl_;
-  auto guard = net::make_work_guard(impl.io);
   if (impl.shared.config.handle_signals) {
-    impl.signals.emplace(impl.io, SIGINT, SIGTERM);
+    impl.signals.emplace(impl.io.first(), SIGINT, SIGTERM);
     impl.signals->async_wait([this](beast::error_code ec, int) {
       if (!ec) impl_->shutdown();
     });
   }
   impl.listener->start();
-  std::vector<std::thread> threads;
-  for (int i = 1; i < impl.shared.config.io_threads; ++i)
-    threads.emplace_back([&impl] {
-      name_this_thread("voxrt-io");
-      impl.io.run();
-    });
-  impl.io.run();
-  for (auto& t : threads) t.join();
+  impl.io.run("voxrt-io", /*keep_alive=*/true);
   std::lock_guard lock(impl.drain_mutex);
   if (impl.drain_thread.joinable()) impl.drain_thread.join();
   return Status::ok();
