@@ -166,6 +166,7 @@ class Bench:
                            env=dict(os.environ, **(env or {})))
         if p.returncode != 0:
             raise RuntimeError(f"{' '.join(full)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+        self.last_warnings = [l[:300] for l in p.stderr.splitlines() if "warning" in l][:3]
         return p.stdout
 
     def export(self, model, inputs, names, out_names, path):
@@ -251,6 +252,7 @@ class Bench:
                         eager += time_torch(eager_fn, self.args.iters, self.device)
                         # The first round also reports per-layer device times (CUDA events).
                         vox += [self.voxrt_bench(engine, shapes, self.args.iters, profile=r == 0)]
+                        bench_warnings = getattr(self, "last_warnings", [])
                         if graph_fn:
                             graphed += time_torch(graph_fn, self.args.iters, self.device)
                 if half:
@@ -269,6 +271,7 @@ class Bench:
                 row["layers_top"] = [(l["name"], l["op"], l["tactic"], round(l["median_us"], 1))
                                      for l in layers[:12]]
                 row["layers_sum_us"] = round(sum(l["median_us"] for l in layers), 1)
+                row["bench_warnings"] = bench_warnings  # e.g. a CUDA graph that failed to capture
                 if "stream16_b1" in name:  # what the CUDA graph buys: the same engine without it
                     nog = self.voxrt_bench(engine, shapes, self.args.iters,
                                            env={"VOXRT_CUDA_GRAPHS": "0"})

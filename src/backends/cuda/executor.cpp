@@ -4,6 +4,7 @@
 // captures the H2D copies, every kernel and the D2H copies into one CUDA graph, so later runs are
 // one graph launch plus one synchronize.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -702,6 +703,9 @@ class CudaSession final : public DeviceSession {
       if (graph) cudaGraphDestroy(graph);
       cudaGetLastError();
       plan.graph_failed = true;
+      warn_graph_failed(!enqueued.is_ok()
+                            ? enqueued.message()
+                            : str_cat("cudaStreamEndCapture: ", cudaGetErrorString(ended)));
       return Status::ok();
     }
     const cudaError_t made = cudaGraphInstantiate(&plan.graph, graph, 0);
@@ -710,12 +714,23 @@ class CudaSession final : public DeviceSession {
       cudaGetLastError();
       plan.graph = nullptr;
       plan.graph_failed = true;
+      warn_graph_failed(str_cat("cudaGraphInstantiate: ", cudaGetErrorString(made)));
     }
     return Status::ok();
   }
 
+  // Once per session: the run is still right, only slower and with more jitter, so it is a
+  // warning on stderr rather than an error.
+  void warn_graph_failed(const std::string& why) {
+    if (graph_warning_given_) return;
+    graph_warning_given_ = true;
+    std::fprintf(stderr, "[voxrt] warning: CUDA graph capture failed (%s); such runs go eagerly\n",
+                 why.c_str());
+  }
+
   const CudaExecutable& exe_;
   bool graphs_enabled_ = true;
+  bool graph_warning_given_ = false;
   bool poison_ = false;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;
