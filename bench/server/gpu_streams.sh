@@ -93,7 +93,7 @@ for n in "${counts[@]}"; do
     --devices "$devices" \
     --idle-timeout-s 120 > "$OUT/serve_$n.log" 2>&1 &
   server=$!
-  for _ in $(seq 100); do
+  for _ in $(seq 300); do  # up to 60 s: a CUDA server warms every batch bucket up first
     python3 -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$port/readyz', timeout=1)" \
       2>/dev/null && break
     sleep 0.2

@@ -231,11 +231,7 @@ std::int64_t StatePool::padded_batch(std::int64_t batch) const {
   return batch;  // beyond the profile (the run reports it) or no buckets
 }
 
-Expected<std::vector<Tensor>> StatePool::run_on_device(ExecutionContext& context,
-                                                       std::span<const int> slots,
-                                                       std::span<const Tensor> inputs) {
-  const auto batch = static_cast<std::int64_t>(slots.size());
-  const std::int64_t padded = padded_batch(batch);
+Status StatePool::bind_device_context(ExecutionContext& context) {
   if (!device_context_) {
     std::vector<backends::DeviceStateSpec> specs;
     for (const State& s : states_) {
@@ -252,6 +248,40 @@ Expected<std::vector<Tensor>> StatePool::run_on_device(ExecutionContext& context
         "StatePool: this pool's states live in another ExecutionContext's device session; run "
         "every batch of a pool on the same context");
   }
+  return Status::ok();
+}
+
+Status StatePool::warm_up(ExecutionContext& context, std::span<const Tensor> one_row_inputs,
+                          std::int64_t max_batch) {
+  if (!on_device_) return Status::ok();
+  if (one_row_inputs.size() != stream_inputs_.size()) {
+    return invalid_argument("StatePool::warm_up: expected ", stream_inputs_.size(),
+                            " inputs (the non-state ones), found ", one_row_inputs.size());
+  }
+  VOXRT_RETURN_IF_ERROR(bind_device_context(context));
+  const std::int64_t top = padded_batch(max_batch);
+  for (auto it = batch_buckets_.rbegin(); it != batch_buckets_.rend(); ++it) {
+    const std::int64_t bucket = *it;
+    if (bucket > top) continue;
+    std::vector<int> slots;
+    for (std::int64_t b = 0; b < bucket; ++b) slots.push_back(capacity_ + static_cast<int>(b));
+    std::vector<Tensor> inputs;
+    for (const Tensor& t : one_row_inputs) inputs.push_back(with_rows(t, bucket));
+    for (int run = 0; run < 2; ++run) {
+      std::vector<Tensor> outputs;
+      Status ran = context.impl().run_device_slots(inputs, slots, outputs);
+      if (!ran) return ran.with_context(str_cat("warming up batch ", bucket));
+    }
+  }
+  return Status::ok();
+}
+
+Expected<std::vector<Tensor>> StatePool::run_on_device(ExecutionContext& context,
+                                                       std::span<const int> slots,
+                                                       std::span<const Tensor> inputs) {
+  const auto batch = static_cast<std::int64_t>(slots.size());
+  const std::int64_t padded = padded_batch(batch);
+  VOXRT_RETURN_IF_ERROR(bind_device_context(context));
   std::vector<int> fresh;
   {
     std::lock_guard<std::mutex> lock(mutex_);

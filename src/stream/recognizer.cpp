@@ -124,6 +124,13 @@ Expected<std::shared_ptr<Recognizer>> Recognizer::create(const RecognizerConfig&
     accepted_frames = std::min(accepted_frames, bounded ? static_cast<int>(it->second.min[1]) : 1);
   }
   r->min_chunk_frames_ = std::max(1, accepted_frames);
+  if (r->pool_->states_on_device()) {
+    // Every batch size the server will use gets its plan and CUDA graph now, not in the middle
+    // of serving (StatePool::warm_up).
+    const Tensor chunk = Tensor::zeros(DType::kF32, {1, r->chunk_frames_, r->feature_dim_});
+    VOXRT_RETURN_IF_ERROR(
+        r->pool_->warm_up(*r->context_, std::span<const Tensor>(&chunk, 1), config.max_batch));
+  }
   if (config.vad == VadKind::kSilero || config.wake_word) {
     if (r->feature_config_.sample_rate_hz != 16000) {
       return invalid_argument(config.engine_path, ": the model runs at ",
