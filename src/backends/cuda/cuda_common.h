@@ -137,8 +137,9 @@ inline constexpr TacticId kConvCudnnHeuristic = 8;
 inline constexpr TacticId kConvCudnnImplicitGemm = 9;
 inline constexpr TacticId kConvCudnnImplicitPrecompGemm = 10;
 // Recurrent tactics.
-inline constexpr TacticId kRecurrentLt = 1;     // cuBLASLt recurrent GEMM + gate kernel
-inline constexpr TacticId kRecurrentFused = 2;  // fused mat-vec + gates, one launch per step
+inline constexpr TacticId kRecurrentLt = 1;          // cuBLASLt recurrent GEMM + gate kernel
+inline constexpr TacticId kRecurrentFused = 2;       // fused mat-vec + gates, one launch per step
+inline constexpr TacticId kRecurrentPersistent = 3;  // the same, every step in one launch
 
 // Row-major GEMM through cuBLASLt: d[m, n] = opA(a)[m, k] * opB(b)[k, n] (+ bias[n]) (+ act),
 // batched with element strides (0 = broadcast). a/b in `operand_type`, d and bias float.

@@ -146,4 +146,16 @@ cudaError_t recurrent_gates(const RecurrentStep& step, cudaStream_t stream);
 cudaError_t recurrent_fused(const RecurrentStep& step, const void* r, LowType r_type,
                             cudaStream_t stream);
 
+// Persistent tactic: every time step of the fused tactic in one cooperative launch, the grid
+// meeting at a barrier between steps. h0 holds the initial state, h1 is the other buffer; the
+// final state ends in h0 when seq is even, else h1 (as the per-step loop leaves it). `barrier`
+// is device memory the launcher zeroes first. cudaErrorCooperativeLaunchTooLarge when the blocks
+// cannot all be resident.
+struct GridBarrier {
+  unsigned count = 0;
+  unsigned generation = 0;
+};
+cudaError_t recurrent_persistent(const RecurrentStep& step, const void* r, LowType r_type,
+                                 float* h0, float* h1, GridBarrier* barrier, cudaStream_t stream);
+
 }  // namespace voxrt::backends::cuda::ops

@@ -21,7 +21,7 @@ struct RecurrentWeights {
 };
 
 struct Scratch {
-  std::size_t xw = 0, hr = 0, h0 = 0, h1 = 0, c = 0, x_low = 0, h_low = 0, total = 0;
+  std::size_t xw = 0, hr = 0, h0 = 0, h1 = 0, c = 0, x_low = 0, h_low = 0, barrier = 0, total = 0;
 };
 
 class RecurrentCall final : public CudaCall {
@@ -52,6 +52,7 @@ class RecurrentCall final : public CudaCall {
     scratch_.c = take(f(D * batch * H));
     scratch_.x_low = take(low ? f(seq * batch * spec.input_size) : 0);
     scratch_.h_low = take(low ? f(D * batch * H) : 0);
+    scratch_.barrier = take(align_up(sizeof(ops::GridBarrier)));
     scratch_.total = at;
   }
   std::size_t scratch_bytes() const override { return scratch_.total; }
@@ -128,7 +129,12 @@ class RecurrentCall final : public CudaCall {
     step.rbn = weights_.rbn;
     step.h_next_low = lt_low ? h_low : nullptr;
     step.low_type = weights_.operand;
-    for (std::int64_t s = 0; s < seq_; ++s) {
+    if (tactic_ == kRecurrentPersistent) {
+      auto* barrier = reinterpret_cast<ops::GridBarrier*>(base + scratch_.barrier);
+      VOXRT_CUDA_TRY(ops::recurrent_persistent(step, weights_.r, weights_.operand, h[0], h[1],
+                                               barrier, stream));
+    }
+    for (std::int64_t s = 0; s < seq_ && tactic_ != kRecurrentPersistent; ++s) {
       step.step = static_cast<int>(s);
       step.h_prev = h[s % 2];
       step.h_next = h[(s + 1) % 2];
@@ -214,8 +220,9 @@ class RecurrentKernel final : public CudaKernel {
         VOXRT_ASSIGN_OR_RETURN(step_gemm, LtGemm::create(r, 0, lt));
       }
     }
-    if (tactic_ == kRecurrentFused && (H % 4 != 0 || H * 4 * 4 > 48 * 1024))
-      return unsupported("the fused recurrent tactic needs hidden_size % 4 == 0 and <= 3072");
+    if ((tactic_ == kRecurrentFused || tactic_ == kRecurrentPersistent) &&
+        (H % 4 != 0 || H * 4 * 4 > 48 * 1024))
+      return unsupported("the fused recurrent tactics need hidden_size % 4 == 0 and <= 3072");
     return std::unique_ptr<CudaCall>(new RecurrentCall(
         spec_, tactic_, weights_, seq, batch, std::move(input_gemm), std::move(step_gemm)));
   }

@@ -180,7 +180,149 @@ cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream
   return cudaGetLastError();
 }
 
+// Persistent tactic: the fused kernel's work for every time step in one launch. Between steps
+// the whole grid meets at a barrier (all blocks are resident: the launch is cooperative), so a
+// step costs its mat-vec and a barrier instead of a kernel launch; h_prev is read past L1
+// (__ldcg), since other blocks wrote it in the step before.
+__device__ __forceinline__ void grid_barrier(GridBarrier* barrier, unsigned blocks) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    volatile unsigned* generation = &barrier->generation;
+    const unsigned seen = *generation;
+    __threadfence();
+    if (atomicAdd(&barrier->count, 1u) == blocks - 1) {
+      atomicExch(&barrier->count, 0u);
+      __threadfence();
+      atomicAdd(&barrier->generation, 1u);
+    } else {
+      while (*generation == seen) {
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+template <typename W, int G>
+__global__ void __launch_bounds__(kFusedWarps * 32)
+    persistent_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
+                      GridBarrier* barrier) {
+  extern __shared__ float h_tile[];  // [kBatchTile][H]
+  const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
+  const int d = blockIdx.y;
+  const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * kBatchTile;
+  const std::int64_t H = s.hidden;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps + warp;
+  const bool active = j < H;  // no early return: every thread meets every barrier
+  const W* rows = r + (static_cast<std::int64_t>(d) * G * H + (active ? j : 0)) * H;
+  for (std::int64_t t = 0; t < s.seq; ++t) {
+    s.step = static_cast<int>(t);
+    s.h_prev = t % 2 == 0 ? h0 : h1;
+    s.h_next = t % 2 == 0 ? h1 : h0;
+    for (std::int64_t i = threadIdx.x; i < kBatchTile * H; i += blockDim.x) {
+      const std::int64_t b = b0 + i / H;
+      h_tile[i] = b < s.batch ? __ldcg(s.h_prev + (d * s.batch + b) * H + i % H) : 0.0f;
+    }
+    __syncthreads();
+    if (active) {
+      float acc[G][kBatchTile];
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+#pragma unroll
+        for (int b = 0; b < kBatchTile; ++b) acc[g][b] = 0.0f;
+      }
+      for (std::int64_t k = lane * 4; k < H; k += 128) {
+#pragma unroll
+        for (int g = 0; g < G; ++g) {
+          float w[4];
+          load4(rows + g * H * H + k, w);
+#pragma unroll
+          for (int b = 0; b < kBatchTile; ++b) {
+            const float* h = h_tile + b * H + k;
+            acc[g][b] += w[0] * h[0] + w[1] * h[1] + w[2] * h[2] + w[3] * h[3];
+          }
+        }
+      }
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+#pragma unroll
+        for (int b = 0; b < kBatchTile; ++b) {
+          float v = acc[g][b];
+          for (int offset = 16; offset > 0; offset >>= 1)
+            v += __shfl_xor_sync(0xffffffffu, v, offset);
+          acc[g][b] = v;
+        }
+      }
+#pragma unroll
+      for (int b = 0; b < kBatchTile; ++b) {
+        if (lane == b && b0 + b < s.batch) {
+          float x[4], rr[4];
+          load_x(s, d, b0 + b, j, x);
+#pragma unroll
+          for (int g = 0; g < G; ++g) rr[g] = acc[g][b];
+          // h_prev[state] is this thread's own write of the step before (or the initial
+          // state written before the launch), so the plain load in finish_unit is coherent.
+          finish_unit(s, d, b0 + b, j, x, rr);
+        }
+      }
+    }
+    grid_barrier(barrier, blocks);
+  }
+}
+
+template <typename W, int G>
+cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h0, float* h1,
+                                    GridBarrier* barrier, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((s.hidden + kFusedWarps - 1) / kFusedWarps),
+                  static_cast<unsigned>(s.directions),
+                  static_cast<unsigned>((s.batch + kBatchTile - 1) / kBatchTile));
+  const std::size_t shared = static_cast<std::size_t>(kBatchTile * s.hidden) * sizeof(float);
+  auto kernel = persistent_kernel<W, G>;
+  // Every block must be resident at once (they wait for each other): check, then launch
+  // cooperatively, which the driver refuses rather than deadlocks when they would not fit.
+  int device = 0, sms = 0, per_sm = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess)
+    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFusedWarps * 32, shared);
+  if (e != cudaSuccess) return e;
+  if (static_cast<long long>(grid.x) * grid.y * grid.z > static_cast<long long>(sms) * per_sm)
+    return cudaErrorCooperativeLaunchTooLarge;
+  e = cudaMemsetAsync(barrier, 0, sizeof(GridBarrier), stream);
+  if (e != cudaSuccess) return e;
+  RecurrentStep step = s;
+  const W* weights = r;
+  void* args[] = {&step, &weights, &h0, &h1, &barrier};
+  return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid,
+                                     dim3(kFusedWarps * 32), args, shared, stream);
+}
+
+template <typename W>
+cudaError_t launch_persistent(const RecurrentStep& s, const W* r, float* h0, float* h1,
+                              GridBarrier* barrier, cudaStream_t stream) {
+  return s.gates == 3 ? launch_persistent_typed<W, 3>(s, r, h0, h1, barrier, stream)
+                      : launch_persistent_typed<W, 4>(s, r, h0, h1, barrier, stream);
+}
+
 }  // namespace
+
+cudaError_t recurrent_persistent(const RecurrentStep& step, const void* r, LowType r_type,
+                                 float* h0, float* h1, GridBarrier* barrier, cudaStream_t stream) {
+  if (step.hidden % 4 != 0 || step.hidden * kBatchTile * 4 > 48 * 1024 ||
+      (step.gates != 3 && step.gates != 4))
+    return cudaErrorInvalidValue;
+  if (step.batch <= 0 || step.seq <= 0) return cudaSuccess;
+  switch (r_type) {
+    case LowType::kF32:
+      return launch_persistent(step, static_cast<const float*>(r), h0, h1, barrier, stream);
+    case LowType::kF16:
+      return launch_persistent(step, static_cast<const __half*>(r), h0, h1, barrier, stream);
+    case LowType::kBF16:
+      return launch_persistent(step, static_cast<const __nv_bfloat16*>(r), h0, h1, barrier, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t recurrent_gates(const RecurrentStep& step, cudaStream_t stream) {
   const std::int64_t n = step.directions * step.batch * step.hidden;

@@ -36,7 +36,8 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
     case ir::OpFamily::kRecurrent:
       return {{kReferenceTactic, "reference"},
               {kRecurrentLt, "cublaslt_gates"},
-              {kRecurrentFused, "fused_matvec"}};
+              {kRecurrentFused, "fused_matvec"},
+              {kRecurrentPersistent, "persistent_matvec"}};
     default: return {{kReferenceTactic, "cuda"}};
   }
 }
