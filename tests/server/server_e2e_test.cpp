@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 
+#include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
@@ -21,12 +22,15 @@
 #include <functional>
 #include <future>
 #include <iostream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "audio/audio_io.h"
+#include "server/io_context_pool.h"
 #include "server/load_generator.h"
 #include "server/server.h"
 #include "stream/recognizer.h"
@@ -435,6 +439,35 @@ TEST_F(ServerTest, ConcurrentStreamsGiveTheSameTextAsAlone) {
   }
 }
 
+// One io_context per network thread: next() deals connections round-robin, every context runs
+// on its own thread, and stop() from any handler ends them all, work or not.
+TEST(IoContextPool, RoundRobinOneThreadPerContextAndStopEndsAll) {
+  IoContextPool pool(3);
+  ASSERT_EQ(pool.size(), 3);
+  std::vector<boost::asio::io_context*> order;
+  for (int i = 0; i < 6; ++i) order.push_back(&pool.next());
+  EXPECT_EQ(order[0], order[3]);
+  EXPECT_NE(order[0], order[1]);
+  EXPECT_NE(order[1], order[2]);
+  EXPECT_NE(order[0], order[2]);
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 3; ++i) {
+    boost::asio::post(*order[static_cast<std::size_t>(i)], [&] {
+      {
+        std::lock_guard lock(mutex);
+        threads.insert(std::this_thread::get_id());
+      }
+      // The last of the three stops every context, although kept alive.
+      if (ran.fetch_add(1) == 2) pool.stop();
+    });
+  }
+  pool.run("voxrt-test-io", /*keep_alive=*/true);
+  EXPECT_EQ(ran.load(), 3);
+  EXPECT_EQ(threads.size(), 3u);
+}
+
 TEST(ServerDevices, ParseDevicesAcceptsCpuListsAndGpuOrdinalsAndSaysWhatIsWrong) {
   EXPECT_TRUE(parse_devices("auto")->empty());
   ASSERT_EQ(parse_devices("cpu")->size(), 1u);
@@ -820,6 +853,9 @@ TEST_F(ServerTest, LoadGeneratorMeasuresRealtimeStreamsAndRefusesOtherHosts) {
   config.streams = 4;
   config.wav_dir = dir.string();
   config.realtime = true;
+  // Three network threads, each with its own io_context: sessions spread over them, and the
+  // last one to finish stops them all (a hang here would time the test out).
+  config.threads = 3;
   auto report = run_load_generator(config);
   ASSERT_TRUE(report.has_value()) << report.status().message();
   EXPECT_EQ(report->completed, 4) << report->to_text();
