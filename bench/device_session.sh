@@ -6,7 +6,7 @@
 #   scripts/pack-for-device.sh build && bash bench/server/make_wavs.sh
 # Settings: VOXRT_SERVER_RUNS (default "auto:8:8:6:2000 2500 3000;0,0,0:2:8:6:2000 3000"): runs
 # separated by ';', each DEVICES:FRONT_END_THREADS:IO_THREADS:LOADGEN_THREADS:COUNTS;
-# VOXRT_SKIP_GPU_RUN=1 skips device_run.sh.
+# VOXRT_SKIP_GPU_RUN=1 skips device_run.sh, VOXRT_SKIP_SERVER=1 the server runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 results=${OUT:-/tmp/voxrt_session_out}
@@ -16,6 +16,7 @@ if [ "${VOXRT_SKIP_GPU_RUN:-0}" != 1 ]; then
   OUT=$work/gpu bash bench/gpu/device_run.sh > "$work/device_run.out" 2>&1
 fi
 IFS=';' read -ra runs <<< "${VOXRT_SERVER_RUNS:-auto:8:8:6:2000 2500 3000;0,0,0:2:8:6:2000 3000}"
+[ "${VOXRT_SKIP_SERVER:-0}" = 1 ] && runs=()
 i=0
 for run in "${runs[@]}"; do
   IFS=':' read -r devices front io loadgen counts <<< "$run"

@@ -203,11 +203,14 @@ __device__ __forceinline__ void grid_barrier(GridBarrier* barrier, unsigned bloc
   __syncthreads();
 }
 
-template <typename W, int G>
+// kResident: the block first copies its units' rows of R (G x kFusedWarps x H) into shared
+// memory, after h_tile, and reads them from there every step: a step then reads only h from
+// L2, not the layer's whole recurrent weight.
+template <typename W, int G, bool kResident>
 __global__ void __launch_bounds__(kFusedWarps * 32)
     persistent_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
                       GridBarrier* barrier) {
-  extern __shared__ float h_tile[];  // [kBatchTile][H]
+  extern __shared__ float h_tile[];  // [kBatchTile][H], then (kResident) W [G][kFusedWarps][H]
   const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
   const int d = blockIdx.y;
   const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * kBatchTile;
@@ -216,6 +219,22 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps + warp;
   const bool active = j < H;  // no early return: every thread meets every barrier
   const W* rows = r + (static_cast<std::int64_t>(d) * G * H + (active ? j : 0)) * H;
+  // Row g of this warp's unit sits g * row_step elements after `rows`.
+  std::int64_t row_step = H * H;
+  if constexpr (kResident) {
+    W* resident = reinterpret_cast<W*>(h_tile + kBatchTile * H);
+    const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps;
+    for (std::int64_t i = threadIdx.x; i < G * kFusedWarps * H; i += blockDim.x) {
+      const std::int64_t k = i % H;
+      const std::int64_t w = (i / H) % kFusedWarps;
+      const std::int64_t g = i / (H * kFusedWarps);
+      const std::int64_t unit = j0 + w;
+      resident[i] = unit < H ? r[((static_cast<std::int64_t>(d) * G + g) * H + unit) * H + k] : W{};
+    }
+    rows = resident + static_cast<std::int64_t>(warp) * H;
+    row_step = kFusedWarps * H;
+    __syncthreads();
+  }
   for (std::int64_t t = 0; t < s.seq; ++t) {
     s.step = static_cast<int>(t);
     s.h_prev = t % 2 == 0 ? h0 : h1;
@@ -236,7 +255,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
 #pragma unroll
         for (int g = 0; g < G; ++g) {
           float w[4];
-          load4(rows + g * H * H + k, w);
+          load4(rows + g * row_step + k, w);
 #pragma unroll
           for (int b = 0; b < kBatchTile; ++b) {
             const float* h = h_tile + b * H + k;
@@ -271,31 +290,66 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
   }
 }
 
+// Blocks of `kernel` with `shared` bytes that fit on the device at once (0 when it cannot take
+// that much shared memory per block).
+cudaError_t resident_blocks(const void* kernel, std::size_t shared, long long* out) {
+  int device = 0, sms = 0, per_sm = 0, optin = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess)
+    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e != cudaSuccess) return e;
+  *out = 0;
+  if (shared > static_cast<std::size_t>(optin)) return cudaSuccess;
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFusedWarps * 32, shared);
+  if (e != cudaSuccess) return e;
+  *out = static_cast<long long>(sms) * per_sm;
+  return cudaSuccess;
+}
+
 template <typename W, int G>
 cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h0, float* h1,
                                     GridBarrier* barrier, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((s.hidden + kFusedWarps - 1) / kFusedWarps),
                   static_cast<unsigned>(s.directions),
                   static_cast<unsigned>((s.batch + kBatchTile - 1) / kBatchTile));
-  const std::size_t shared = static_cast<std::size_t>(kBatchTile * s.hidden) * sizeof(float);
-  auto kernel = persistent_kernel<W, G>;
-  // Every block must be resident at once (they wait for each other): check, then launch
-  // cooperatively, which the driver refuses rather than deadlocks when they would not fit.
-  int device = 0, sms = 0, per_sm = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFusedWarps * 32, shared);
+  const long long blocks = static_cast<long long>(grid.x) * grid.y * grid.z;
+  const std::size_t h_bytes = static_cast<std::size_t>(kBatchTile * s.hidden) * sizeof(float);
+  const std::size_t r_bytes =
+      static_cast<std::size_t>(G * kFusedWarps) * static_cast<std::size_t>(s.hidden) * sizeof(W);
+  // Every block must be resident at once (they wait for each other). Weights in shared memory
+  // when the grid still fits with them, else streamed from L2 each step; the launch is
+  // cooperative, which the driver refuses rather than deadlocks when the blocks would not fit.
+  const void* kernel = reinterpret_cast<const void*>(persistent_kernel<W, G, true>);
+  // Above 48 KiB of shared memory a kernel must opt in; once per kernel and process, on the
+  // first (eager) launch, so never inside a graph capture.
+  static const cudaError_t opted_in = [kernel] {
+    int device = 0, optin = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess)
+      err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err == cudaSuccess)
+      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+    return err;
+  }();
+  if (opted_in != cudaSuccess) return opted_in;
+  std::size_t shared = h_bytes + r_bytes;
+  long long fit = 0;
+  cudaError_t e = resident_blocks(kernel, shared, &fit);
   if (e != cudaSuccess) return e;
-  if (static_cast<long long>(grid.x) * grid.y * grid.z > static_cast<long long>(sms) * per_sm)
-    return cudaErrorCooperativeLaunchTooLarge;
+  if (blocks > fit) {
+    kernel = reinterpret_cast<const void*>(persistent_kernel<W, G, false>);
+    shared = h_bytes;
+    e = resident_blocks(kernel, shared, &fit);
+    if (e != cudaSuccess) return e;
+    if (blocks > fit) return cudaErrorCooperativeLaunchTooLarge;
+  }
   e = cudaMemsetAsync(barrier, 0, sizeof(GridBarrier), stream);
   if (e != cudaSuccess) return e;
   RecurrentStep step = s;
   const W* weights = r;
   void* args[] = {&step, &weights, &h0, &h1, &barrier};
-  return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), grid,
-                                     dim3(kFusedWarps * 32), args, shared, stream);
+  return cudaLaunchCooperativeKernel(kernel, grid, dim3(kFusedWarps * 32), args, shared, stream);
 }
 
 template <typename W>
