@@ -50,6 +50,12 @@ class DeviceSession {
   // -1 for a node whose kernel cannot be prepared or run at these shapes (the others still run).
   virtual Expected<std::vector<double>> run_profiled(std::span<const Tensor> inputs,
                                                      int iterations) = 0;
+  // Device time of the computation alone, milliseconds per run: the inputs are copied in once,
+  // then the steps (as one CUDA graph when graphs are on) run `iterations` times between CUDA
+  // events, with no host copy or synchronisation inside the timed span. This is how PyTorch's
+  // CUDA-event timing of model(x) on inputs already on the GPU measures; run() adds the copies.
+  virtual Expected<std::vector<double>> time_compute(std::span<const Tensor> inputs,
+                                                     int iterations) = 0;
 };
 
 // Per Engine: weights on the device, one prepared kernel per node. Immutable and shared.

@@ -466,6 +466,58 @@ TEST(CudaOps, RecurrentEveryTacticAndPrecision) {
   }
 }
 
+// Batch 1 takes the single-row kernels; VOXRT_CUDA_RESIDENT_GATES caps the gates the persistent
+// tactic keeps in shared memory, so the partly resident (1, 2 of the gates) and the fully
+// streamed (0) paths run here too, not only at sizes too large for shared memory.
+TEST(CudaOps, RecurrentBatchOneAndPartlyResidentWeights) {
+  REQUIRE_CUDA_DEVICE();
+  for (Precision p : kAllPrecisions) {
+    check_all_tactics("GRU forward batch 1", recurrent_case(ir::OpKind::kGRU, "forward", 1, true),
+                      p);
+    check_all_tactics("LSTM bidirectional batch 1",
+                      recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, false), p);
+  }
+  for (const char* cap : {"0", "1", "2"}) {
+    setenv("VOXRT_CUDA_RESIDENT_GATES", cap, 1);
+    for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+      const std::string at = str_cat(" (resident gates <= ", cap, ")");
+      check_all_tactics("LSTM bidirectional batch 1" + at,
+                        recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, true), p);
+      check_all_tactics("GRU reverse batch 6" + at,
+                        recurrent_case(ir::OpKind::kGRU, "reverse", 6, false), p);
+    }
+  }
+  unsetenv("VOXRT_CUDA_RESIDENT_GATES");
+}
+
+// voxrt bench --device-time: one positive device time per run, and the session still gives the
+// right outputs afterwards (the timed replays leave its plan intact).
+TEST(CudaOps, TimeComputeReportsEveryRunAndLeavesTheSessionUsable) {
+  REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(42);
+  ir::Graph graph;
+  const std::vector<Tensor> inputs =
+      recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, true)(graph, rng);
+  ASSERT_TRUE(ir::infer_graph(graph).is_ok());
+  const auto reference = run_cpu_reference(graph, inputs);
+  auto exe = cuda::compile_graph(graph, Precision::kFp32);
+  ASSERT_TRUE(exe) << exe.status().message();
+  auto session = (*exe)->create_session();
+  ASSERT_TRUE(session) << session.status().message();
+  auto ms = (*session)->time_compute(inputs, 7);
+  ASSERT_TRUE(ms) << ms.status().message();
+  ASSERT_EQ(ms->size(), 7u);
+  for (double v : *ms) {
+    EXPECT_GT(v, 0.0);
+    EXPECT_LT(v, 1000.0);
+  }
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE((*session)->run(inputs, outputs).is_ok());
+  ASSERT_EQ(outputs.size(), reference.size());
+  for (std::size_t o = 0; o < outputs.size(); ++o)
+    EXPECT_LE(relative_error(outputs[o], reference[o]), tolerance(Precision::kFp32)) << o;
+}
+
 // ---- whole models through the builder and the engine -----------------------------------------
 
 // DS2-style streaming model: conv (bias, Hardtanh) over a 16-frame chunk, reshape, GRU with the

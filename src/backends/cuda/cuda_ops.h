@@ -147,10 +147,11 @@ cudaError_t recurrent_fused(const RecurrentStep& step, const void* r, LowType r_
                             cudaStream_t stream);
 
 // Persistent tactic: every time step of the fused tactic in one cooperative launch, the grid
-// meeting at a barrier between steps. h0 holds the initial state, h1 is the other buffer; the
-// final state ends in h0 when seq is even, else h1 (as the per-step loop leaves it). `barrier`
-// is device memory the launcher zeroes first. cudaErrorCooperativeLaunchTooLarge when the blocks
-// cannot all be resident.
+// meeting at a barrier between steps. Each block keeps its units' rows of r in shared memory for
+// as many gates as still let the whole grid be resident (VOXRT_CUDA_RESIDENT_GATES caps it). h0
+// holds the initial state, h1 is the other buffer; the final state ends in h0 when seq is even,
+// else h1 (as the per-step loop leaves it). `barrier` is device memory the launcher zeroes first.
+// cudaErrorCooperativeLaunchTooLarge when the blocks cannot all be resident.
 struct GridBarrier {
   unsigned count = 0;
   unsigned generation = 0;

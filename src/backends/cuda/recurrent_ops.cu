@@ -3,6 +3,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdlib>
+
 #include "backends/cuda/cuda_ops.h"
 
 namespace voxrt::backends::cuda::ops {
@@ -109,37 +111,25 @@ __device__ __forceinline__ void load4(const __nv_bfloat16* p, float* v) {
 constexpr int kFusedWarps = 8;
 constexpr int kBatchTile = 4;
 
-// grid (ceil(H / warps), D, ceil(B / tile)); h_prev of the tile is staged in shared memory.
-// Needs H % 4 == 0 (16-byte/8-byte vector loads of R rows).
-template <typename W, int G>
-__global__ void __launch_bounds__(kFusedWarps * 32)
-    fused_kernel(RecurrentStep s, const W* __restrict__ r) {
-  extern __shared__ float h_tile[];  // [kBatchTile][H]
-  const int d = blockIdx.y;
-  const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * kBatchTile;
-  const std::int64_t H = s.hidden;
-  for (std::int64_t i = threadIdx.x; i < kBatchTile * H; i += blockDim.x) {
-    const std::int64_t b = b0 + i / H;
-    h_tile[i] = b < s.batch ? s.h_prev[(d * s.batch + b) * H + i % H] : 0.0f;
-  }
-  __syncthreads();
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps + warp;
-  if (j >= H) return;
-  float acc[G][kBatchTile];
+// The mat-vec of one warp's unit for a batch tile: acc[g][b] = R[g][unit] . h_tile[b], each
+// lane summing its quarter-rows, then reduced across the warp. rows[g] points at the unit's row
+// of gate g (global or shared memory). BT is the batch tile: 1 for a single stream, so the
+// batch-1 kernels do not multiply three rows of zeros.
+template <typename W, int G, int BT>
+__device__ __forceinline__ void unit_matvec(const W* const (&rows)[G], const float* h_tile,
+                                            std::int64_t H, int lane, float (&acc)[G][BT]) {
 #pragma unroll
   for (int g = 0; g < G; ++g) {
 #pragma unroll
-    for (int b = 0; b < kBatchTile; ++b) acc[g][b] = 0.0f;
+    for (int b = 0; b < BT; ++b) acc[g][b] = 0.0f;
   }
-  const W* rows = r + (static_cast<std::int64_t>(d) * G * H + j) * H;
   for (std::int64_t k = lane * 4; k < H; k += 128) {
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       float w[4];
-      load4(rows + g * H * H + k, w);
+      load4(rows[g] + k, w);
 #pragma unroll
-      for (int b = 0; b < kBatchTile; ++b) {
+      for (int b = 0; b < BT; ++b) {
         const float* h = h_tile + b * H + k;
         acc[g][b] += w[0] * h[0] + w[1] * h[1] + w[2] * h[2] + w[3] * h[3];
       }
@@ -148,14 +138,20 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
 #pragma unroll
   for (int g = 0; g < G; ++g) {
 #pragma unroll
-    for (int b = 0; b < kBatchTile; ++b) {
+    for (int b = 0; b < BT; ++b) {
       float v = acc[g][b];
       for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
       acc[g][b] = v;
     }
   }
+}
+
+// Lane b finishes batch row b0 + b of the warp's unit j.
+template <int G, int BT>
+__device__ __forceinline__ void finish_tile(const RecurrentStep& s, int d, std::int64_t b0,
+                                            std::int64_t j, int lane, const float (&acc)[G][BT]) {
 #pragma unroll
-  for (int b = 0; b < kBatchTile; ++b) {
+  for (int b = 0; b < BT; ++b) {
     if (lane == b && b0 + b < s.batch) {
       float x[4], rr[4];
       load_x(s, d, b0 + b, j, x);
@@ -166,16 +162,49 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
   }
 }
 
-template <typename W>
-cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream) {
+// grid (ceil(H / warps), D, ceil(B / BT)); h_prev of the tile is staged in shared memory.
+// Needs H % 4 == 0 (16-byte/8-byte vector loads of R rows).
+template <typename W, int G, int BT>
+__global__ void __launch_bounds__(kFusedWarps * 32)
+    fused_kernel(RecurrentStep s, const W* __restrict__ r) {
+  extern __shared__ float h_tile[];  // [BT][H]
+  const int d = blockIdx.y;
+  const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * BT;
+  const std::int64_t H = s.hidden;
+  for (std::int64_t i = threadIdx.x; i < BT * H; i += blockDim.x) {
+    const std::int64_t b = b0 + i / H;
+    h_tile[i] = b < s.batch ? s.h_prev[(d * s.batch + b) * H + i % H] : 0.0f;
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps + warp;
+  if (j >= H) return;
+  const W* unit_rows = r + (static_cast<std::int64_t>(d) * G * H + j) * H;
+  const W* rows[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) rows[g] = unit_rows + g * H * H;
+  float acc[G][BT];
+  unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
+  finish_tile<G, BT>(s, d, b0, j, lane, acc);
+}
+
+template <typename W, int G, int BT>
+void launch_fused_typed(const RecurrentStep& s, const W* r, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((s.hidden + kFusedWarps - 1) / kFusedWarps),
                   static_cast<unsigned>(s.directions),
-                  static_cast<unsigned>((s.batch + kBatchTile - 1) / kBatchTile));
-  const std::size_t shared = static_cast<std::size_t>(kBatchTile * s.hidden) * sizeof(float);
+                  static_cast<unsigned>((s.batch + BT - 1) / BT));
+  const std::size_t shared = static_cast<std::size_t>(BT * s.hidden) * sizeof(float);
+  fused_kernel<W, G, BT><<<grid, kFusedWarps * 32, shared, stream>>>(s, r);
+}
+
+template <typename W>
+cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream) {
   if (s.gates == 3) {
-    fused_kernel<W, 3><<<grid, kFusedWarps * 32, shared, stream>>>(s, r);
+    s.batch == 1 ? launch_fused_typed<W, 3, 1>(s, r, stream)
+                 : launch_fused_typed<W, 3, kBatchTile>(s, r, stream);
   } else {
-    fused_kernel<W, 4><<<grid, kFusedWarps * 32, shared, stream>>>(s, r);
+    s.batch == 1 ? launch_fused_typed<W, 4, 1>(s, r, stream)
+                 : launch_fused_typed<W, 4, kBatchTile>(s, r, stream);
   }
   return cudaGetLastError();
 }
@@ -203,88 +232,53 @@ __device__ __forceinline__ void grid_barrier(GridBarrier* barrier, unsigned bloc
   __syncthreads();
 }
 
-// kResident: the block first copies its units' rows of R (G x kFusedWarps x H) into shared
-// memory, after h_tile, and reads them from there every step: a step then reads only h from
-// L2, not the layer's whole recurrent weight.
-template <typename W, int G, bool kResident>
+// The first `resident_gates` gates of the block's units live in shared memory after h_tile
+// (copied once, [gate][warp][H]), so a step reads them from there and streams only the other
+// gates and h from L2. All G gates fit when the weights are FP16/BF16 at H = 1024 (16.8 MB over
+// 132 SMs); FP32 at that size keeps three of an LSTM's four.
+template <typename W, int G, int BT>
 __global__ void __launch_bounds__(kFusedWarps * 32)
     persistent_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
-                      GridBarrier* barrier) {
-  extern __shared__ float h_tile[];  // [kBatchTile][H], then (kResident) W [G][kFusedWarps][H]
+                      GridBarrier* barrier, int resident_gates) {
+  extern __shared__ float h_tile[];  // [BT][H], then W [resident_gates][kFusedWarps][H]
   const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
   const int d = blockIdx.y;
-  const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * kBatchTile;
+  const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * BT;
   const std::int64_t H = s.hidden;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps + warp;
+  const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps;
+  const std::int64_t j = j0 + warp;
   const bool active = j < H;  // no early return: every thread meets every barrier
-  const W* rows = r + (static_cast<std::int64_t>(d) * G * H + (active ? j : 0)) * H;
-  // Row g of this warp's unit sits g * row_step elements after `rows`.
-  std::int64_t row_step = H * H;
-  if constexpr (kResident) {
-    W* resident = reinterpret_cast<W*>(h_tile + kBatchTile * H);
-    const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps;
-    for (std::int64_t i = threadIdx.x; i < G * kFusedWarps * H; i += blockDim.x) {
-      const std::int64_t k = i % H;
-      const std::int64_t w = (i / H) % kFusedWarps;
-      const std::int64_t g = i / (H * kFusedWarps);
-      const std::int64_t unit = j0 + w;
-      resident[i] = unit < H ? r[((static_cast<std::int64_t>(d) * G + g) * H + unit) * H + k] : W{};
-    }
-    rows = resident + static_cast<std::int64_t>(warp) * H;
-    row_step = kFusedWarps * H;
-    __syncthreads();
+  W* resident = reinterpret_cast<W*>(h_tile + BT * H);
+  for (std::int64_t i = threadIdx.x; i < resident_gates * kFusedWarps * H; i += blockDim.x) {
+    const std::int64_t k = i % H;
+    const std::int64_t unit = j0 + (i / H) % kFusedWarps;
+    const std::int64_t g = i / (H * kFusedWarps);
+    resident[i] = unit < H ? r[((static_cast<std::int64_t>(d) * G + g) * H + unit) * H + k] : W{};
+  }
+  const W* unit_rows = r + (static_cast<std::int64_t>(d) * G * H + (active ? j : 0)) * H;
+  const W* rows[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    rows[g] = g < resident_gates
+                  ? resident + (static_cast<std::int64_t>(g) * kFusedWarps + warp) * H
+                  : unit_rows + g * H * H;
   }
   for (std::int64_t t = 0; t < s.seq; ++t) {
     s.step = static_cast<int>(t);
     s.h_prev = t % 2 == 0 ? h0 : h1;
     s.h_next = t % 2 == 0 ? h1 : h0;
-    for (std::int64_t i = threadIdx.x; i < kBatchTile * H; i += blockDim.x) {
+    for (std::int64_t i = threadIdx.x; i < BT * H; i += blockDim.x) {
       const std::int64_t b = b0 + i / H;
       h_tile[i] = b < s.batch ? __ldcg(s.h_prev + (d * s.batch + b) * H + i % H) : 0.0f;
     }
-    __syncthreads();
+    __syncthreads();  // also orders the resident copy before the first step's reads
     if (active) {
-      float acc[G][kBatchTile];
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-#pragma unroll
-        for (int b = 0; b < kBatchTile; ++b) acc[g][b] = 0.0f;
-      }
-      for (std::int64_t k = lane * 4; k < H; k += 128) {
-#pragma unroll
-        for (int g = 0; g < G; ++g) {
-          float w[4];
-          load4(rows + g * row_step + k, w);
-#pragma unroll
-          for (int b = 0; b < kBatchTile; ++b) {
-            const float* h = h_tile + b * H + k;
-            acc[g][b] += w[0] * h[0] + w[1] * h[1] + w[2] * h[2] + w[3] * h[3];
-          }
-        }
-      }
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-#pragma unroll
-        for (int b = 0; b < kBatchTile; ++b) {
-          float v = acc[g][b];
-          for (int offset = 16; offset > 0; offset >>= 1)
-            v += __shfl_xor_sync(0xffffffffu, v, offset);
-          acc[g][b] = v;
-        }
-      }
-#pragma unroll
-      for (int b = 0; b < kBatchTile; ++b) {
-        if (lane == b && b0 + b < s.batch) {
-          float x[4], rr[4];
-          load_x(s, d, b0 + b, j, x);
-#pragma unroll
-          for (int g = 0; g < G; ++g) rr[g] = acc[g][b];
-          // h_prev[state] is this thread's own write of the step before (or the initial
-          // state written before the launch), so the plain load in finish_unit is coherent.
-          finish_unit(s, d, b0 + b, j, x, rr);
-        }
-      }
+      float acc[G][BT];
+      unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
+      // h_prev[state] in finish_unit is this thread's own write of the step before (or the
+      // initial state written before the launch), so its plain load is coherent.
+      finish_tile<G, BT>(s, d, b0, j, lane, acc);
     }
     grid_barrier(barrier, blocks);
   }
@@ -307,20 +301,26 @@ cudaError_t resident_blocks(const void* kernel, std::size_t shared, long long* o
   return cudaSuccess;
 }
 
-template <typename W, int G>
+// VOXRT_CUDA_RESIDENT_GATES=N caps the gates kept in shared memory (tests use it to run the
+// partly resident and the streaming paths at small sizes); unset: as many as fit.
+int resident_gates_cap(int gates) {
+  const char* v = std::getenv("VOXRT_CUDA_RESIDENT_GATES");
+  if (!v || !*v) return gates;
+  const int n = std::atoi(v);
+  return n < 0 ? 0 : n > gates ? gates : n;
+}
+
+template <typename W, int G, int BT>
 cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h0, float* h1,
                                     GridBarrier* barrier, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((s.hidden + kFusedWarps - 1) / kFusedWarps),
                   static_cast<unsigned>(s.directions),
-                  static_cast<unsigned>((s.batch + kBatchTile - 1) / kBatchTile));
+                  static_cast<unsigned>((s.batch + BT - 1) / BT));
   const long long blocks = static_cast<long long>(grid.x) * grid.y * grid.z;
-  const std::size_t h_bytes = static_cast<std::size_t>(kBatchTile * s.hidden) * sizeof(float);
-  const std::size_t r_bytes =
-      static_cast<std::size_t>(G * kFusedWarps) * static_cast<std::size_t>(s.hidden) * sizeof(W);
-  // Every block must be resident at once (they wait for each other). Weights in shared memory
-  // when the grid still fits with them, else streamed from L2 each step; the launch is
-  // cooperative, which the driver refuses rather than deadlocks when the blocks would not fit.
-  const void* kernel = reinterpret_cast<const void*>(persistent_kernel<W, G, true>);
+  const std::size_t h_bytes = static_cast<std::size_t>(BT * s.hidden) * sizeof(float);
+  const std::size_t gate_bytes =
+      static_cast<std::size_t>(kFusedWarps) * static_cast<std::size_t>(s.hidden) * sizeof(W);
+  const void* kernel = reinterpret_cast<const void*>(persistent_kernel<W, G, BT>);
   // Above 48 KiB of shared memory a kernel must opt in; once per kernel and process, on the
   // first (eager) launch, so never inside a graph capture.
   static const cudaError_t opted_in = [kernel] {
@@ -333,30 +333,36 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
     return err;
   }();
   if (opted_in != cudaSuccess) return opted_in;
-  std::size_t shared = h_bytes + r_bytes;
-  long long fit = 0;
-  cudaError_t e = resident_blocks(kernel, shared, &fit);
-  if (e != cudaSuccess) return e;
-  if (blocks > fit) {
-    kernel = reinterpret_cast<const void*>(persistent_kernel<W, G, false>);
-    shared = h_bytes;
-    e = resident_blocks(kernel, shared, &fit);
+  // Every block must be resident at once (they wait for each other): as many gates in shared
+  // memory as still let the whole grid fit, down to none (all streamed from L2 every step). The
+  // launch is cooperative, which the driver refuses rather than deadlocks when it would not fit.
+  int resident_gates = resident_gates_cap(G);
+  std::size_t shared = 0;
+  for (;; --resident_gates) {
+    shared = h_bytes + static_cast<std::size_t>(resident_gates) * gate_bytes;
+    long long fit = 0;
+    const cudaError_t e = resident_blocks(kernel, shared, &fit);
     if (e != cudaSuccess) return e;
-    if (blocks > fit) return cudaErrorCooperativeLaunchTooLarge;
+    if (blocks <= fit) break;
+    if (resident_gates == 0) return cudaErrorCooperativeLaunchTooLarge;
   }
-  e = cudaMemsetAsync(barrier, 0, sizeof(GridBarrier), stream);
+  cudaError_t e = cudaMemsetAsync(barrier, 0, sizeof(GridBarrier), stream);
   if (e != cudaSuccess) return e;
   RecurrentStep step = s;
   const W* weights = r;
-  void* args[] = {&step, &weights, &h0, &h1, &barrier};
+  void* args[] = {&step, &weights, &h0, &h1, &barrier, &resident_gates};
   return cudaLaunchCooperativeKernel(kernel, grid, dim3(kFusedWarps * 32), args, shared, stream);
 }
 
 template <typename W>
 cudaError_t launch_persistent(const RecurrentStep& s, const W* r, float* h0, float* h1,
                               GridBarrier* barrier, cudaStream_t stream) {
-  return s.gates == 3 ? launch_persistent_typed<W, 3>(s, r, h0, h1, barrier, stream)
-                      : launch_persistent_typed<W, 4>(s, r, h0, h1, barrier, stream);
+  if (s.batch == 1) {
+    return s.gates == 3 ? launch_persistent_typed<W, 3, 1>(s, r, h0, h1, barrier, stream)
+                        : launch_persistent_typed<W, 4, 1>(s, r, h0, h1, barrier, stream);
+  }
+  return s.gates == 3 ? launch_persistent_typed<W, 3, kBatchTile>(s, r, h0, h1, barrier, stream)
+                      : launch_persistent_typed<W, 4, kBatchTile>(s, r, h0, h1, barrier, stream);
 }
 
 }  // namespace
