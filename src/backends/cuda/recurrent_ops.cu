@@ -3,6 +3,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "backends/cuda/cuda_ops.h"
@@ -44,15 +45,16 @@ __device__ __forceinline__ void store_low(void* out, LowType type, std::int64_t 
   }
 }
 
+// h_prev: this unit's previous state (the tile kernels have it in shared memory already).
 __device__ __forceinline__ void finish_unit(const RecurrentStep& s, int d, std::int64_t b,
-                                            std::int64_t j, const float* x, const float* r) {
+                                            std::int64_t j, const float* x, const float* r,
+                                            float h_prev) {
   const std::int64_t state = (d * s.batch + b) * s.hidden + j;
   const bool reverse = s.reverse_only || d == 1;
   const std::int64_t t = reverse ? s.seq - 1 - s.step : s.step;
   const float rbn = s.rbn ? s.rbn[d * s.hidden + j] : 0.0f;
   float c_dummy = 0.0f;
-  const float h =
-      cell_update(s.gates, x, r, s.h_prev[state], s.gates == 4 ? &s.c[state] : &c_dummy, rbn);
+  const float h = cell_update(s.gates, x, r, h_prev, s.gates == 4 ? &s.c[state] : &c_dummy, rbn);
   s.h_next[state] = h;
   if (s.y) s.y[((t * s.directions + d) * s.batch + b) * s.hidden + j] = h;
   if (s.h_next_low) store_low(s.h_next_low, s.low_type, state, h);
@@ -67,18 +69,20 @@ __device__ __forceinline__ void load_x(const RecurrentStep& s, int d, std::int64
   for (int g = 0; g < s.gates; ++g) x[g] = row[g * s.hidden + j];
 }
 
+// grid (ceil(H / block), rows): blockIdx.y walks the D*B (direction, batch) rows, so a thread
+// finds its unit without a 64-bit division (which costs ~100 instructions on the GPU).
 __global__ void gates_kernel(RecurrentStep s) {
-  const std::int64_t n = s.directions * s.batch * s.hidden;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t j = i % s.hidden;
-    const std::int64_t b = (i / s.hidden) % s.batch;
-    const int d = static_cast<int>(i / (s.hidden * s.batch));
+  const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j >= s.hidden) return;
+  const int rows = s.directions * static_cast<int>(s.batch);
+  for (int row = static_cast<int>(blockIdx.y); row < rows; row += static_cast<int>(gridDim.y)) {
+    const int d = row / static_cast<int>(s.batch);
+    const std::int64_t b = row % static_cast<int>(s.batch);
     float x[4], r[4];
     load_x(s, d, b, j, x);
     const float* hr = s.hr + (d * s.batch + b) * s.gates * s.hidden;
     for (int g = 0; g < s.gates; ++g) r[g] = hr[g * s.hidden + j];
-    finish_unit(s, d, b, j, x, r);
+    finish_unit(s, d, b, j, x, r, s.h_prev[(d * s.batch + b) * s.hidden + j]);
   }
 }
 
@@ -146,18 +150,48 @@ __device__ __forceinline__ void unit_matvec(const W* const (&rows)[G], const flo
   }
 }
 
-// Lane b finishes batch row b0 + b of the warp's unit j.
+// h_prev rows b0 .. b0 + BT - 1 of direction d into shared memory (zeros past the batch), as
+// float4 (H % 4 == 0). kCoherent: read past L1 (__ldcg), for h written by other blocks of the
+// same launch.
+template <int BT, bool kCoherent>
+__device__ __forceinline__ void stage_h(const RecurrentStep& s, int d, std::int64_t b0,
+                                        float* h_tile) {
+  const std::int64_t H = s.hidden;
+#pragma unroll
+  for (int b = 0; b < BT; ++b) {
+    const bool in_batch = b0 + b < s.batch;
+    const float* src = s.h_prev + (d * s.batch + b0 + b) * H;
+    for (std::int64_t k = threadIdx.x * 4; k < H; k += blockDim.x * 4) {
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (in_batch) {
+        const auto* p = reinterpret_cast<const float4*>(src + k);
+        v = kCoherent ? __ldcg(p) : *p;
+      }
+      *reinterpret_cast<float4*>(h_tile + b * H + k) = v;
+    }
+  }
+}
+
+// Lane b < BT loads the input projection of batch row b0 + b for unit j: issued before the
+// mat-vec, so its latency hides behind the h staging.
+template <int BT>
+__device__ __forceinline__ void prefetch_x(const RecurrentStep& s, int d, std::int64_t b0,
+                                           std::int64_t j, int lane, float (&x)[4]) {
+  if (lane < BT && b0 + lane < s.batch) load_x(s, d, b0 + lane, j, x);
+}
+
+// Lane b finishes batch row b0 + b of the warp's unit j (x: what prefetch_x loaded).
 template <int G, int BT>
 __device__ __forceinline__ void finish_tile(const RecurrentStep& s, int d, std::int64_t b0,
-                                            std::int64_t j, int lane, const float (&acc)[G][BT]) {
+                                            std::int64_t j, int lane, const float (&acc)[G][BT],
+                                            const float (&x)[4], const float* h_tile) {
 #pragma unroll
   for (int b = 0; b < BT; ++b) {
     if (lane == b && b0 + b < s.batch) {
-      float x[4], rr[4];
-      load_x(s, d, b0 + b, j, x);
+      float rr[4];
 #pragma unroll
       for (int g = 0; g < G; ++g) rr[g] = acc[g][b];
-      finish_unit(s, d, b0 + b, j, x, rr);
+      finish_unit(s, d, b0 + b, j, x, rr, h_tile[b * s.hidden + j]);
     }
   }
 }
@@ -171,13 +205,12 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
   const int d = blockIdx.y;
   const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * BT;
   const std::int64_t H = s.hidden;
-  for (std::int64_t i = threadIdx.x; i < BT * H; i += blockDim.x) {
-    const std::int64_t b = b0 + i / H;
-    h_tile[i] = b < s.batch ? s.h_prev[(d * s.batch + b) * H + i % H] : 0.0f;
-  }
-  __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps + warp;
+  float x[4] = {0.f, 0.f, 0.f, 0.f};
+  if (j < H) prefetch_x<BT>(s, d, b0, j, lane, x);
+  stage_h<BT, false>(s, d, b0, h_tile);
+  __syncthreads();
   if (j >= H) return;
   const W* unit_rows = r + (static_cast<std::int64_t>(d) * G * H + j) * H;
   const W* rows[G];
@@ -185,7 +218,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
   for (int g = 0; g < G; ++g) rows[g] = unit_rows + g * H * H;
   float acc[G][BT];
   unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
-  finish_tile<G, BT>(s, d, b0, j, lane, acc);
+  finish_tile<G, BT>(s, d, b0, j, lane, acc, x, h_tile);
 }
 
 template <typename W, int G, int BT>
@@ -250,11 +283,11 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
   const std::int64_t j = j0 + warp;
   const bool active = j < H;  // no early return: every thread meets every barrier
   W* resident = reinterpret_cast<W*>(h_tile + BT * H);
-  for (std::int64_t i = threadIdx.x; i < resident_gates * kFusedWarps * H; i += blockDim.x) {
-    const std::int64_t k = i % H;
-    const std::int64_t unit = j0 + (i / H) % kFusedWarps;
-    const std::int64_t g = i / (H * kFusedWarps);
-    resident[i] = unit < H ? r[((static_cast<std::int64_t>(d) * G + g) * H + unit) * H + k] : W{};
+  for (int row = 0; row < resident_gates * kFusedWarps; ++row) {
+    const std::int64_t unit = j0 + row % kFusedWarps;
+    const W* src = r + ((static_cast<std::int64_t>(d) * G + row / kFusedWarps) * H + unit) * H;
+    W* dst = resident + static_cast<std::int64_t>(row) * H;
+    for (std::int64_t k = threadIdx.x; k < H; k += blockDim.x) dst[k] = unit < H ? src[k] : W{};
   }
   const W* unit_rows = r + (static_cast<std::int64_t>(d) * G * H + (active ? j : 0)) * H;
   const W* rows[G];
@@ -268,17 +301,14 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
     s.step = static_cast<int>(t);
     s.h_prev = t % 2 == 0 ? h0 : h1;
     s.h_next = t % 2 == 0 ? h1 : h0;
-    for (std::int64_t i = threadIdx.x; i < BT * H; i += blockDim.x) {
-      const std::int64_t b = b0 + i / H;
-      h_tile[i] = b < s.batch ? __ldcg(s.h_prev + (d * s.batch + b) * H + i % H) : 0.0f;
-    }
+    float x[4] = {0.f, 0.f, 0.f, 0.f};
+    if (active) prefetch_x<BT>(s, d, b0, j, lane, x);
+    stage_h<BT, true>(s, d, b0, h_tile);
     __syncthreads();  // also orders the resident copy before the first step's reads
     if (active) {
       float acc[G][BT];
       unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
-      // h_prev[state] in finish_unit is this thread's own write of the step before (or the
-      // initial state written before the launch), so its plain load is coherent.
-      finish_tile<G, BT>(s, d, b0, j, lane, acc);
+      finish_tile<G, BT>(s, d, b0, j, lane, acc, x, h_tile);
     }
     grid_barrier(barrier, blocks);
   }
@@ -385,10 +415,11 @@ cudaError_t recurrent_persistent(const RecurrentStep& step, const void* r, LowTy
 }
 
 cudaError_t recurrent_gates(const RecurrentStep& step, cudaStream_t stream) {
-  const std::int64_t n = step.directions * step.batch * step.hidden;
-  if (n <= 0) return cudaSuccess;
-  std::int64_t blocks = (n + 255) / 256;
-  gates_kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(step);
+  const std::int64_t rows = step.directions * step.batch;
+  if (rows <= 0 || step.hidden <= 0) return cudaSuccess;
+  const dim3 grid(static_cast<unsigned>((step.hidden + 255) / 256),
+                  static_cast<unsigned>(std::min<std::int64_t>(rows, 65535)));
+  gates_kernel<<<grid, 256, 0, stream>>>(step);
   return cudaGetLastError();
 }
 
