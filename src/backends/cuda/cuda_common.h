@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -129,9 +130,12 @@ std::string recurrent_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node, TacticId tactic,
                                                             KernelBuildContext& build);
 
-// Dense tactics: 0 reference, 1.. the k-th cuBLASLt heuristic candidate.
+// Dense tactics: 0 reference, 1..4 the k-th cuBLASLt heuristic candidate, 5..6 the first
+// heuristic candidate that takes a split-K of 4 / 16 (for a few output tiles over a long K, as
+// in a batch-1 convolution whose GEMM is 32 x 4100 x 7393: few tiles leave most SMs idle).
 inline constexpr TacticId kGemmLtFirst = 1;
 inline constexpr int kGemmLtCandidates = 4;
+inline constexpr int kGemmLtSplitK[] = {4, 16};
 // Conv only: cuDNN (backends/cuda/cudnn_conv.h), listed when the cuDNN library loads.
 inline constexpr TacticId kConvCudnnHeuristic = 8;
 inline constexpr TacticId kConvCudnnImplicitGemm = 9;
@@ -156,7 +160,9 @@ struct LtGemmShape {
 };
 class LtGemm {
  public:
-  // candidate: index into the heuristic's list (clamped to the last one returned).
+  // candidate: index into the heuristic's list (clamped to the last one returned); from
+  // kGemmLtCandidates on, the split-K variants of kGemmLtSplitK (unsupported when no
+  // algorithm takes that split for this shape).
   static Expected<std::unique_ptr<LtGemm>> create(const LtGemmShape& shape, int candidate,
                                                   cublasLtHandle_t lt);
   ~LtGemm();
@@ -165,6 +171,8 @@ class LtGemm {
 
  private:
   LtGemm() = default;
+  static std::optional<cublasLtMatmulAlgo_t> with_split_k(cublasLtHandle_t lt, const LtGemm& gemm,
+                                                          cublasLtMatmulAlgo_t algo, int splits);
   LtGemmShape shape_;
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t x_ = nullptr, y_ = nullptr, d_ = nullptr;

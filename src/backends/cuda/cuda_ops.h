@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "backends/cuda/strided_copy.h"
@@ -150,12 +151,20 @@ cudaError_t recurrent_fused(const RecurrentStep& step, const void* r, LowType r_
 // meeting at a barrier between steps. Each block keeps its units' rows of r in shared memory for
 // as many gates as still let the whole grid be resident (VOXRT_CUDA_RESIDENT_GATES caps it). h0
 // holds the initial state, h1 is the other buffer; the final state ends in h0 when seq is even,
-// else h1 (as the per-step loop leaves it). `barrier` is device memory the launcher zeroes first.
+// else h1 (as the per-step loop leaves it). `barrier` is device memory of
+// grid_barrier_bytes(directions, batch) that the launcher zeroes first.
 // cudaErrorCooperativeLaunchTooLarge when the blocks cannot all be resident.
+//
+// The blocks of one (direction, batch tile) only read the h rows they write themselves, so each
+// such group meets at its own barrier: one arrival counter per group that only grows during a
+// launch (step t waits for (t + 1) * blocks-per-group arrivals), so a step needs one atomic and
+// no reset, and a group never waits for another direction or batch tile.
 struct GridBarrier {
-  unsigned count = 0;
-  unsigned generation = 0;
+  unsigned arrived = 0;
 };
+inline std::size_t grid_barrier_bytes(std::int64_t directions, std::int64_t batch) {
+  return sizeof(GridBarrier) * static_cast<std::size_t>(directions * batch);
+}
 cudaError_t recurrent_persistent(const RecurrentStep& step, const void* r, LowType r_type,
                                  float* h0, float* h1, GridBarrier* barrier, cudaStream_t stream);
 

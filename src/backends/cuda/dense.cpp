@@ -2,9 +2,9 @@
 // epilogue; other activations as one pointwise pass), and Conv / FusedConv as im2col + one
 // cuBLASLt GEMM over all images, the bias riding in the weight matrix (a ones row in the im2col
 // matrix), or through cuDNN (cudnn_conv.h). Tactic 0 is a naive float GEMM, the oracle;
-// tactics 1.. are cuBLASLt heuristic candidates, 8.. cuDNN algorithms (Conv only). FP16/BF16:
-// weights converted at load, activations converted per call (im2col writes the low type directly),
-// float accumulation and float outputs.
+// tactics 1..4 are cuBLASLt heuristic candidates, 5..6 split-K ones, 8.. cuDNN algorithms (Conv
+// only). FP16/BF16: weights converted at load, activations converted per call (im2col writes the
+// low type directly), float accumulation and float outputs.
 #include <algorithm>
 
 #include "backends/cuda/cuda_common.h"

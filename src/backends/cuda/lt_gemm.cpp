@@ -2,6 +2,8 @@
 // column-major [n, m] one, so D^T = opB(b)^T * opA(a)^T and the bias epilogue (per row of the
 // column-major D) is per column n of the row-major result.
 #include <algorithm>
+#include <iterator>
+#include <optional>
 
 #include "backends/cuda/cuda_common.h"
 
@@ -27,6 +29,43 @@ Status set_batch(cublasLtMatrixLayout_t layout, std::int64_t batch, std::int64_t
 }
 
 }  // namespace
+
+// `algo` with its K dimension split `splits` ways, when the algorithm allows it, the reduction
+// fits the workspace and cuBLASLt accepts the whole configuration for this GEMM.
+std::optional<cublasLtMatmulAlgo_t> LtGemm::with_split_k(cublasLtHandle_t lt, const LtGemm& gemm,
+                                                         cublasLtMatmulAlgo_t algo, int splits) {
+  std::int32_t supported = 0;
+  std::size_t written = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT, &supported,
+                                        sizeof(supported), &written) != CUBLAS_STATUS_SUCCESS ||
+      supported == 0)
+    return std::nullopt;
+  std::uint32_t schemes = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK, &schemes,
+                                        sizeof(schemes), &written) != CUBLAS_STATUS_SUCCESS)
+    return std::nullopt;
+  // Partial sums kept in FP32 (the compute type) first: FP16 runs then add in FP32 too.
+  for (const std::uint32_t scheme : {std::uint32_t{CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE},
+                                     std::uint32_t{CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE},
+                                     std::uint32_t{CUBLASLT_REDUCTION_SCHEME_INPLACE}}) {
+    if ((schemes & scheme) != scheme) continue;
+    cublasLtMatmulAlgo_t candidate = algo;
+    const std::int32_t split_count = splits;
+    if (cublasLtMatmulAlgoConfigSetAttribute(&candidate, CUBLASLT_ALGO_CONFIG_SPLITK_NUM,
+                                             &split_count,
+                                             sizeof(split_count)) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulAlgoConfigSetAttribute(&candidate, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME,
+                                             &scheme, sizeof(scheme)) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    cublasLtMatmulHeuristicResult_t checked{};
+    if (cublasLtMatmulAlgoCheck(lt, gemm.op_, gemm.x_, gemm.y_, gemm.d_, gemm.d_, &candidate,
+                                &checked) != CUBLAS_STATUS_SUCCESS ||
+        checked.workspaceSize > kLtWorkspaceBytes)
+      continue;
+    return candidate;
+  }
+  return std::nullopt;
+}
 
 LtGemm::~LtGemm() {
   if (d_) cublasLtMatrixLayoutDestroy(d_);
@@ -94,19 +133,36 @@ Expected<std::unique_ptr<LtGemm>> LtGemm::create(const LtGemmShape& s, int candi
   const std::uint64_t workspace = kLtWorkspaceBytes;
   cublasLtMatmulPreferenceSetAttribute(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                        &workspace, sizeof(workspace));
-  cublasLtMatmulHeuristicResult_t results[kGemmLtCandidates] = {};
+  // Split-K candidates search a longer list: the first heuristic choices on Hopper are often
+  // kernels that take no split-K setting.
+  const bool split_k = candidate >= kGemmLtCandidates;
+  constexpr int kSearched = 16;
+  cublasLtMatmulHeuristicResult_t results[kSearched] = {};
   int returned = 0;
-  const cublasStatus_t heuristic =
-      cublasLtMatmulAlgoGetHeuristic(lt, gemm->op_, gemm->x_, gemm->y_, gemm->d_, gemm->d_,
-                                     preference, kGemmLtCandidates, results, &returned);
+  const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(
+      lt, gemm->op_, gemm->x_, gemm->y_, gemm->d_, gemm->d_, preference,
+      split_k ? kSearched : kGemmLtCandidates, results, &returned);
   cublasLtMatmulPreferenceDestroy(preference);
   VOXRT_RETURN_IF_ERROR(cublas_status(heuristic, "cublasLtMatmulAlgoGetHeuristic"));
   if (returned <= 0) {
     return unsupported("cuBLASLt has no algorithm for a ", s.m, "x", s.n, "x", s.k, " GEMM (batch ",
                        s.batch, ")");
   }
-  gemm->algo_ = results[std::clamp(candidate, 0, returned - 1)].algo;
-  return gemm;
+  if (!split_k) {
+    gemm->algo_ = results[std::clamp(candidate, 0, returned - 1)].algo;
+    return gemm;
+  }
+  const int splits = kGemmLtSplitK[std::clamp(candidate - kGemmLtCandidates, 0,
+                                              static_cast<int>(std::size(kGemmLtSplitK)) - 1)];
+  if (s.k < 2 * splits) return unsupported("K = ", s.k, " is too short to split ", splits, " ways");
+  for (int i = 0; i < returned; ++i) {
+    if (auto algo = with_split_k(lt, *gemm, results[i].algo, splits)) {
+      gemm->algo_ = *algo;
+      return gemm;
+    }
+  }
+  return unsupported("none of the ", returned, " cuBLASLt algorithms for a ", s.m, "x", s.n, "x",
+                     s.k, " GEMM takes a split-K of ", splits);
 }
 
 Status LtGemm::run(const void* a, const void* b, float* d, const float* bias,

@@ -243,22 +243,17 @@ cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream
 }
 
 // Persistent tactic: the fused kernel's work for every time step in one launch. Between steps
-// the whole grid meets at a barrier (all blocks are resident: the launch is cooperative), so a
-// step costs its mat-vec and a barrier instead of a kernel launch; h_prev is read past L1
-// (__ldcg), since other blocks wrote it in the step before.
-__device__ __forceinline__ void grid_barrier(GridBarrier* barrier, unsigned blocks) {
+// the blocks of each (direction, batch tile) meet at their group's barrier (all blocks are
+// resident: the launch is cooperative), so a step costs its mat-vec and a barrier instead of a
+// kernel launch; h_prev is read past L1 (__ldcg), since other blocks wrote it in the step before.
+// `arrived` only grows: the t-th barrier of a group of n blocks waits for (t + 1) * n arrivals.
+__device__ __forceinline__ void group_barrier(unsigned* arrived, unsigned target) {
   __syncthreads();
   if (threadIdx.x == 0) {
-    volatile unsigned* generation = &barrier->generation;
-    const unsigned seen = *generation;
-    __threadfence();
-    if (atomicAdd(&barrier->count, 1u) == blocks - 1) {
-      atomicExch(&barrier->count, 0u);
-      __threadfence();
-      atomicAdd(&barrier->generation, 1u);
-    } else {
-      while (*generation == seen) {
-      }
+    __threadfence();  // this block's h writes before its arrival
+    atomicAdd(arrived, 1u);
+    const volatile unsigned* seen = arrived;
+    while (*seen < target) {
     }
     __threadfence();
   }
@@ -274,8 +269,8 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
     persistent_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
                       GridBarrier* barrier, int resident_gates) {
   extern __shared__ float h_tile[];  // [BT][H], then W [resident_gates][kFusedWarps][H]
-  const unsigned blocks = gridDim.x * gridDim.y * gridDim.z;
   const int d = blockIdx.y;
+  unsigned* arrived = &barrier[blockIdx.y * gridDim.z + blockIdx.z].arrived;
   const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * BT;
   const std::int64_t H = s.hidden;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -310,7 +305,8 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
       unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
       finish_tile<G, BT>(s, d, b0, j, lane, acc, x, h_tile);
     }
-    grid_barrier(barrier, blocks);
+    // The last step needs no barrier: the launch's end orders it before what reads h.
+    if (t + 1 < s.seq) group_barrier(arrived, static_cast<unsigned>(t + 1) * gridDim.x);
   }
 }
 
@@ -376,7 +372,7 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
     if (blocks <= fit) break;
     if (resident_gates == 0) return cudaErrorCooperativeLaunchTooLarge;
   }
-  cudaError_t e = cudaMemsetAsync(barrier, 0, sizeof(GridBarrier), stream);
+  cudaError_t e = cudaMemsetAsync(barrier, 0, sizeof(GridBarrier) * grid.y * grid.z, stream);
   if (e != cudaSuccess) return e;
   RecurrentStep step = s;
   const W* weights = r;

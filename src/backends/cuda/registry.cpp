@@ -1,4 +1,6 @@
 // The CUDA backend's one registration table: op family -> tactics and kernel factory.
+#include <iterator>
+
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_api.h"
 
@@ -25,6 +27,9 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
       std::vector<TacticInfo> tactics{{kReferenceTactic, "reference"}};
       for (int i = 0; i < kGemmLtCandidates; ++i)
         tactics.push_back({kGemmLtFirst + static_cast<TacticId>(i), str_cat("cublaslt_", i)});
+      for (std::size_t i = 0; i < std::size(kGemmLtSplitK); ++i)
+        tactics.push_back({kGemmLtFirst + static_cast<TacticId>(kGemmLtCandidates + i),
+                           str_cat("cublaslt_splitk", kGemmLtSplitK[i])});
       const bool conv = node.op == ir::OpKind::kConv || node.op == ir::OpKind::kFusedConv;
       if (conv && cudnn_api()) {
         tactics.push_back({kConvCudnnHeuristic, "cudnn_heuristic"});
