@@ -2,7 +2,9 @@
 // Lets GCC if-convert and vectorize the branch-free approximations in fast_math.h (it will not
 // speculate a possibly trapping float op otherwise); voxrt never reads FP exception flags. Set
 // before every include so that all inline functions of this file share one set of options.
+#if defined(__GNUC__) && !defined(__clang__)  // clang has no per-file optimize pragma
 #pragma GCC optimize("no-trapping-math")
+#endif
 // Reference: the scalar interpreter per element. Vectorized: blocks of kBlockElements, one
 // instruction at a time over whole blocks, so each instruction is a plain loop that vectorizes;
 // inputs read with stride 1 are used in place, broadcast ones are filled once per block.
