@@ -13,7 +13,10 @@ namespace voxrt::backends::cpu::elementwise {
 inline float fast_exp(float x) {
   constexpr float kMaxInput = 88.72283f;   // exp overflows above this
   constexpr float kMinInput = -87.33654f;  // below this the result is denormal; we return 0
-  const float clamped = x > kMaxInput ? kMaxInput : (x < kMinInput ? kMinInput : x);
+  // NaN goes through the polynomial as 0 (and comes out as NaN below): converting NaN to int
+  // is undefined behaviour (UBSan under clang reports it).
+  const float finite_or_zero = x != x ? 0.0f : x;
+  const float clamped = x > kMaxInput ? kMaxInput : (x < kMinInput ? kMinInput : finite_or_zero);
   const float scaled = clamped * 1.44269504088896341f;
   const auto n = static_cast<std::int32_t>(scaled + (scaled >= 0.0f ? 0.5f : -0.5f));
   const float fn = static_cast<float>(n);
