@@ -150,6 +150,74 @@ __device__ __forceinline__ void unit_matvec(const W* const (&rows)[G], const flo
   }
 }
 
+// Register-held gate: with kRegChunks > 0, lane `lane` keeps the elements k = lane * 4 + i * 128
+// (i < kRegChunks) of its unit's row of gate `reg_gate` in registers for the whole launch, the
+// same elements unit_matvec reads, so that gate is read neither from shared memory nor from L2.
+// It covers H <= kRegChunks * 128. A streaming multiprocessor has as many bytes of registers as of
+// shared memory, so an FP32 BiLSTM layer (33.5 MB of R) that does not fit in shared memory alone
+// (3 of its 4 gates do) fits in both together.
+constexpr int kRegisterChunks = 8;  // H <= 1024
+
+template <typename W, int kRegChunks>
+__device__ __forceinline__ void load_register_gate(const W* row, std::int64_t H, int lane,
+                                                   float (&reg)[kRegChunks][4]) {
+#pragma unroll
+  for (int i = 0; i < kRegChunks; ++i) {
+    const std::int64_t k = lane * 4 + i * 128;
+    if (row && k < H) {
+      load4(row + k, reg[i]);
+    } else {
+      reg[i][0] = reg[i][1] = reg[i][2] = reg[i][3] = 0.0f;
+    }
+  }
+}
+
+// unit_matvec with gate `reg_gate` taken from `reg` (rows[reg_gate] is not read); H <= 128 *
+// kRegChunks.
+template <typename W, int G, int BT, int kRegChunks>
+__device__ __forceinline__ void unit_matvec_register(const W* const (&rows)[G], int reg_gate,
+                                                     const float (&reg)[kRegChunks][4],
+                                                     const float* h_tile, std::int64_t H, int lane,
+                                                     float (&acc)[G][BT]) {
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int b = 0; b < BT; ++b) acc[g][b] = 0.0f;
+  }
+#pragma unroll
+  for (int i = 0; i < kRegChunks; ++i) {
+    const std::int64_t k = lane * 4 + i * 128;
+    if (k < H) {
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float w[4];
+        if (g == reg_gate) {
+          w[0] = reg[i][0];
+          w[1] = reg[i][1];
+          w[2] = reg[i][2];
+          w[3] = reg[i][3];
+        } else {
+          load4(rows[g] + k, w);
+        }
+#pragma unroll
+        for (int b = 0; b < BT; ++b) {
+          const float* h = h_tile + b * H + k;
+          acc[g][b] += w[0] * h[0] + w[1] * h[1] + w[2] * h[2] + w[3] * h[3];
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int b = 0; b < BT; ++b) {
+      float v = acc[g][b];
+      for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+      acc[g][b] = v;
+    }
+  }
+}
+
 // h_prev rows b0 .. b0 + BT - 1 of direction d into shared memory (zeros past the batch), as
 // float4 (H % 4 == 0). kCoherent: read past L1 (__ldcg), for h written by other blocks of the
 // same launch.
@@ -264,8 +332,10 @@ __device__ __forceinline__ void group_barrier(unsigned* arrived, unsigned target
 // (copied once, [gate][warp][H]), so a step reads them from there and streams only the other
 // gates and h from L2. All G gates fit when the weights are FP16/BF16 at H = 1024 (16.8 MB over
 // 132 SMs); FP32 at that size keeps three of an LSTM's four.
-template <typename W, int G, int BT>
-__global__ void __launch_bounds__(kFusedWarps * 32)
+// kRegChunks > 0: gate `resident_gates` (the first one not in shared memory) is held in
+// registers (unit_matvec_register); two blocks per SM are then asked of the register allocator.
+template <typename W, int G, int BT, int kRegChunks>
+__global__ void __launch_bounds__(kFusedWarps * 32, kRegChunks > 0 ? 2 : 1)
     persistent_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
                       GridBarrier* barrier, int resident_gates) {
   extern __shared__ float h_tile[];  // [BT][H], then W [resident_gates][kFusedWarps][H]
@@ -292,6 +362,12 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
                   ? resident + (static_cast<std::int64_t>(g) * kFusedWarps + warp) * H
                   : unit_rows + g * H * H;
   }
+  constexpr int kRegArray = kRegChunks > 0 ? kRegChunks : 1;
+  [[maybe_unused]] float reg[kRegArray][4];
+  if constexpr (kRegChunks > 0) {
+    load_register_gate<W, kRegArray>(
+        active && resident_gates < G ? unit_rows + resident_gates * H * H : nullptr, H, lane, reg);
+  }
   for (std::int64_t t = 0; t < s.seq; ++t) {
     s.step = static_cast<int>(t);
     s.h_prev = t % 2 == 0 ? h0 : h1;
@@ -302,7 +378,11 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
     __syncthreads();  // also orders the resident copy before the first step's reads
     if (active) {
       float acc[G][BT];
-      unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
+      if constexpr (kRegChunks > 0) {
+        unit_matvec_register<W, G, BT, kRegArray>(rows, resident_gates, reg, h_tile, H, lane, acc);
+      } else {
+        unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
+      }
       finish_tile<G, BT>(s, d, b0, j, lane, acc, x, h_tile);
     }
     // The last step needs no barrier: the launch's end orders it before what reads h.
@@ -336,6 +416,29 @@ int resident_gates_cap(int gates) {
   return n < 0 ? 0 : n > gates ? gates : n;
 }
 
+// VOXRT_CUDA_REGISTER_GATE=0 turns the register-held gate off (tests run both paths).
+bool register_gate_allowed() {
+  const char* v = std::getenv("VOXRT_CUDA_REGISTER_GATE");
+  return !(v && v[0] == '0');
+}
+
+// Above 48 KiB of shared memory a kernel must opt in; once per kernel and process, on the first
+// (eager) launch, so never inside a graph capture.
+template <typename W, int G, int BT, int kRegChunks>
+cudaError_t opt_in_shared_memory() {
+  static const cudaError_t opted_in = [] {
+    const void* kernel = reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegChunks>);
+    int device = 0, optin = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess)
+      err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err == cudaSuccess)
+      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+    return err;
+  }();
+  return opted_in;
+}
+
 template <typename W, int G, int BT>
 cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h0, float* h1,
                                     GridBarrier* barrier, cudaStream_t stream) {
@@ -346,33 +449,48 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
   const std::size_t h_bytes = static_cast<std::size_t>(BT * s.hidden) * sizeof(float);
   const std::size_t gate_bytes =
       static_cast<std::size_t>(kFusedWarps) * static_cast<std::size_t>(s.hidden) * sizeof(W);
-  const void* kernel = reinterpret_cast<const void*>(persistent_kernel<W, G, BT>);
-  // Above 48 KiB of shared memory a kernel must opt in; once per kernel and process, on the
-  // first (eager) launch, so never inside a graph capture.
-  static const cudaError_t opted_in = [kernel] {
-    int device = 0, optin = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess)
-      err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    if (err == cudaSuccess)
-      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-    return err;
-  }();
-  if (opted_in != cudaSuccess) return opted_in;
+  const void* streaming = reinterpret_cast<const void*>(persistent_kernel<W, G, BT, 0>);
+  cudaError_t e = opt_in_shared_memory<W, G, BT, 0>();
+  if (e != cudaSuccess) return e;
+  // The register-held gate at batch 1 only: with a batch tile of 4 the kernel already needs
+  // ~128 registers and the 32 more spilled (ptxas -v), which costs more than the gate saves.
+  const void* with_register_gate = nullptr;
+  if constexpr (BT == 1) {
+    with_register_gate =
+        reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegisterChunks>);
+    e = opt_in_shared_memory<W, G, BT, kRegisterChunks>();
+    if (e != cudaSuccess) return e;
+  }
+  const bool register_gate =
+      with_register_gate && register_gate_allowed() && s.hidden <= kRegisterChunks * 128;
   // Every block must be resident at once (they wait for each other): as many gates in shared
-  // memory as still let the whole grid fit, down to none (all streamed from L2 every step). The
-  // launch is cooperative, which the driver refuses rather than deadlocks when it would not fit.
+  // memory as still let the whole grid fit, down to none (all streamed from L2 every step), and
+  // below all of them the next gate in registers when the grid still fits with the register
+  // kernel. The launch is cooperative, which the driver refuses rather than deadlocks when it
+  // would not fit.
   int resident_gates = resident_gates_cap(G);
   std::size_t shared = 0;
+  const void* kernel = nullptr;
   for (;; --resident_gates) {
     shared = h_bytes + static_cast<std::size_t>(resident_gates) * gate_bytes;
     long long fit = 0;
-    const cudaError_t e = resident_blocks(kernel, shared, &fit);
+    if (register_gate && resident_gates < G) {
+      e = resident_blocks(with_register_gate, shared, &fit);
+      if (e != cudaSuccess) return e;
+      if (blocks <= fit) {
+        kernel = with_register_gate;
+        break;
+      }
+    }
+    e = resident_blocks(streaming, shared, &fit);
     if (e != cudaSuccess) return e;
-    if (blocks <= fit) break;
+    if (blocks <= fit) {
+      kernel = streaming;
+      break;
+    }
     if (resident_gates == 0) return cudaErrorCooperativeLaunchTooLarge;
   }
-  cudaError_t e = cudaMemsetAsync(barrier, 0, sizeof(GridBarrier) * grid.y * grid.z, stream);
+  e = cudaMemsetAsync(barrier, 0, sizeof(GridBarrier) * grid.y * grid.z, stream);
   if (e != cudaSuccess) return e;
   RecurrentStep step = s;
   const W* weights = r;
