@@ -505,25 +505,31 @@ TEST(CudaOps, RecurrentBatchOneAndPartlyResidentWeights) {
   }
   // Batch 1 with fewer than all gates resident takes the kernel that holds the next gate in
   // registers, unless VOXRT_CUDA_REGISTER_GATE=0: both run, and the batch-6 case (no register
-  // variant) with them.
-  for (const char* register_gate : {"1", "0"}) {
-    setenv("VOXRT_CUDA_REGISTER_GATE", register_gate, 1);
-    for (const char* cap : {"0", "1", "2"}) {
-      setenv("VOXRT_CUDA_RESIDENT_GATES", cap, 1);
-      for (Precision p : {Precision::kFp32, Precision::kFp16}) {
-        const std::string at =
-            str_cat(" (resident gates <= ", cap, ", register gate ", register_gate, ")");
-        check_all_tactics("LSTM bidirectional batch 1" + at,
-                          recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, true), p);
-        check_all_tactics("GRU forward batch 1" + at,
-                          recurrent_case(ir::OpKind::kGRU, "forward", 1, true), p);
-        check_all_tactics("GRU reverse batch 6" + at,
-                          recurrent_case(ir::OpKind::kGRU, "reverse", 6, false), p);
+  // variant) with them. The persistent blocks exchange h as tagged words unless
+  // VOXRT_CUDA_TAGGED_STATE=0 (arrival counters): both run; check_all_tactics replays the graph
+  // twice, so a tag left by the previous launch would show.
+  for (const char* tagged : {"1", "0"}) {
+    setenv("VOXRT_CUDA_TAGGED_STATE", tagged, 1);
+    for (const char* register_gate : {"1", "0"}) {
+      setenv("VOXRT_CUDA_REGISTER_GATE", register_gate, 1);
+      for (const char* cap : {"0", "1", "2"}) {
+        setenv("VOXRT_CUDA_RESIDENT_GATES", cap, 1);
+        for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+          const std::string at = str_cat(" (resident gates <= ", cap, ", register gate ",
+                                         register_gate, ", tagged state ", tagged, ")");
+          check_all_tactics("LSTM bidirectional batch 1" + at,
+                            recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, true), p);
+          check_all_tactics("GRU forward batch 1" + at,
+                            recurrent_case(ir::OpKind::kGRU, "forward", 1, true), p);
+          check_all_tactics("GRU reverse batch 6" + at,
+                            recurrent_case(ir::OpKind::kGRU, "reverse", 6, false), p);
+        }
       }
     }
   }
   unsetenv("VOXRT_CUDA_RESIDENT_GATES");
   unsetenv("VOXRT_CUDA_REGISTER_GATE");
+  unsetenv("VOXRT_CUDA_TAGGED_STATE");
 }
 
 // voxrt bench --device-time: one positive device time per run, and the session still gives the

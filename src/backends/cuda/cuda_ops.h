@@ -152,18 +152,35 @@ cudaError_t recurrent_fused(const RecurrentStep& step, const void* r, LowType r_
 // as many gates as still let the whole grid be resident (VOXRT_CUDA_RESIDENT_GATES caps it). h0
 // holds the initial state, h1 is the other buffer; the final state ends in h0 when seq is even,
 // else h1 (as the per-step loop leaves it). `barrier` is device memory of
-// grid_barrier_bytes(directions, batch) that the launcher zeroes first.
+// grid_barrier_bytes(directions, batch, hidden), 16-byte aligned, that the launcher zeroes first.
 // cudaErrorCooperativeLaunchTooLarge when the blocks cannot all be resident.
 //
 // The blocks of one (direction, batch tile) only read the h rows they write themselves, so each
 // such group meets at its own barrier: one arrival counter per group that only grows during a
 // launch (step t waits for (t + 1) * blocks-per-group arrivals), so a step needs one atomic and
 // no reset, and a group never waits for another direction or batch tile.
+//
+// By default (VOXRT_CUDA_TAGGED_STATE unset or not 0) the counters are not used between steps:
+// h travels in two buffers of 8-byte words [2][directions][batch][hidden] after them, each
+// word the value and the number of the step that wrote it, and a block waits for the words it
+// reads to carry the step it expects (a step then costs one pass through L2 instead of a fence,
+// an atomic and a poll before the read).
 struct GridBarrier {
   unsigned arrived = 0;
 };
-inline std::size_t grid_barrier_bytes(std::int64_t directions, std::int64_t batch) {
-  return sizeof(GridBarrier) * static_cast<std::size_t>(directions * batch);
+inline std::size_t grid_barrier_counter_bytes(std::int64_t directions, std::int64_t batch) {
+  const std::size_t bytes = sizeof(GridBarrier) * static_cast<std::size_t>(directions * batch);
+  return (bytes + 15) / 16 * 16;  // the tagged words are read 16 bytes at a time
+}
+inline std::size_t grid_barrier_bytes(std::int64_t directions, std::int64_t batch,
+                                      std::int64_t hidden) {
+  return grid_barrier_counter_bytes(directions, batch) +
+         2 * sizeof(unsigned long long) * static_cast<std::size_t>(directions * batch * hidden);
+}
+inline unsigned long long* tagged_state_words(GridBarrier* barrier, std::int64_t directions,
+                                              std::int64_t batch) {
+  return reinterpret_cast<unsigned long long*>(reinterpret_cast<char*>(barrier) +
+                                               grid_barrier_counter_bytes(directions, batch));
 }
 cudaError_t recurrent_persistent(const RecurrentStep& step, const void* r, LowType r_type,
                                  float* h0, float* h1, GridBarrier* barrier, cudaStream_t stream);

@@ -52,7 +52,7 @@ class RecurrentCall final : public CudaCall {
     scratch_.c = take(f(D * batch * H));
     scratch_.x_low = take(low ? f(seq * batch * spec.input_size) : 0);
     scratch_.h_low = take(low ? f(D * batch * H) : 0);
-    scratch_.barrier = take(align_up(ops::grid_barrier_bytes(D, batch)));
+    scratch_.barrier = take(align_up(ops::grid_barrier_bytes(D, batch, H)));
     scratch_.total = at;
   }
   std::size_t scratch_bytes() const override { return scratch_.total; }

@@ -46,7 +46,8 @@ __device__ __forceinline__ void store_low(void* out, LowType type, std::int64_t 
 }
 
 // h_prev: this unit's previous state (the tile kernels have it in shared memory already).
-__device__ __forceinline__ void finish_unit(const RecurrentStep& s, int d, std::int64_t b,
+// Returns the new h.
+__device__ __forceinline__ float finish_unit(const RecurrentStep& s, int d, std::int64_t b,
                                             std::int64_t j, const float* x, const float* r,
                                             float h_prev) {
   const std::int64_t state = (d * s.batch + b) * s.hidden + j;
@@ -58,6 +59,7 @@ __device__ __forceinline__ void finish_unit(const RecurrentStep& s, int d, std::
   s.h_next[state] = h;
   if (s.y) s.y[((t * s.directions + d) * s.batch + b) * s.hidden + j] = h;
   if (s.h_next_low) store_low(s.h_next_low, s.low_type, state, h);
+  return h;
 }
 
 __device__ __forceinline__ void load_x(const RecurrentStep& s, int d, std::int64_t b,
@@ -248,18 +250,82 @@ __device__ __forceinline__ void prefetch_x(const RecurrentStep& s, int d, std::i
   if (lane < BT && b0 + lane < s.batch) load_x(s, d, b0 + lane, j, x);
 }
 
-// Lane b finishes batch row b0 + b of the warp's unit j (x: what prefetch_x loaded).
+// Tagged state exchange of the persistent tactic: each element of h is one 8-byte word, the value
+// in the low half and the number of the step that wrote it in the high half, stored and loaded
+// as single morally strong (relaxed, GPU-scope) accesses. A reader that sees the tag it expects
+// has the value of that step, with no fence, no arrival counter and no second round trip through
+// L2 to learn that the writers are done: the data is its own flag.
+__device__ __forceinline__ void store_tagged(unsigned long long* p, float h, unsigned tag) {
+  const unsigned long long word =
+      (static_cast<unsigned long long>(tag) << 32) | __float_as_uint(h);
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(word) : "memory");
+}
+__device__ __forceinline__ ulonglong2 load_tagged_pair(const unsigned long long* p) {
+  ulonglong2 v;
+  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
+               : "=l"(v.x), "=l"(v.y)
+               : "l"(p)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ bool pair_has_tag(const ulonglong2& v, unsigned tag) {
+  return static_cast<unsigned>(v.x >> 32) == tag && static_cast<unsigned>(v.y >> 32) == tag;
+}
+
+// Lane b finishes batch row b0 + b of the warp's unit j (x: what prefetch_x loaded). With
+// `tagged_next`, the new h also goes there ([D][B][H] words) with tag `tag`.
 template <int G, int BT>
 __device__ __forceinline__ void finish_tile(const RecurrentStep& s, int d, std::int64_t b0,
                                             std::int64_t j, int lane, const float (&acc)[G][BT],
-                                            const float (&x)[4], const float* h_tile) {
+                                            const float (&x)[4], const float* h_tile,
+                                            unsigned long long* tagged_next = nullptr,
+                                            unsigned tag = 0) {
 #pragma unroll
   for (int b = 0; b < BT; ++b) {
     if (lane == b && b0 + b < s.batch) {
       float rr[4];
 #pragma unroll
       for (int g = 0; g < G; ++g) rr[g] = acc[g][b];
-      finish_unit(s, d, b0 + b, j, x, rr, h_tile[b * s.hidden + j]);
+      const float h = finish_unit(s, d, b0 + b, j, x, rr, h_tile[b * s.hidden + j]);
+      if (tagged_next) store_tagged(tagged_next + (d * s.batch + b0 + b) * s.hidden + j, h, tag);
+    }
+  }
+}
+
+// stage_h for the tagged exchange: rows b0 .. b0 + BT - 1 of direction d from `tagged`
+// ([D][B][H] words), waiting for each pair of elements until it carries `tag`. All of a
+// thread's loads are issued before the first wait (H <= blockDim.x * 2 * kPairs = 1024 per pass).
+template <int BT>
+__device__ __forceinline__ void stage_h_tagged(const RecurrentStep& s, int d, std::int64_t b0,
+                                               const unsigned long long* tagged, unsigned tag,
+                                               float* h_tile) {
+  constexpr int kPairs = 2;
+  const std::int64_t H = s.hidden;
+  const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * 2;
+#pragma unroll
+  for (int b = 0; b < BT; ++b) {
+    const bool in_batch = b0 + b < s.batch;
+    const unsigned long long* src = tagged + (d * s.batch + b0 + b) * H;
+    float* dst = h_tile + b * H;
+    for (std::int64_t k0 = threadIdx.x * 2; k0 < H; k0 += stride * kPairs) {
+      ulonglong2 v[kPairs];
+#pragma unroll
+      for (int i = 0; i < kPairs; ++i) {
+        const std::int64_t k = k0 + i * stride;
+        if (in_batch && k < H) v[i] = load_tagged_pair(src + k);
+      }
+#pragma unroll
+      for (int i = 0; i < kPairs; ++i) {
+        const std::int64_t k = k0 + i * stride;
+        if (k >= H) continue;
+        if (!in_batch) {
+          dst[k] = dst[k + 1] = 0.0f;
+          continue;
+        }
+        while (!pair_has_tag(v[i], tag)) v[i] = load_tagged_pair(src + k);
+        dst[k] = __uint_as_float(static_cast<unsigned>(v[i].x));
+        dst[k + 1] = __uint_as_float(static_cast<unsigned>(v[i].y));
+      }
     }
   }
 }
@@ -337,7 +403,7 @@ __device__ __forceinline__ void group_barrier(unsigned* arrived, unsigned target
 template <typename W, int G, int BT, int kRegChunks>
 __global__ void __launch_bounds__(kFusedWarps * 32, kRegChunks > 0 ? 2 : 1)
     persistent_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
-                      GridBarrier* barrier, int resident_gates) {
+                      GridBarrier* barrier, unsigned long long* tagged, int resident_gates) {
   extern __shared__ float h_tile[];  // [BT][H], then W [resident_gates][kFusedWarps][H]
   const int d = blockIdx.y;
   unsigned* arrived = &barrier[blockIdx.y * gridDim.z + blockIdx.z].arrived;
@@ -368,13 +434,25 @@ __global__ void __launch_bounds__(kFusedWarps * 32, kRegChunks > 0 ? 2 : 1)
     load_register_gate<W, kRegArray>(
         active && resident_gates < G ? unit_rows + resident_gates * H * H : nullptr, H, lane, reg);
   }
+  // Tagged exchange: buffer t % 2 holds the h that step t reads, tagged t + 1; the initial
+  // state (tag 1) is published by the warps that own its units, as their later steps will be.
+  const std::int64_t words = static_cast<std::int64_t>(s.directions) * s.batch * H;
+  if (tagged && active && lane < BT && b0 + lane < s.batch) {
+    const std::int64_t state = (d * s.batch + b0 + lane) * H + j;
+    store_tagged(tagged + state, h0[state], 1u);
+  }
   for (std::int64_t t = 0; t < s.seq; ++t) {
     s.step = static_cast<int>(t);
     s.h_prev = t % 2 == 0 ? h0 : h1;
     s.h_next = t % 2 == 0 ? h1 : h0;
+    const unsigned tag = static_cast<unsigned>(t) + 1u;
     float x[4] = {0.f, 0.f, 0.f, 0.f};
     if (active) prefetch_x<BT>(s, d, b0, j, lane, x);
-    stage_h<BT, true>(s, d, b0, h_tile);
+    if (tagged) {
+      stage_h_tagged<BT>(s, d, b0, tagged + (t % 2) * words, tag, h_tile);
+    } else {
+      stage_h<BT, true>(s, d, b0, h_tile);
+    }
     __syncthreads();  // also orders the resident copy before the first step's reads
     if (active) {
       float acc[G][BT];
@@ -383,10 +461,21 @@ __global__ void __launch_bounds__(kFusedWarps * 32, kRegChunks > 0 ? 2 : 1)
       } else {
         unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
       }
-      finish_tile<G, BT>(s, d, b0, j, lane, acc, x, h_tile);
+      finish_tile<G, BT>(s, d, b0, j, lane, acc, x, h_tile,
+                         tagged ? tagged + ((t + 1) % 2) * words : nullptr, tag + 1u);
     }
-    // The last step needs no barrier: the launch's end orders it before what reads h.
-    if (t + 1 < s.seq) group_barrier(arrived, static_cast<unsigned>(t + 1) * gridDim.x);
+    // The last step needs no barrier: the launch's end orders it before what reads h. With the
+    // tagged exchange the next step's loads wait for their data; the block only has to finish
+    // reading h_tile before it is overwritten. Buffer (t + 1) % 2 is free to overwrite: its
+    // readers (step t - 1) are done, since this block has seen every unit of step t - 1's output,
+    // which each writer produced after its own reads.
+    if (t + 1 < s.seq) {
+      if (tagged) {
+        __syncthreads();
+      } else {
+        group_barrier(arrived, static_cast<unsigned>(t + 1) * gridDim.x);
+      }
+    }
   }
 }
 
@@ -419,6 +508,13 @@ int resident_gates_cap(int gates) {
 // VOXRT_CUDA_REGISTER_GATE=0 turns the register-held gate off (tests run both paths).
 bool register_gate_allowed() {
   const char* v = std::getenv("VOXRT_CUDA_REGISTER_GATE");
+  return !(v && v[0] == '0');
+}
+
+// VOXRT_CUDA_TAGGED_STATE=0: the blocks meet at the arrival counters between steps instead of
+// waiting on the tagged state words (kept to compare the two and as a fallback).
+bool tagged_state_allowed() {
+  const char* v = std::getenv("VOXRT_CUDA_TAGGED_STATE");
   return !(v && v[0] == '0');
 }
 
@@ -490,11 +586,19 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
     }
     if (resident_gates == 0) return cudaErrorCooperativeLaunchTooLarge;
   }
-  e = cudaMemsetAsync(barrier, 0, sizeof(GridBarrier) * grid.y * grid.z, stream);
+  // One memset clears the counters and both tagged buffers (a tag left by the previous launch
+  // would otherwise be taken for this one's).
+  const bool use_tags = tagged_state_allowed();
+  e = cudaMemsetAsync(barrier, 0,
+                      use_tags ? grid_barrier_bytes(s.directions, s.batch, s.hidden)
+                               : sizeof(GridBarrier) * grid.y * grid.z,
+                      stream);
   if (e != cudaSuccess) return e;
   RecurrentStep step = s;
   const W* weights = r;
-  void* args[] = {&step, &weights, &h0, &h1, &barrier, &resident_gates};
+  unsigned long long* tagged =
+      use_tags ? tagged_state_words(barrier, s.directions, s.batch) : nullptr;
+  void* args[] = {&step, &weights, &h0, &h1, &barrier, &tagged, &resident_gates};
   return cudaLaunchCooperativeKernel(kernel, grid, dim3(kFusedWarps * 32), args, shared, stream);
 }
 
