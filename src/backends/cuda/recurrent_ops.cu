@@ -48,8 +48,8 @@ __device__ __forceinline__ void store_low(void* out, LowType type, std::int64_t 
 // h_prev: this unit's previous state (the tile kernels have it in shared memory already).
 // Returns the new h.
 __device__ __forceinline__ float finish_unit(const RecurrentStep& s, int d, std::int64_t b,
-                                            std::int64_t j, const float* x, const float* r,
-                                            float h_prev) {
+                                             std::int64_t j, const float* x, const float* r,
+                                             float h_prev) {
   const std::int64_t state = (d * s.batch + b) * s.hidden + j;
   const bool reverse = s.reverse_only || d == 1;
   const std::int64_t t = reverse ? s.seq - 1 - s.step : s.step;
@@ -256,8 +256,7 @@ __device__ __forceinline__ void prefetch_x(const RecurrentStep& s, int d, std::i
 // has the value of that step, with no fence, no arrival counter and no second round trip through
 // L2 to learn that the writers are done: the data is its own flag.
 __device__ __forceinline__ void store_tagged(unsigned long long* p, float h, unsigned tag) {
-  const unsigned long long word =
-      (static_cast<unsigned long long>(tag) << 32) | __float_as_uint(h);
+  const unsigned long long word = (static_cast<unsigned long long>(tag) << 32) | __float_as_uint(h);
   asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(word) : "memory");
 }
 __device__ __forceinline__ ulonglong2 load_tagged_pair(const unsigned long long* p) {
