@@ -333,6 +333,75 @@ TEST(CudaOps, DataMovement) {
       Precision::kFp32);
 }
 
+// Slices that are one contiguous run of their input become views at an offset (no copy): of a
+// graph input, of an intermediate, chained, as a graph output, and next to ones that must copy.
+TEST(CudaOps, ContiguousSlicesAreViewsAtAnOffset) {
+  REQUIRE_CUDA_DEVICE();
+  check_all_tactics(
+      "aliased Slice",
+      [](ir::Graph& g, std::mt19937& rng) {
+        std::vector<Tensor> ins;
+        ir::Value* x = input(g, ins, "x", random_tensor({5, 2, 6}, rng));
+        auto slice = [&](const std::string& name, ir::Value* from, std::vector<std::int64_t> b,
+                         std::vector<std::int64_t> e, std::vector<std::int64_t> axes) {
+          ir::Value* y = out(g, name);
+          node(g, ir::OpKind::kSlice, name,
+               {from, i64s(g, name + "_starts", std::move(b)),
+                i64s(g, name + "_ends", std::move(e)), i64s(g, name + "_axes", std::move(axes))},
+               {y});
+          return y;
+        };
+        ir::Value* layer3 = slice("layer3", x, {3}, {4}, {0});  // [1,2,6] view
+        ir::Value* row = slice("row", layer3, {1}, {2}, {1});   // [1,1,6] view of a view
+        ir::Value* cols = slice("cols", x, {2}, {5}, {2});      // [5,2,3] copy
+        ir::Value* doubled = out(g, "doubled");
+        node(g, ir::OpKind::kAdd, "double", {x, x}, {doubled});
+        ir::Value* tail = slice("tail", doubled, {-2}, {100}, {0});  // [2,2,6] view
+        ir::Value* sum = out(g, "sum");
+        node(g, ir::OpKind::kAdd, "sum", {layer3, row}, {sum});  // broadcast [1,2,6]
+        g.outputs = {sum, row, cols, tail};
+        return ins;
+      },
+      Precision::kFp32);
+}
+
+// Concats whose parts are contiguous runs of the output are written in place by the parts'
+// producers: parts that are also graph outputs or viewed, next to Concats that must copy (along
+// an inner axis, a part used twice, a graph input as a part).
+TEST(CudaOps, ConcatPartsWrittenInPlace) {
+  REQUIRE_CUDA_DEVICE();
+  check_all_tactics(
+      "in-place Concat",
+      [](ir::Graph& g, std::mt19937& rng) {
+        std::vector<Tensor> ins;
+        ir::Value* x = input(g, ins, "x", random_tensor({1, 2, 3}, rng));
+        ir::Value* y = input(g, ins, "y", random_tensor({2, 2, 3}, rng));
+        auto unary = [&](ir::OpKind op, const std::string& name, ir::Value* from) {
+          ir::Value* v = out(g, name);
+          node(g, op, name, {from}, {v});
+          return v;
+        };
+        auto concat = [&](const std::string& name, std::vector<ir::Value*> parts,
+                          std::int64_t axis) {
+          ir::Value* v = out(g, name);
+          node(g, ir::OpKind::kConcat, name, std::move(parts), {v})->attrs.set("axis", axis);
+          return v;
+        };
+        ir::Value* a = unary(ir::OpKind::kRelu, "a", x);     // [1,2,3]
+        ir::Value* b = unary(ir::OpKind::kTanh, "b", y);     // [2,2,3]
+        ir::Value* c = unary(ir::OpKind::kSigmoid, "c", x);  // [1,2,3]
+        ir::Value* c_flat = out(g, "c_flat");
+        node(g, ir::OpKind::kReshape, "c_flat", {c, i64s(g, "flat", {6})}, {c_flat});
+        ir::Value* stacked = concat("stacked", {a, b, c}, 0);     // in place [4,2,3]
+        ir::Value* inner = concat("inner", {y, b}, 2);            // copies [2,2,6]
+        ir::Value* twice = concat("twice", {c_flat, c_flat}, 0);  // copies [12]
+        ir::Value* with_input = concat("with_input", {x, a}, 0);  // copies [2,2,3]
+        g.outputs = {stacked, b, c_flat, inner, twice, with_input};
+        return ins;
+      },
+      Precision::kFp32);
+}
+
 TEST(CudaOps, SoftmaxAndLayerNorm) {
   REQUIRE_CUDA_DEVICE();
   check_all_tactics(

@@ -64,6 +64,15 @@ ops::StridedCopy slice_copy(const Dims& in, const Dims& out, std::span<const std
   return c;
 }
 
+std::optional<std::int64_t> contiguous_source_offset(const ops::StridedCopy& copy) {
+  if (copy.out_offset != 0) return std::nullopt;
+  for (int d = 0; d < copy.rank; ++d) {
+    if (copy.dims[d] == 0) return std::nullopt;  // nothing to alias
+    if (copy.dims[d] > 1 && copy.in_strides[d] != copy.out_strides[d]) return std::nullopt;
+  }
+  return copy.in_offset;
+}
+
 std::vector<PartCopy> concat_split_copies(bool concat, const Dims& whole,
                                           std::span<const Dims> parts, std::int64_t axis_in) {
   const auto axis = static_cast<std::size_t>(normalize_axis(axis_in, whole.size()));
@@ -86,6 +95,22 @@ std::vector<PartCopy> concat_split_copies(bool concat, const Dims& whole,
     if (element_count(part) > 0) copies.push_back(c);
   }
   return copies;
+}
+
+std::optional<std::vector<std::int64_t>> concat_parts_in_place(const Dims& whole,
+                                                               std::span<const Dims> parts,
+                                                               std::int64_t axis) {
+  const std::vector<PartCopy> copies = concat_split_copies(true, whole, parts, axis);
+  if (copies.size() != parts.size()) return std::nullopt;  // an empty part
+  std::vector<std::int64_t> offsets;
+  for (const PartCopy& pc : copies) {
+    const ops::StridedCopy& c = pc.copy;
+    for (int d = 0; d < c.rank; ++d) {
+      if (c.dims[d] > 1 && c.in_strides[d] != c.out_strides[d]) return std::nullopt;
+    }
+    offsets.push_back(c.out_offset);
+  }
+  return offsets;
 }
 
 ops::StridedCopy expand_copy(const Dims& in, const Dims& out) {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -34,6 +35,18 @@ struct PartCopy {
 };
 std::vector<PartCopy> concat_split_copies(bool concat, const Dims& whole,
                                           std::span<const Dims> parts, std::int64_t axis);
+
+// When the copy's output is one contiguous run of its input (every axis of extent > 1 keeps the
+// output's contiguous stride, as in a Slice of whole rows along the outermost sliced axis), the
+// run's first input element; the executor then aliases the output instead of copying it.
+std::optional<std::int64_t> contiguous_source_offset(const ops::StridedCopy& copy);
+
+// When every part of a Concat is one contiguous run of the whole (the axes before `axis` have
+// extent 1 in the whole, as for stacked per-layer states), each part's first element in the
+// whole; the executor then lets the parts' producers write there and copies nothing.
+std::optional<std::vector<std::int64_t>> concat_parts_in_place(const Dims& whole,
+                                                               std::span<const Dims> parts,
+                                                               std::int64_t axis);
 
 // Expand (numpy broadcast of `in` to `out`).
 ops::StridedCopy expand_copy(const Dims& in, const Dims& out);

@@ -105,6 +105,19 @@ class CudaKernel {
   virtual Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> inputs,
                                                       std::span<const DevTensor> outputs,
                                                       cublasLtHandle_t lt) const = 0;
+  // For these shapes, is the output a contiguous run of input 0? Then the element where the
+  // run starts: the executor makes the output a view at that offset and runs nothing (a Slice
+  // of whole rows, such as one layer's state out of a stacked h0).
+  virtual std::optional<std::int64_t> aliases_input(const Dims& /*in*/, const Dims& /*out*/) const {
+    return std::nullopt;
+  }
+  // For these shapes, can every input be written straight into the output? Then each input's
+  // first element in the output: the executor places the inputs there and runs nothing (a
+  // Concat of per-layer states along the outermost axis).
+  virtual std::optional<std::vector<std::int64_t>> places_inputs_in_output(
+      std::span<const Dims> /*in*/, const Dims& /*out*/) const {
+    return std::nullopt;
+  }
 };
 
 // Tactic ids per family (append only; 0 = the reference kernel of that family).
@@ -140,6 +153,13 @@ inline constexpr int kGemmLtSplitK[] = {4, 16};
 inline constexpr TacticId kConvCudnnHeuristic = 8;
 inline constexpr TacticId kConvCudnnImplicitGemm = 9;
 inline constexpr TacticId kConvCudnnImplicitPrecompGemm = 10;
+inline constexpr TacticId kConvCudnnGemm = 11;
+inline constexpr TacticId kConvCudnnFftTiling = 12;         // not for strict FP32
+inline constexpr TacticId kConvCudnnWinogradNonfused = 13;  // not for strict FP32
+// The same in NHWC (FP16/BF16 only): x transposed on its conversion, w stored KRSC.
+inline constexpr TacticId kConvCudnnNhwcHeuristic = 14;
+inline constexpr TacticId kConvCudnnNhwcImplicitGemm = 15;
+inline constexpr TacticId kConvCudnnNhwcImplicitPrecompGemm = 16;
 // Recurrent tactics.
 inline constexpr TacticId kRecurrentLt = 1;          // cuBLASLt recurrent GEMM + gate kernel
 inline constexpr TacticId kRecurrentFused = 2;       // fused mat-vec + gates, one launch per step

@@ -90,6 +90,17 @@ cudaError_t bias_activation(const void* y, LowType y_type, const float* bias, st
                             std::int64_t positions, std::int64_t n, UnaryOp op, float alpha,
                             float beta, float* out, cudaStream_t stream);
 
+// in [N, C, P] float -> out [N, P, C] in `type` (the NHWC input of a cuDNN convolution).
+cudaError_t convert_nchw_to_nhwc(const float* in, void* out, LowType type, std::int64_t batch,
+                                 std::int64_t channels, std::int64_t positions,
+                                 cudaStream_t stream);
+// out [N, C, P] float = op(y + bias[c]) for y [N, P, C] in `y_type` (an NHWC cuDNN result);
+// bias may be null. y must not alias out.
+cudaError_t nhwc_bias_activation(const void* y, LowType y_type, const float* bias,
+                                 std::int64_t batch, std::int64_t channels, std::int64_t positions,
+                                 UnaryOp op, float alpha, float beta, float* out,
+                                 cudaStream_t stream);
+
 // Reference GEMM (tactic 0, the oracle): for each batch entry,
 // d[m, n] = sum_k opA(a)[m, k] * opB(b)[k, n] + bias[n]; row-major; strides in elements, 0 =
 // broadcast over the batch; float everywhere.

@@ -20,6 +20,18 @@ cudnnDataType_t cudnn_type(ops::LowType type) {
   return CUDNN_DATA_FLOAT;
 }
 
+cudnnConvolutionFwdAlgo_t fixed_algorithm(CudnnConvAlgo algo) {
+  switch (algo) {
+    case CudnnConvAlgo::kImplicitGemm: return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    case CudnnConvAlgo::kGemm: return CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
+    case CudnnConvAlgo::kFftTiling: return CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
+    case CudnnConvAlgo::kWinogradNonfused: return CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
+    case CudnnConvAlgo::kHeuristic:
+    case CudnnConvAlgo::kImplicitPrecompGemm: break;
+  }
+  return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+}
+
 class CudnnConvCall final : public CudaCall {
  public:
   CudnnConvCall(const CudnnApi& api, const CudnnConvShape& shape, const void* weight,
@@ -42,17 +54,20 @@ class CudnnConvCall final : public CudaCall {
     // shared between threads.
     VOXRT_RETURN_IF_ERROR(check(api_.create(&handle_), "cudnnCreate"));
     const cudnnDataType_t type = cudnn_type(s.data_type);
+    if (s.nhwc && s.data_type == ops::LowType::kF32)
+      return unsupported("cuDNN NHWC tactics are for FP16/BF16 data only");
+    const cudnnTensorFormat_t format = s.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     auto i = [](std::int64_t v) { return static_cast<int>(v); };
     VOXRT_RETURN_IF_ERROR(check(api_.create_tensor(&x_), "cudnnCreateTensorDescriptor"));
-    VOXRT_RETURN_IF_ERROR(check(api_.set_tensor_4d(x_, CUDNN_TENSOR_NCHW, type, i(s.batch),
-                                                   i(s.channels), i(s.height), i(s.width)),
-                                "cudnnSetTensor4dDescriptor(x)"));
+    VOXRT_RETURN_IF_ERROR(check(
+        api_.set_tensor_4d(x_, format, type, i(s.batch), i(s.channels), i(s.height), i(s.width)),
+        "cudnnSetTensor4dDescriptor(x)"));
     VOXRT_RETURN_IF_ERROR(check(api_.create_tensor(&y_), "cudnnCreateTensorDescriptor"));
-    VOXRT_RETURN_IF_ERROR(check(api_.set_tensor_4d(y_, CUDNN_TENSOR_NCHW, type, i(s.batch),
-                                                   i(s.out_channels), i(s.out_h), i(s.out_w)),
-                                "cudnnSetTensor4dDescriptor(y)"));
+    VOXRT_RETURN_IF_ERROR(check(
+        api_.set_tensor_4d(y_, format, type, i(s.batch), i(s.out_channels), i(s.out_h), i(s.out_w)),
+        "cudnnSetTensor4dDescriptor(y)"));
     VOXRT_RETURN_IF_ERROR(check(api_.create_filter(&w_), "cudnnCreateFilterDescriptor"));
-    VOXRT_RETURN_IF_ERROR(check(api_.set_filter_4d(w_, type, CUDNN_TENSOR_NCHW, i(s.out_channels),
+    VOXRT_RETURN_IF_ERROR(check(api_.set_filter_4d(w_, type, format, i(s.out_channels),
                                                    i(s.channels), i(s.kernel_h), i(s.kernel_w)),
                                 "cudnnSetFilter4dDescriptor"));
     VOXRT_RETURN_IF_ERROR(
@@ -86,9 +101,13 @@ class CudnnConvCall final : public CudaCall {
       }
       if (!found) return unsupported("cuDNN's heuristic has no algorithm for this convolution");
     } else {
-      algo_ = algo == CudnnConvAlgo::kImplicitGemm
-                  ? CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
-                  : CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      const bool transform =
+          algo == CudnnConvAlgo::kFftTiling || algo == CudnnConvAlgo::kWinogradNonfused;
+      // FFT and Winograd change the arithmetic (transform-domain products), so their error is
+      // not that of an FP32 convolution.
+      if (transform && strict_f32)
+        return unsupported("cuDNN FFT/Winograd algorithms are not offered for strict FP32");
+      algo_ = fixed_algorithm(algo);
     }
     VOXRT_RETURN_IF_ERROR(
         check(api_.get_forward_workspace_size(handle_, x_, w_, conv_, y_, algo_, &workspace_bytes_),
@@ -121,7 +140,12 @@ class CudnnConvCall final : public CudaCall {
     char* scratch = static_cast<char*>(context.scratch);
     const bool low = shape_.data_type != ops::LowType::kF32;
     const void* x = in[0].data;
-    if (low) {
+    if (shape_.nhwc) {
+      VOXRT_CUDA_TRY(ops::convert_nchw_to_nhwc(in[0].as<const float>(), scratch, shape_.data_type,
+                                               shape_.batch, shape_.channels,
+                                               shape_.height * shape_.width, context.stream));
+      x = scratch;
+    } else if (low) {
       VOXRT_CUDA_TRY(ops::convert_from_f32(in[0].as<const float>(), scratch, shape_.data_type,
                                            in_elements(), context.stream));
       x = scratch;
@@ -135,7 +159,12 @@ class CudnnConvCall final : public CudaCall {
                                               workspace_bytes_ ? workspace : nullptr,
                                               workspace_bytes_, &zero, y_, y),
                      "cudnnConvolutionForward"));
-    if (low || epilogue_.bias || epilogue_.op != ops::UnaryOp::kIdentity) {
+    if (shape_.nhwc) {
+      VOXRT_CUDA_TRY(ops::nhwc_bias_activation(y, shape_.data_type, epilogue_.bias, shape_.batch,
+                                               shape_.out_channels, shape_.out_h * shape_.out_w,
+                                               epilogue_.op, epilogue_.alpha, epilogue_.beta,
+                                               out[0].as<float>(), context.stream));
+    } else if (low || epilogue_.bias || epilogue_.op != ops::UnaryOp::kIdentity) {
       VOXRT_CUDA_TRY(ops::bias_activation(y, shape_.data_type, epilogue_.bias, shape_.out_channels,
                                           shape_.out_h * shape_.out_w, out_elements(), epilogue_.op,
                                           epilogue_.alpha, epilogue_.beta, out[0].as<float>(),

@@ -18,12 +18,19 @@ struct CudnnConvShape {
   // Type of x, w and y inside the call (x is converted from float, y back to float).
   ops::LowType data_type = ops::LowType::kF32;
   bool tf32 = false;  // float data: allow TF32 tensor cores
+  // FP16/BF16 only: x, w and y inside the call are NHWC (KRSC for w), the layout Hopper's
+  // tensor-core convolutions want. x is transposed on its conversion from float and y on its
+  // way back, through shared memory, so the NCHW graph sees no difference.
+  bool nhwc = false;
 };
 
 enum class CudnnConvAlgo {
-  kHeuristic,           // cuDNN's own first choice for the shape
-  kImplicitGemm,        // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
-  kImplicitPrecompGemm  // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+  kHeuristic,            // cuDNN's own first choice for the shape
+  kImplicitGemm,         // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM
+  kImplicitPrecompGemm,  // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
+  kGemm,                 // CUDNN_CONVOLUTION_FWD_ALGO_GEMM (explicit im2col in the workspace)
+  kFftTiling,            // CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING (not for strict FP32)
+  kWinogradNonfused      // CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED (not for strict FP32)
 };
 
 struct ConvEpilogue {
@@ -32,7 +39,8 @@ struct ConvEpilogue {
   float alpha = 0.0f, beta = 0.0f;
 };
 
-// weight: [out_channels, channels, kernel_h, kernel_w] on the device in shape.data_type.
+// weight: [out_channels, channels, kernel_h, kernel_w] on the device in shape.data_type, or
+// [out_channels, kernel_h, kernel_w, channels] when shape.nhwc.
 // Unsupported status when cuDNN is not loaded or does not take the shape with `algo`.
 Expected<std::unique_ptr<CudaCall>> make_cudnn_conv_call(const CudnnConvShape& shape,
                                                          CudnnConvAlgo algo, const void* weight,

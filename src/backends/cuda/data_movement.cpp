@@ -78,6 +78,10 @@ class SliceKernel final : public CudaKernel {
     c.copy = slice_copy(in[0].dims, out[0].dims, starts_, axes_, steps_);
     return make_copy_call({c});
   }
+  std::optional<std::int64_t> aliases_input(const Dims& in, const Dims& out) const override {
+    if (in.size() > static_cast<std::size_t>(ops::kMaxRank)) return std::nullopt;
+    return contiguous_source_offset(slice_copy(in, out, starts_, axes_, steps_));
+  }
 
  private:
   std::vector<std::int64_t> starts_, axes_, steps_;
@@ -112,6 +116,13 @@ class ConcatSplitKernel final : public CudaKernel {
       copies.push_back(c);
     }
     return make_copy_call(std::move(copies));
+  }
+  std::optional<std::vector<std::int64_t>> places_inputs_in_output(std::span<const Dims> in,
+                                                                   const Dims& out) const override {
+    if (!concat_) return std::nullopt;
+    for (const Dims& part : in)
+      if (part.size() != out.size()) return std::nullopt;
+    return concat_parts_in_place(out, in, axis_);
   }
 
  private:

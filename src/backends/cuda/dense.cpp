@@ -6,6 +6,8 @@
 // only). FP16/BF16: weights converted at load, activations converted per call (im2col writes the
 // low type directly), float accumulation and float outputs.
 #include <algorithm>
+#include <span>
+#include <vector>
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_conv.h"
@@ -217,8 +219,36 @@ struct ConvAttrs {
 };
 
 bool is_cudnn_tactic(TacticId tactic) {
-  return tactic == kConvCudnnHeuristic || tactic == kConvCudnnImplicitGemm ||
-         tactic == kConvCudnnImplicitPrecompGemm;
+  return tactic >= kConvCudnnHeuristic && tactic <= kConvCudnnNhwcImplicitPrecompGemm;
+}
+bool is_nhwc_tactic(TacticId tactic) {
+  return tactic >= kConvCudnnNhwcHeuristic && tactic <= kConvCudnnNhwcImplicitPrecompGemm;
+}
+CudnnConvAlgo cudnn_algo(TacticId tactic) {
+  switch (tactic) {
+    case kConvCudnnImplicitGemm:
+    case kConvCudnnNhwcImplicitGemm: return CudnnConvAlgo::kImplicitGemm;
+    case kConvCudnnImplicitPrecompGemm:
+    case kConvCudnnNhwcImplicitPrecompGemm: return CudnnConvAlgo::kImplicitPrecompGemm;
+    case kConvCudnnGemm: return CudnnConvAlgo::kGemm;
+    case kConvCudnnFftTiling: return CudnnConvAlgo::kFftTiling;
+    case kConvCudnnWinogradNonfused: return CudnnConvAlgo::kWinogradNonfused;
+    default: break;
+  }
+  return CudnnConvAlgo::kHeuristic;
+}
+
+// [OC, C, K...] -> [OC, K..., C] (cuDNN's KRSC filter for NHWC data).
+std::vector<float> filter_to_channels_last(std::span<const float> w, std::int64_t out_channels,
+                                           std::int64_t channels) {
+  const std::int64_t window = static_cast<std::int64_t>(w.size()) / (out_channels * channels);
+  std::vector<float> out(w.size());
+  for (std::int64_t oc = 0; oc < out_channels; ++oc)
+    for (std::int64_t c = 0; c < channels; ++c)
+      for (std::int64_t k = 0; k < window; ++k)
+        out[static_cast<std::size_t>((oc * window + k) * channels + c)] =
+            w[static_cast<std::size_t>((oc * channels + c) * window + k)];
+  return out;
 }
 
 class ConvCall final : public CudaCall {
@@ -377,11 +407,8 @@ class ConvKernel final : public CudaKernel {
       epilogue.alpha = act_.alpha;
       epilogue.beta = act_.beta;
     }
-    const CudnnConvAlgo algo = tactic_ == kConvCudnnHeuristic ? CudnnConvAlgo::kHeuristic
-                               : tactic_ == kConvCudnnImplicitGemm
-                                   ? CudnnConvAlgo::kImplicitGemm
-                                   : CudnnConvAlgo::kImplicitPrecompGemm;
-    return make_cudnn_conv_call(s, algo, weight_, epilogue);
+    s.nhwc = is_nhwc_tactic(tactic_);
+    return make_cudnn_conv_call(s, cudnn_algo(tactic_), weight_, epilogue);
   }
 
   TacticId tactic_;
@@ -459,8 +486,14 @@ Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, Ta
     const std::int64_t patch = w.element_count() / out_channels;
     const bool has_bias = node.input(2) != nullptr;
     if (is_cudnn_tactic(tactic)) {
-      VOXRT_ASSIGN_OR_RETURN(void* weight,
-                             build.upload_f32(w.span<float>(), low_type_for(build.precision())));
+      const std::vector<float> channels_last =
+          is_nhwc_tactic(tactic) ? filter_to_channels_last(w.span<float>(), out_channels, w.dim(1))
+                                 : std::vector<float>();
+      VOXRT_ASSIGN_OR_RETURN(
+          void* weight,
+          build.upload_f32(channels_last.empty() ? std::span<const float>(w.span<float>())
+                                                 : std::span<const float>(channels_last),
+                           low_type_for(build.precision())));
       const float* bias = nullptr;
       if (has_bias) {
         std::vector<float> b(static_cast<std::size_t>(out_channels));

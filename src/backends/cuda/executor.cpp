@@ -39,6 +39,8 @@ struct ShapePlan {
   std::vector<DevTensor> values;                 // per value id
   std::vector<std::int64_t> arena_offset;        // per value id; -1: constant or omitted
   std::vector<std::unique_ptr<CudaCall>> calls;  // per step; null for views
+  // Per step: the output is a view into input 0 for this plan's shapes (no call).
+  std::vector<bool> aliased;
   std::vector<std::vector<DevTensor>> step_in, step_out;
   std::size_t arena_bytes = 0, scratch_bytes = 0, pinned_bytes = 0;
   std::vector<std::size_t> input_pinned, output_pinned;
@@ -512,11 +514,15 @@ class CudaSession final : public DeviceSession {
       plan->values[v] = DevTensor{nullptr, inputs[i].dtype(), inputs[i].dims()};
       known[v] = true;
     }
-    // Storage root of each value (views share their input's storage).
+    // Storage root of each value (views share their input's storage), and where in the root's
+    // storage the value starts (non-zero for a Slice that is a contiguous run of its input).
     std::vector<int> root(value_count);
     for (std::size_t i = 0; i < value_count; ++i) root[i] = static_cast<int>(i);
+    std::vector<std::size_t> root_shift(value_count, 0);
+    plan->aliased.assign(exe_.steps_.size(), false);
     const int steps = static_cast<int>(exe_.steps_.size());
-    for (const auto& step : exe_.steps_) {
+    for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
+      const auto& step = exe_.steps_[s];
       std::vector<ir::ValueInfo> infos(step.inputs.size());
       for (std::size_t i = 0; i < step.inputs.size(); ++i) {
         const int v = step.inputs[i];
@@ -543,9 +549,27 @@ class CudaSession final : public DeviceSession {
         }
         plan->values[static_cast<std::size_t>(v)] = DevTensor{nullptr, inferred[i].dtype, *dims};
         known[static_cast<std::size_t>(v)] = true;
-        if (step.view && i == 0)
-          root[static_cast<std::size_t>(v)] = root[static_cast<std::size_t>(step.inputs[0])];
+        if (step.view && i == 0) {
+          const auto in0 = static_cast<std::size_t>(step.inputs[0]);
+          root[static_cast<std::size_t>(v)] = root[in0];
+          root_shift[static_cast<std::size_t>(v)] = root_shift[in0];
+        }
       }
+      if (!step.view && step.kernel && step.outputs.size() == 1 && step.outputs[0] >= 0 &&
+          !step.inputs.empty() && step.inputs[0] >= 0) {
+        const auto in0 = static_cast<std::size_t>(step.inputs[0]);
+        const auto out0 = static_cast<std::size_t>(step.outputs[0]);
+        const DevTensor& source = plan->values[in0];
+        if (source.dtype == plan->values[out0].dtype) {
+          if (auto first = step.kernel->aliases_input(source.dims, plan->values[out0].dims)) {
+            plan->aliased[s] = true;
+            root[out0] = root[in0];
+            root_shift[out0] =
+                root_shift[in0] + static_cast<std::size_t>(*first) * dtype_size_bytes(source.dtype);
+          }
+        }
+      }
+      if (!plan->aliased[s]) place_concat_parts(s, *plan, root, root_shift);
     }
     // Liveness of each arena root: [first, last] over step positions (inputs at -1, outputs
     // live to the end).
@@ -594,12 +618,17 @@ class CudaSession final : public DeviceSession {
     }
     std::vector<std::int64_t> root_offset(value_count, -1);
     for (const Block& b : blocks) root_offset[b.root] = static_cast<std::int64_t>(b.offset);
-    for (std::size_t v = 0; v < value_count; ++v)
-      plan->arena_offset[v] = root_offset[static_cast<std::size_t>(root[v])];
+    for (std::size_t v = 0; v < value_count; ++v) {
+      const std::int64_t at = root_offset[static_cast<std::size_t>(root[v])];
+      plan->arena_offset[v] = at < 0 ? at : at + static_cast<std::int64_t>(root_shift[v]);
+    }
     // Constants viewed by a view op: the view aliases the device constant.
     for (std::size_t v = 0; v < value_count; ++v) {
       const auto r = static_cast<std::size_t>(root[v]);
-      if (r != v && exe_.host_constant_[r]) plan->values[v].data = exe_.device_constant_[r];
+      if (r != v && exe_.host_constant_[r])
+        plan->values[v].data = exe_.device_constant_[r]
+                                   ? static_cast<char*>(exe_.device_constant_[r]) + root_shift[v]
+                                   : nullptr;
     }
     // Prepared calls.
     plan->calls.resize(exe_.steps_.size());
@@ -608,7 +637,7 @@ class CudaSession final : public DeviceSession {
     plan->step_out.resize(exe_.steps_.size());
     for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
       const auto& step = exe_.steps_[s];
-      if (step.view) continue;
+      if (step.view || plan->aliased[s]) continue;
       fill_step(*plan, s);
       auto call = step.kernel->prepare(plan->step_in[s], plan->step_out[s], lt_);
       if (!call && tolerant) {
@@ -630,6 +659,47 @@ class CudaSession final : public DeviceSession {
     }
     plan->pinned_bytes = pinned;
     return plan;
+  }
+
+  // A Concat whose parts are contiguous runs of its output: re-root each part (and every view
+  // of it) into the output's storage, so the parts' producers write the output and the Concat
+  // runs nothing. A part must be computed by a kernel (not a graph input, constant or a view of
+  // other storage) and appear once.
+  void place_concat_parts(std::size_t s, ShapePlan& plan, std::vector<int>& root,
+                          std::vector<std::size_t>& root_shift) const {
+    const auto& step = exe_.steps_[s];
+    if (step.view || !step.kernel || step.outputs.size() != 1 || step.outputs[0] < 0 ||
+        step.inputs.size() < 2)
+      return;
+    const auto whole = static_cast<std::size_t>(step.outputs[0]);
+    if (root[whole] != step.outputs[0]) return;
+    std::vector<Dims> parts;
+    for (std::size_t i = 0; i < step.inputs.size(); ++i) {
+      const int p = step.inputs[i];
+      if (p < 0) return;
+      const auto pu = static_cast<std::size_t>(p);
+      if (root[pu] != p || exe_.host_constant_[pu] ||
+          plan.values[pu].dtype != plan.values[whole].dtype)
+        return;
+      for (int input : exe_.input_ids_)
+        if (input == p) return;
+      for (std::size_t j = 0; j < i; ++j)
+        if (step.inputs[j] == p) return;
+      parts.push_back(plan.values[pu].dims);
+    }
+    const auto offsets = step.kernel->places_inputs_in_output(parts, plan.values[whole].dims);
+    if (!offsets) return;
+    const std::size_t element_bytes = dtype_size_bytes(plan.values[whole].dtype);
+    for (std::size_t i = 0; i < step.inputs.size(); ++i) {
+      const int p = step.inputs[i];
+      const std::size_t shift = static_cast<std::size_t>((*offsets)[i]) * element_bytes;
+      for (std::size_t v = 0; v < root.size(); ++v) {
+        if (root[v] != p) continue;
+        root[v] = static_cast<int>(whole);
+        root_shift[v] += shift;
+      }
+    }
+    plan.aliased[s] = true;
   }
 
   void fill_step(ShapePlan& plan, std::size_t s) {

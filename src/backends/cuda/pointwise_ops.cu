@@ -252,6 +252,62 @@ __global__ void bias_activation_kernel(const T* y, const float* bias, std::int64
   }
 }
 
+// NCHW <-> NHWC through a 32 x 32 tile in shared memory, so that both the read and the write of
+// a warp are contiguous (a plain per-element kernel would make one of them a stride-C gather).
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;  // threads per tile column; each thread moves kTile / kTileRows
+
+// in [N, C, P] float -> out [N, P, C] in T.
+template <typename T>
+__global__ void nchw_to_nhwc_kernel(const float* in, T* out, std::int64_t channels,
+                                    std::int64_t positions) {
+  __shared__ float tile[kTile][kTile + 1];  // +1: no bank conflicts on the transposed read
+  const std::int64_t n = blockIdx.z;
+  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * kTile;
+  const std::int64_t p0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
+  const float* src = in + n * channels * positions;
+  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+    const std::int64_t c = c0 + j, p = p0 + threadIdx.x;
+    if (c < channels && p < positions) tile[j][threadIdx.x] = src[c * positions + p];
+  }
+  __syncthreads();
+  T* dst = out + n * channels * positions;
+  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+    const std::int64_t p = p0 + j, c = c0 + threadIdx.x;
+    if (c < channels && p < positions) dst[p * channels + c] = from_float<T>(tile[threadIdx.x][j]);
+  }
+}
+
+// y [N, P, C] in T -> out [N, C, P] float, with op(y + bias[c]) on the way.
+template <typename T>
+__global__ void nhwc_bias_activation_kernel(const T* y, const float* bias, std::int64_t channels,
+                                            std::int64_t positions, UnaryOp op, float alpha,
+                                            float beta, float* out) {
+  __shared__ float tile[kTile][kTile + 1];
+  const std::int64_t n = blockIdx.z;
+  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * kTile;
+  const std::int64_t p0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
+  const T* src = y + n * channels * positions;
+  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+    const std::int64_t p = p0 + j, c = c0 + threadIdx.x;
+    if (c < channels && p < positions) tile[j][threadIdx.x] = to_float(src[p * channels + c]);
+  }
+  __syncthreads();
+  float* dst = out + n * channels * positions;
+  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+    const std::int64_t c = c0 + j, p = p0 + threadIdx.x;
+    if (c < channels && p < positions) {
+      const float v = tile[threadIdx.x][j] + (bias ? bias[c] : 0.0f);
+      dst[c * positions + p] = apply_unary(op, v, alpha, beta);
+    }
+  }
+}
+
+dim3 transpose_grid(std::int64_t batch, std::int64_t channels, std::int64_t positions) {
+  return dim3(static_cast<unsigned>((positions + kTile - 1) / kTile),
+              static_cast<unsigned>((channels + kTile - 1) / kTile), static_cast<unsigned>(batch));
+}
+
 template <typename T>
 __global__ void im2col_kernel(Im2Col s, const float* x, T* col) {
   const std::int64_t positions = s.out_h * s.out_w;
@@ -279,45 +335,86 @@ __global__ void im2col_kernel(Im2Col s, const float* x, T* col) {
   }
 }
 
-// The fast form: one grid row (blockIdx.y) per col row, so the patch offsets (c, kh, kw) are
-// computed once per block and each thread only splits its column into image, oh and ow, in 32-bit
-// arithmetic. Consecutive threads write consecutive columns and read consecutive iw: both sides
-// coalesce. The general kernel above does six 64-bit divisions per element instead, which made
-// it compute-bound (7 ms for the 1.2 GB col matrix of DS2's conv2 at batch 256 on an H200).
-template <typename T>
-__global__ void im2col_rows_kernel(Im2Col s, const float* x, T* col, int columns, int patch_rows) {
-  const int row = static_cast<int>(blockIdx.y);
-  T* out = col + static_cast<std::int64_t>(row) * s.row_stride;
-  const int step = static_cast<int>(gridDim.x * blockDim.x);
-  const int first = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (row >= patch_rows) {
-    const T v = from_float<T>(row == patch_rows && s.ones_row ? 1.0f : 0.0f);
-    for (int i = first; i < columns; i += step) out[i] = v;
-    return;
+// The fast form: each block owns a tile of col rows x columns sized to about kIm2ColTile
+// elements, so a short image (a batch-1 streaming chunk has 328 columns against 7,392 rows) does
+// not become one tiny block per row (14,784 blocks of 328 elements took 30 us on an H200). A
+// thread splits each of its columns into image, oh and ow once, then walks the block's rows with
+// the patch offsets (c, kh, kw) stepped incrementally: no division in the inner loop, 32-bit
+// arithmetic. Consecutive threads write consecutive columns of a row and read consecutive iw:
+// both sides coalesce. The general kernel above does six 64-bit divisions per element instead,
+// which made it compute-bound (7 ms for the 1.2 GB col matrix of DS2's conv2 at batch 256).
+constexpr int kIm2ColTile = 8192;
+
+struct Im2ColTiling {
+  int cols_per_block = 0, rows_per_block = 0;
+  dim3 grid;
+};
+
+Im2ColTiling im2col_tiling(std::int64_t columns, std::int64_t k_rows) {
+  Im2ColTiling t;
+  if (columns >= kIm2ColTile) {
+    t.cols_per_block = kIm2ColTile;
+    t.rows_per_block = 1;
+  } else {
+    t.cols_per_block = static_cast<int>(columns);
+    // Enough rows per block to fill it, but still about one wave of blocks (132 SMs x 8 blocks
+    // of 256 threads on an H200) so that every SM has loads in flight.
+    constexpr std::int64_t kWaveBlocks = 1056;
+    t.rows_per_block = static_cast<int>(
+        std::clamp<std::int64_t>(std::min(kIm2ColTile / columns, k_rows / kWaveBlocks), 1, 64));
   }
+  t.grid = dim3(static_cast<unsigned>((columns + t.cols_per_block - 1) / t.cols_per_block),
+                static_cast<unsigned>((k_rows + t.rows_per_block - 1) / t.rows_per_block));
+  return t;
+}
+
+template <typename T>
+__global__ void im2col_rows_kernel(Im2Col s, const float* x, T* col, int columns, int patch_rows,
+                                   int cols_per_block, int rows_per_block) {
+  const int row_begin = static_cast<int>(blockIdx.y) * rows_per_block;
+  const int row_end = min(static_cast<int>(s.k_rows), row_begin + rows_per_block);
+  const int col_begin = static_cast<int>(blockIdx.x) * cols_per_block;
+  const int col_end = min(columns, col_begin + cols_per_block);
   const int kernel_w = static_cast<int>(s.kernel_w), kernel_h = static_cast<int>(s.kernel_h);
-  const int kw = row % kernel_w;
-  const int kh = (row / kernel_w) % kernel_h;
-  const int c = row / (kernel_w * kernel_h);
   const int out_w = static_cast<int>(s.out_w);
   const int positions = static_cast<int>(s.out_h) * out_w;
   const int height = static_cast<int>(s.height), width = static_cast<int>(s.width);
-  const int ih0 = kh * static_cast<int>(s.dilation_h) - static_cast<int>(s.pad_top);
-  const int iw0 = kw * static_cast<int>(s.dilation_w) - static_cast<int>(s.pad_left);
-  const int stride_h = static_cast<int>(s.stride_h), stride_w = static_cast<int>(s.stride_w);
+  const int plane = height * width;
+  const int dilation_h = static_cast<int>(s.dilation_h),
+            dilation_w = static_cast<int>(s.dilation_w);
   const std::int64_t image_stride = s.channels * s.height * s.width;
-  const float* channel = x + static_cast<std::int64_t>(c) * height * width;
-  for (int i = first; i < columns; i += step) {
+  // The first row's patch offsets, once per thread.
+  const int kw0 = row_begin % kernel_w;
+  const int kh0 = (row_begin / kernel_w) % kernel_h;
+  const int c0 = row_begin / (kernel_w * kernel_h);
+  for (int i = col_begin + static_cast<int>(threadIdx.x); i < col_end;
+       i += static_cast<int>(blockDim.x)) {
     const int b = i / positions;
     const int p = i - b * positions;
     const int oh = p / out_w;
     const int ow = p - oh * out_w;
-    const int ih = oh * stride_h + ih0;
-    const int iw = ow * stride_w + iw0;
-    float v = 0.0f;
-    if (ih >= 0 && ih < height && iw >= 0 && iw < width)
-      v = channel[b * image_stride + static_cast<std::int64_t>(ih) * width + iw];
-    out[i] = from_float<T>(v);
+    const int ih_base = oh * static_cast<int>(s.stride_h) - static_cast<int>(s.pad_top);
+    const int iw_base = ow * static_cast<int>(s.stride_w) - static_cast<int>(s.pad_left);
+    const float* image = x + b * image_stride;
+    int kw = kw0, kh = kh0, c = c0;
+    for (int row = row_begin; row < row_end; ++row) {
+      float v = 0.0f;
+      if (row < patch_rows) {
+        const int ih = ih_base + kh * dilation_h;
+        const int iw = iw_base + kw * dilation_w;
+        if (ih >= 0 && ih < height && iw >= 0 && iw < width) v = image[c * plane + ih * width + iw];
+      } else if (row == patch_rows && s.ones_row) {
+        v = 1.0f;
+      }
+      col[static_cast<std::int64_t>(row) * s.row_stride + i] = from_float<T>(v);
+      if (++kw == kernel_w) {
+        kw = 0;
+        if (++kh == kernel_h) {
+          kh = 0;
+          ++c;
+        }
+      }
+    }
   }
 }
 
@@ -496,6 +593,55 @@ cudaError_t bias_activation(const void* y, LowType y_type, const float* bias, st
   return cudaGetLastError();
 }
 
+cudaError_t convert_nchw_to_nhwc(const float* in, void* out, LowType type, std::int64_t batch,
+                                 std::int64_t channels, std::int64_t positions,
+                                 cudaStream_t stream) {
+  if (batch * channels * positions <= 0) return cudaSuccess;
+  if (batch > 65535) return cudaErrorInvalidValue;  // grid z
+  const dim3 grid = transpose_grid(batch, channels, positions);
+  const dim3 block(kTile, kTileRows);
+  switch (type) {
+    case LowType::kF32:
+      nchw_to_nhwc_kernel<<<grid, block, 0, stream>>>(in, static_cast<float*>(out), channels,
+                                                      positions);
+      break;
+    case LowType::kF16:
+      nchw_to_nhwc_kernel<<<grid, block, 0, stream>>>(in, static_cast<__half*>(out), channels,
+                                                      positions);
+      break;
+    case LowType::kBF16:
+      nchw_to_nhwc_kernel<<<grid, block, 0, stream>>>(in, static_cast<__nv_bfloat16*>(out),
+                                                      channels, positions);
+      break;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t nhwc_bias_activation(const void* y, LowType y_type, const float* bias,
+                                 std::int64_t batch, std::int64_t channels, std::int64_t positions,
+                                 UnaryOp op, float alpha, float beta, float* out,
+                                 cudaStream_t stream) {
+  if (batch * channels * positions <= 0) return cudaSuccess;
+  if (batch > 65535) return cudaErrorInvalidValue;
+  const dim3 grid = transpose_grid(batch, channels, positions);
+  const dim3 block(kTile, kTileRows);
+  switch (y_type) {
+    case LowType::kF32:
+      nhwc_bias_activation_kernel<<<grid, block, 0, stream>>>(
+          static_cast<const float*>(y), bias, channels, positions, op, alpha, beta, out);
+      break;
+    case LowType::kF16:
+      nhwc_bias_activation_kernel<<<grid, block, 0, stream>>>(
+          static_cast<const __half*>(y), bias, channels, positions, op, alpha, beta, out);
+      break;
+    case LowType::kBF16:
+      nhwc_bias_activation_kernel<<<grid, block, 0, stream>>>(
+          static_cast<const __nv_bfloat16*>(y), bias, channels, positions, op, alpha, beta, out);
+      break;
+  }
+  return cudaGetLastError();
+}
+
 cudaError_t naive_gemm(const NaiveGemm& shape, const float* a, const float* b, const float* bias,
                        float* d, cudaStream_t stream) {
   const std::int64_t n = shape.batch * shape.m * shape.n;
@@ -510,24 +656,23 @@ cudaError_t im2col(const Im2Col& shape, const float* x, void* col, LowType type,
   const std::int64_t columns = shape.batch * shape.out_h * shape.out_w;
   const std::int64_t patch_rows = shape.channels * shape.kernel_h * shape.kernel_w;
   // Grid rows are limited to 65535 and the per-thread arithmetic is 32-bit.
-  if (shape.k_rows <= 65535 && columns < (std::int64_t{1} << 31) - kThreads &&
-      shape.height * shape.width < (std::int64_t{1} << 31)) {
-    const dim3 grid(
-        static_cast<unsigned>(std::min<std::int64_t>((columns + kThreads - 1) / kThreads, 256)),
-        static_cast<unsigned>(shape.k_rows));
+  if (shape.k_rows <= 65535 && columns < (std::int64_t{1} << 31) - kIm2ColTile &&
+      shape.channels * shape.height * shape.width < (std::int64_t{1} << 31)) {
+    const Im2ColTiling t = im2col_tiling(columns, shape.k_rows);
     const int cols = static_cast<int>(columns), patch = static_cast<int>(patch_rows);
     switch (type) {
       case LowType::kF32:
-        im2col_rows_kernel<<<grid, kThreads, 0, stream>>>(shape, x, static_cast<float*>(col), cols,
-                                                          patch);
+        im2col_rows_kernel<<<t.grid, kThreads, 0, stream>>>(
+            shape, x, static_cast<float*>(col), cols, patch, t.cols_per_block, t.rows_per_block);
         break;
       case LowType::kF16:
-        im2col_rows_kernel<<<grid, kThreads, 0, stream>>>(shape, x, static_cast<__half*>(col), cols,
-                                                          patch);
+        im2col_rows_kernel<<<t.grid, kThreads, 0, stream>>>(
+            shape, x, static_cast<__half*>(col), cols, patch, t.cols_per_block, t.rows_per_block);
         break;
       case LowType::kBF16:
-        im2col_rows_kernel<<<grid, kThreads, 0, stream>>>(
-            shape, x, static_cast<__nv_bfloat16*>(col), cols, patch);
+        im2col_rows_kernel<<<t.grid, kThreads, 0, stream>>>(
+            shape, x, static_cast<__nv_bfloat16*>(col), cols, patch, t.cols_per_block,
+            t.rows_per_block);
         break;
     }
     return cudaGetLastError();

@@ -35,6 +35,17 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
         tactics.push_back({kConvCudnnHeuristic, "cudnn_heuristic"});
         tactics.push_back({kConvCudnnImplicitGemm, "cudnn_implicit_gemm"});
         tactics.push_back({kConvCudnnImplicitPrecompGemm, "cudnn_implicit_precomp_gemm"});
+        tactics.push_back({kConvCudnnGemm, "cudnn_gemm"});
+        if (precision != Precision::kFp32) {
+          tactics.push_back({kConvCudnnFftTiling, "cudnn_fft_tiling"});
+          tactics.push_back({kConvCudnnWinogradNonfused, "cudnn_winograd_nonfused"});
+        }
+        if (precision == Precision::kFp16 || precision == Precision::kBf16) {
+          tactics.push_back({kConvCudnnNhwcHeuristic, "cudnn_nhwc_heuristic"});
+          tactics.push_back({kConvCudnnNhwcImplicitGemm, "cudnn_nhwc_implicit_gemm"});
+          tactics.push_back(
+              {kConvCudnnNhwcImplicitPrecompGemm, "cudnn_nhwc_implicit_precomp_gemm"});
+        }
       }
       return tactics;
     }

@@ -204,6 +204,56 @@ TEST(CudaCopyPlan, SliceNegativeStepsAndAxes) {
   expect_same(run(slice_copy(xd, od, starts, axes, steps), x, od), want, "slice");
 }
 
+// The executor aliases a Slice whose output is one contiguous run of its input: the offset must
+// be where the plain slice starts, and every slice that is not one run must be refused.
+TEST(CudaCopyPlan, ContiguousSliceIsAnAliasAtTheRightOffset) {
+  struct Case {
+    Dims in, starts, ends, axes, steps;
+    bool alias;
+  };
+  const std::vector<Case> cases = {
+      {{5, 1, 512}, {3}, {4}, {0}, {}, true},                  // one layer of a stacked h0
+      {{5, 2, 6}, {1}, {3}, {0}, {}, true},                    // two whole layers
+      {{5, 2, 6}, {2, 1}, {3, 2}, {0, 1}, {}, true},           // one row of one layer
+      {{5, 2, 6}, {2, 0, 1}, {3, 1, 4}, {0, 1, 2}, {}, true},  // part of one row
+      {{5, 2, 6}, {0, 1}, {5, 2}, {0, 1}, {}, false},          // the second row of every layer
+      {{5, 2, 6}, {0}, {3}, {2}, {}, false},                   // columns
+      {{5, 2, 6}, {0}, {5}, {0}, {2}, false},                  // every other layer
+      {{5, 2, 6}, {4}, {0}, {0}, {-1}, false},                 // reversed
+      {{4, 3}, {-2}, {100}, {0}, {}, true},                    // negative start, clamped end
+  };
+  for (const Case& c : cases) {
+    const auto x = iota_tensor(c.in);
+    const Dims steps = c.steps.empty() ? Dims(c.starts.size(), 1) : c.steps;
+    Dims od;
+    const auto want = plain_slice(x, c.in, c.starts, c.ends, c.axes, steps, od);
+    const auto offset = contiguous_source_offset(slice_copy(c.in, od, c.starts, c.axes, steps));
+    SCOPED_TRACE(::testing::PrintToString(c.in) + " starts " + ::testing::PrintToString(c.starts));
+    ASSERT_EQ(offset.has_value(), c.alias);
+    if (!offset) continue;
+    const std::vector<float> viewed(x.begin() + *offset,
+                                    x.begin() + *offset + static_cast<std::int64_t>(want.size()));
+    expect_same(viewed, want, "aliased slice");
+  }
+}
+
+TEST(CudaCopyPlan, ConcatInPlaceOnlyAlongTheOutermostNonUnitAxis) {
+  const std::vector<Dims> layers = {{1, 4, 8}, {2, 4, 8}, {1, 4, 8}};
+  const auto offsets = concat_parts_in_place({4, 4, 8}, layers, 0);
+  ASSERT_TRUE(offsets.has_value());
+  EXPECT_EQ(*offsets, (std::vector<std::int64_t>{0, 32, 96}));
+  // Axis 1 after a unit axis 0 is still one run per part.
+  const std::vector<Dims> rows = {{1, 1, 8}, {1, 3, 8}};
+  const auto row_offsets = concat_parts_in_place({1, 4, 8}, rows, 1);
+  ASSERT_TRUE(row_offsets.has_value());
+  EXPECT_EQ(*row_offsets, (std::vector<std::int64_t>{0, 8}));
+  // Axis 1 after a non-unit axis 0 interleaves the parts; an empty part has no storage to place.
+  const std::vector<Dims> interleaved = {{2, 1, 8}, {2, 3, 8}};
+  EXPECT_FALSE(concat_parts_in_place({2, 4, 8}, interleaved, 1).has_value());
+  const std::vector<Dims> with_empty = {{0, 4, 8}, {4, 4, 8}};
+  EXPECT_FALSE(concat_parts_in_place({4, 4, 8}, with_empty, 0).has_value());
+}
+
 TEST(CudaCopyPlan, TransposeDefaultPermAndExpand) {
   const Dims xd{2, 3, 4};
   const auto x = iota_tensor(xd);

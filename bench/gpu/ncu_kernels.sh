@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# bench/gpu/ncu_kernels.sh: device time of every kernel of one voxrt inference, from Nsight
+# Compute (ncu), next to bench/gpu/torch_kernel_profile.py's view of the PyTorch peer.
+# Run on the GPU machine from the repo root with .device carried:
+#   bash bench/gpu/ncu_kernels.sh gru256 fp16
+# Exports the DS2 streaming GRU (batch 256 or 1) or the BiLSTM with bench_gpu.py's definitions,
+# builds the engine, then profiles `voxrt bench --iterations 1` (graphs off: ncu replays kernels
+# one by one) and prints kernels in launch order with their durations.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+case_name=${1:-gru256}
+precision=${2:-fp16}
+source bench/gpu/device_env.sh
+work=$(mktemp -d /tmp/voxrt_ncu_XXXX)
+python3 - "$case_name" "$work" <<'PY'
+import os, sys
+import torch, torch.nn as nn
+sys.path.insert(0, "bench/gpu")
+from bench_gpu import DS2, StreamingDS2, init_weights
+case, work = sys.argv[1], sys.argv[2]
+if case.startswith("gru"):
+    b = 1 if case == "gru1" else 256
+    m = init_weights(StreamingDS2(bidir=False, hidden=512, layers=5, rnn=nn.GRU))
+    args, names, outs = (torch.randn(b, 1, 161, 16), torch.zeros(5, b, 512)), ["x", "h0"], ["logp", "hn"]
+    shapes = f"x:{b}x1x161x16,h0:5x{b}x512"
+else:
+    m = init_weights(DS2())
+    args, names, outs = (torch.randn(1, 1, 161, 200),), ["x"], ["logp"]
+    shapes = "x:1x1x161x200"
+kw = dict(input_names=names, output_names=outs, opset_version=17)
+try:
+    torch.onnx.export(m, args, os.path.join(work, "m.onnx"), **kw, dynamo=False)
+except TypeError:
+    torch.onnx.export(m, args, os.path.join(work, "m.onnx"), **kw)
+open(os.path.join(work, "shapes"), "w").write(shapes)
+PY
+shapes=$(cat "$work/shapes")
+# The export has static shapes, so the engine needs no optimization profile.
+"$dev/bin/voxrt" build --onnx "$work/m.onnx" --engine "$work/m.engine" --device cuda \
+  --precision "$precision" > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+"$dev/bin/voxrt" inspect "$work/m.engine" | sed -n '/^#/,/^total/p'
+VOXRT_CUDA_GRAPHS=0 ncu --metrics gpu__time_duration.sum --csv --launch-skip 0 --launch-count 2000 \
+  "$dev/bin/voxrt" bench "$work/m.engine" --shapes "$shapes" --iterations 1 --warmup 0 \
+  > "$work/ncu.csv" 2> "$work/ncu.err" || { tail -20 "$work/ncu.err"; exit 1; }
+python3 - "$work/ncu.csv" <<'PY'
+import csv, sys, collections
+rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
+head, rows = rows[0], rows[1:]
+ki, vi, ui = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
+ids = head.index("ID")
+per = [(int(r[ids]), r[ki], float(r[vi].replace(",", "")) / (1000.0 if r[ui] == "nsecond" else 1.0)) for r in rows]
+# The last inference only (bench runs one timed iteration after any internal warm-up).
+print(f"{len(per)} kernels profiled; the last 160 in launch order (us):")
+for i, name, us in per[-160:]:
+    print(f"{us:8.1f}  {name[:100]}")
+agg = collections.defaultdict(lambda: [0.0, 0])
+for _, name, us in per[-160:]:
+    agg[name[:60]][0] += us; agg[name[:60]][1] += 1
+print("by kernel (last 160):")
+for name, (us, n) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
+    print(f"{us:8.1f} {n:4d}  {name}")
+PY
