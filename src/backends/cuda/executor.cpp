@@ -39,7 +39,8 @@ struct ShapePlan {
   std::vector<DevTensor> values;                 // per value id
   std::vector<std::int64_t> arena_offset;        // per value id; -1: constant or omitted
   std::vector<std::unique_ptr<CudaCall>> calls;  // per step; null for views
-  // Per step: the output is a view into input 0 for this plan's shapes (no call).
+  // Per step: no call for this plan's shapes, because the step's output is a view into its input
+  // 0 (a contiguous Slice) or its inputs were placed inside its output (an in-place Concat).
   std::vector<bool> aliased;
   std::vector<std::vector<DevTensor>> step_in, step_out;
   std::size_t arena_bytes = 0, scratch_bytes = 0, pinned_bytes = 0;
