@@ -119,6 +119,16 @@ def torch_graph(model, inputs):
     return graph.replay
 
 
+def export_onnx(model, inputs, names, out_names, path):
+    """The TorchScript exporter at opset 17 (the shapes are static; bench/gpu/ncu_kernels.sh uses it too)."""
+    args = (model.cpu(), tuple(x.cpu() for x in inputs), path)
+    kw = dict(input_names=names, output_names=out_names, opset_version=17)
+    try:
+        torch.onnx.export(*args, **kw, dynamo=False)  # torch >= 2.9 defaults to dynamo
+    except TypeError:
+        torch.onnx.export(*args, **kw)
+
+
 def write_pb(path, array, name):
     from onnx import numpy_helper
     t = numpy_helper.from_array(np.ascontiguousarray(array), name)
@@ -172,14 +182,6 @@ class Bench:
         self.last_warnings = [l[:300] for l in p.stderr.splitlines() if "warning" in l][:3]
         return p.stdout
 
-    def export(self, model, inputs, names, out_names, path):
-        args = (model.cpu(), tuple(x.cpu() for x in inputs), path)
-        kw = dict(input_names=names, output_names=out_names, opset_version=17)
-        try:
-            torch.onnx.export(*args, **kw, dynamo=False)  # torch >= 2.9 defaults to dynamo
-        except TypeError:
-            torch.onnx.export(*args, **kw)
-
     def build(self, name, onnx_path, profiles, precision):
         engine = os.path.join(self.work, f"{name}_{precision}.engine")
         cmd = ["build", "--onnx", onnx_path, "--engine", engine, "--device", self.voxrt_device,
@@ -223,7 +225,7 @@ class Bench:
             self.record(case=name, skipped="out of time budget")
             return
         onnx_path = os.path.join(self.work, f"{name}.onnx")
-        self.export(model, inputs, in_names, out_names, onnx_path)
+        export_onnx(model, inputs, in_names, out_names, onnx_path)
         dev_model = model.to(self.device)
         dev_inputs = [x.to(self.device) for x in inputs]
         with torch.no_grad():

@@ -5,7 +5,7 @@
 #   bash bench/gpu/ncu_kernels.sh gru256 fp16
 # Exports the DS2 streaming GRU (batch 256 or 1) or the BiLSTM with bench_gpu.py's definitions,
 # builds the engine, then profiles `voxrt bench --iterations 1` (graphs off: ncu replays kernels
-# one by one) and prints kernels in launch order with their durations.
+# one by one) and prints kernels in launch order with their durations in microseconds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 case_name=${1:-gru256}
@@ -16,7 +16,7 @@ python3 - "$case_name" "$work" <<'PY'
 import os, sys
 import torch, torch.nn as nn
 sys.path.insert(0, "bench/gpu")
-from bench_gpu import DS2, StreamingDS2, init_weights
+from bench_gpu import DS2, StreamingDS2, export_onnx, init_weights
 case, work = sys.argv[1], sys.argv[2]
 if case.startswith("gru"):
     b = 1 if case == "gru1" else 256
@@ -27,11 +27,7 @@ else:
     m = init_weights(DS2())
     args, names, outs = (torch.randn(1, 1, 161, 200),), ["x"], ["logp"]
     shapes = "x:1x1x161x200"
-kw = dict(input_names=names, output_names=outs, opset_version=17)
-try:
-    torch.onnx.export(m, args, os.path.join(work, "m.onnx"), **kw, dynamo=False)
-except TypeError:
-    torch.onnx.export(m, args, os.path.join(work, "m.onnx"), **kw)
+export_onnx(m, args, names, outs, os.path.join(work, "m.onnx"))
 open(os.path.join(work, "shapes"), "w").write(shapes)
 PY
 shapes=$(cat "$work/shapes")
@@ -48,15 +44,17 @@ rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 head, rows = rows[0], rows[1:]
 ki, vi, ui = head.index("Kernel Name"), head.index("Metric Value"), head.index("Metric Unit")
 ids = head.index("ID")
-per = [(int(r[ids]), r[ki], float(r[vi].replace(",", "")) / (1000.0 if r[ui] == "nsecond" else 1.0)) for r in rows]
-# The last inference only (bench runs one timed iteration after any internal warm-up).
-print(f"{len(per)} kernels profiled; the last 160 in launch order (us):")
-for i, name, us in per[-160:]:
+to_us = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+per = [(int(r[ids]), r[ki], float(r[vi].replace(",", "")) * to_us[r[ui]]) for r in rows]
+# Every kernel of the process in launch order: the session's weight conversions first, then each
+# inference `voxrt bench` runs; the table after it sums them per kernel name.
+print(f"{len(per)} kernels profiled, in launch order (us):")
+for i, name, us in per:
     print(f"{us:8.1f}  {name[:100]}")
 agg = collections.defaultdict(lambda: [0.0, 0])
-for _, name, us in per[-160:]:
+for _, name, us in per:
     agg[name[:60]][0] += us; agg[name[:60]][1] += 1
-print("by kernel (last 160):")
+print("by kernel (us in total, launches):")
 for name, (us, n) in sorted(agg.items(), key=lambda kv: -kv[1][0]):
     print(f"{us:8.1f} {n:4d}  {name}")
 PY

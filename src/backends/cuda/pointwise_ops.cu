@@ -252,60 +252,54 @@ __global__ void bias_activation_kernel(const T* y, const float* bias, std::int64
   }
 }
 
-// NCHW <-> NHWC through a 32 x 32 tile in shared memory, so that both the read and the write of
-// a warp are contiguous (a plain per-element kernel would make one of them a stride-C gather).
+// NCHW <-> NHWC: each image's [rows, cols] matrix transposed to [cols, rows] through a 32 x 32
+// tile in shared memory, so that both the read and the write of a warp are contiguous (a plain
+// per-element kernel would make one of them a stride-C gather). `finish(v, out_row)` turns a
+// value into the output element (the conversion, or the bias and activation of a channel).
 constexpr int kTile = 32;
 constexpr int kTileRows = 8;  // threads per tile column; each thread moves kTile / kTileRows
 
-// in [N, C, P] float -> out [N, P, C] in T.
-template <typename T>
-__global__ void nchw_to_nhwc_kernel(const float* in, T* out, std::int64_t channels,
-                                    std::int64_t positions) {
+template <typename Src, typename Dst, typename Finish>
+__global__ void transpose_tiles_kernel(const Src* in, Dst* out, std::int64_t rows,
+                                       std::int64_t cols, Finish finish) {
   __shared__ float tile[kTile][kTile + 1];  // +1: no bank conflicts on the transposed read
-  const std::int64_t n = blockIdx.z;
-  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * kTile;
-  const std::int64_t p0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
-  const float* src = in + n * channels * positions;
+  const std::int64_t image = static_cast<std::int64_t>(blockIdx.z) * rows * cols;
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * kTile;
+  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
   for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-    const std::int64_t c = c0 + j, p = p0 + threadIdx.x;
-    if (c < channels && p < positions) tile[j][threadIdx.x] = src[c * positions + p];
+    const std::int64_t r = r0 + j, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[j][threadIdx.x] = to_float(in[image + r * cols + c]);
   }
   __syncthreads();
-  T* dst = out + n * channels * positions;
   for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-    const std::int64_t p = p0 + j, c = c0 + threadIdx.x;
-    if (c < channels && p < positions) dst[p * channels + c] = from_float<T>(tile[threadIdx.x][j]);
+    const std::int64_t c = c0 + j, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) out[image + c * rows + r] = finish(tile[threadIdx.x][j], c);
   }
 }
 
-// y [N, P, C] in T -> out [N, C, P] float, with op(y + bias[c]) on the way.
 template <typename T>
-__global__ void nhwc_bias_activation_kernel(const T* y, const float* bias, std::int64_t channels,
-                                            std::int64_t positions, UnaryOp op, float alpha,
-                                            float beta, float* out) {
-  __shared__ float tile[kTile][kTile + 1];
-  const std::int64_t n = blockIdx.z;
-  const std::int64_t c0 = static_cast<std::int64_t>(blockIdx.y) * kTile;
-  const std::int64_t p0 = static_cast<std::int64_t>(blockIdx.x) * kTile;
-  const T* src = y + n * channels * positions;
-  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-    const std::int64_t p = p0 + j, c = c0 + threadIdx.x;
-    if (c < channels && p < positions) tile[j][threadIdx.x] = to_float(src[p * channels + c]);
-  }
-  __syncthreads();
-  float* dst = out + n * channels * positions;
-  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
-    const std::int64_t c = c0 + j, p = p0 + threadIdx.x;
-    if (c < channels && p < positions) {
-      const float v = tile[threadIdx.x][j] + (bias ? bias[c] : 0.0f);
-      dst[c * positions + p] = apply_unary(op, v, alpha, beta);
-    }
-  }
-}
+struct ToType {
+  __device__ T operator()(float v, std::int64_t) const { return from_float<T>(v); }
+};
 
-dim3 transpose_grid(std::int64_t batch, std::int64_t channels, std::int64_t positions) {
-  return dim3(static_cast<unsigned>((positions + kTile - 1) / kTile),
-              static_cast<unsigned>((channels + kTile - 1) / kTile), static_cast<unsigned>(batch));
+struct BiasActivation {
+  const float* bias;
+  UnaryOp op;
+  float alpha, beta;
+  __device__ float operator()(float v, std::int64_t channel) const {
+    return apply_unary(op, v + (bias ? bias[channel] : 0.0f), alpha, beta);
+  }
+};
+
+template <typename Src, typename Dst, typename Finish>
+cudaError_t transpose_tiles(const Src* in, Dst* out, std::int64_t batch, std::int64_t rows,
+                            std::int64_t cols, Finish finish, cudaStream_t stream) {
+  if (batch * rows * cols <= 0) return cudaSuccess;
+  if (batch > 65535) return cudaErrorInvalidValue;  // grid z
+  const dim3 grid(static_cast<unsigned>((cols + kTile - 1) / kTile),
+                  static_cast<unsigned>((rows + kTile - 1) / kTile), static_cast<unsigned>(batch));
+  transpose_tiles_kernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(in, out, rows, cols, finish);
+  return cudaGetLastError();
 }
 
 template <typename T>
@@ -596,50 +590,37 @@ cudaError_t bias_activation(const void* y, LowType y_type, const float* bias, st
 cudaError_t convert_nchw_to_nhwc(const float* in, void* out, LowType type, std::int64_t batch,
                                  std::int64_t channels, std::int64_t positions,
                                  cudaStream_t stream) {
-  if (batch * channels * positions <= 0) return cudaSuccess;
-  if (batch > 65535) return cudaErrorInvalidValue;  // grid z
-  const dim3 grid = transpose_grid(batch, channels, positions);
-  const dim3 block(kTile, kTileRows);
   switch (type) {
     case LowType::kF32:
-      nchw_to_nhwc_kernel<<<grid, block, 0, stream>>>(in, static_cast<float*>(out), channels,
-                                                      positions);
-      break;
+      return transpose_tiles(in, static_cast<float*>(out), batch, channels, positions,
+                             ToType<float>{}, stream);
     case LowType::kF16:
-      nchw_to_nhwc_kernel<<<grid, block, 0, stream>>>(in, static_cast<__half*>(out), channels,
-                                                      positions);
-      break;
+      return transpose_tiles(in, static_cast<__half*>(out), batch, channels, positions,
+                             ToType<__half>{}, stream);
     case LowType::kBF16:
-      nchw_to_nhwc_kernel<<<grid, block, 0, stream>>>(in, static_cast<__nv_bfloat16*>(out),
-                                                      channels, positions);
-      break;
+      return transpose_tiles(in, static_cast<__nv_bfloat16*>(out), batch, channels, positions,
+                             ToType<__nv_bfloat16>{}, stream);
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t nhwc_bias_activation(const void* y, LowType y_type, const float* bias,
                                  std::int64_t batch, std::int64_t channels, std::int64_t positions,
                                  UnaryOp op, float alpha, float beta, float* out,
                                  cudaStream_t stream) {
-  if (batch * channels * positions <= 0) return cudaSuccess;
-  if (batch > 65535) return cudaErrorInvalidValue;
-  const dim3 grid = transpose_grid(batch, channels, positions);
-  const dim3 block(kTile, kTileRows);
+  const BiasActivation finish{bias, op, alpha, beta};
   switch (y_type) {
     case LowType::kF32:
-      nhwc_bias_activation_kernel<<<grid, block, 0, stream>>>(
-          static_cast<const float*>(y), bias, channels, positions, op, alpha, beta, out);
-      break;
+      return transpose_tiles(static_cast<const float*>(y), out, batch, positions, channels, finish,
+                             stream);
     case LowType::kF16:
-      nhwc_bias_activation_kernel<<<grid, block, 0, stream>>>(
-          static_cast<const __half*>(y), bias, channels, positions, op, alpha, beta, out);
-      break;
+      return transpose_tiles(static_cast<const __half*>(y), out, batch, positions, channels, finish,
+                             stream);
     case LowType::kBF16:
-      nhwc_bias_activation_kernel<<<grid, block, 0, stream>>>(
-          static_cast<const __nv_bfloat16*>(y), bias, channels, positions, op, alpha, beta, out);
-      break;
+      return transpose_tiles(static_cast<const __nv_bfloat16*>(y), out, batch, positions, channels,
+                             finish, stream);
   }
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t naive_gemm(const NaiveGemm& shape, const float* a, const float* b, const float* bias,
