@@ -3,6 +3,7 @@
 // no-device behaviour itself is tested here too.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -239,6 +240,8 @@ TEST(CudaBackendNoDevice, CudnnTacticsFollowTheLibrary) {
     std::cout << "[ note ] " << cuda::cudnn_fingerprint()
               << " loaded; Conv tactics: " << conv_tactics << "\n";
     EXPECT_NE(conv_tactics.find("cudnn_implicit_precomp_gemm"), std::string::npos) << conv_tactics;
+    EXPECT_NE(conv_tactics.find("cudnn_unfold_w "), std::string::npos) << conv_tactics;
+    EXPECT_NE(conv_tactics.find("cudnn_nhwc_unfold_w_precomp "), std::string::npos) << conv_tactics;
     EXPECT_NE(cuda::cudnn_fingerprint().find("cudnn=9"), std::string::npos);
   } else {
     EXPECT_EQ(conv_tactics.find("cudnn"), std::string::npos) << conv_tactics;
@@ -520,6 +523,72 @@ TEST(CudaOps, ConvEveryPrecision) {
   }
 }
 
+// A convolution with few input channels, the unfold_w tactics' case: x [batch, channels, 21, 16],
+// w [8, channels, kernel], bias and Clip(0, 2) fused when `fused`.
+GraphCase few_channel_conv_case(std::int64_t batch, std::int64_t channels,
+                                std::vector<std::int64_t> kernel, std::vector<std::int64_t> strides,
+                                std::vector<std::int64_t> pads, std::vector<std::int64_t> dilations,
+                                bool fused) {
+  return [=](ir::Graph& g, std::mt19937& rng) {
+    std::vector<Tensor> ins;
+    ir::Value* x = input(g, ins, "x", random_tensor({batch, channels, 21, 16}, rng));
+    std::vector<ir::Value*> conv_ins = {
+        x, g.add_constant("w", random_tensor({8, channels, kernel[0], kernel[1]}, rng, 0.3f))};
+    if (fused) conv_ins.push_back(g.add_constant("b", random_tensor({8}, rng)));
+    ir::Value* y = out(g, "y");
+    ir::Node* conv = node(g, fused ? ir::OpKind::kFusedConv : ir::OpKind::kConv, "conv",
+                          std::move(conv_ins), {y});
+    conv->attrs.set("strides", strides);
+    conv->attrs.set("pads", pads);
+    conv->attrs.set("dilations", dilations);
+    if (fused) {
+      conv->attrs.set("activation", std::string("clip"));
+      conv->attrs.set("activation_alpha", 0.0f);
+      conv->attrs.set("activation_beta", 2.0f);
+    }
+    g.outputs = {y};
+    return ins;
+  };
+}
+
+// The unfold_w tactics (kernel width unfolded into channels) against the reference, next to every
+// other conv tactic: C = 1 with a fused Clip (DS2's first layer, smaller), C = 2 with dilation_w
+// 2, and DS2's kernel width 11 with an asymmetric width padding, which only im2col and the unfold
+// tactics take (the other cuDNN tactics decline it: a note).
+TEST(CudaOps, ConvUnfoldWEveryPrecision) {
+  const std::vector<std::pair<std::string, GraphCase>> cases = {
+      {"Conv C 1 batch 1", few_channel_conv_case(1, 1, {5, 3}, {2, 2}, {2, 1, 2, 1}, {1, 1}, true)},
+      {"Conv C 1 batch 3", few_channel_conv_case(3, 1, {5, 3}, {2, 2}, {2, 1, 2, 1}, {1, 1}, true)},
+      {"Conv C 2 dilation_w 2",
+       few_channel_conv_case(2, 2, {3, 3}, {2, 1}, {1, 2, 1, 2}, {1, 2}, false)},
+      {"Conv C 1 KW 11 asymmetric pad",
+       few_channel_conv_case(2, 1, {5, 11}, {2, 2}, {2, 5, 2, 4}, {1, 1}, true)},
+  };
+  // The tactics must be in the list for check_all_tactics to run them (checked without a device).
+  if (cuda::cudnn_api()) {
+    for (const auto& [name, make] : cases) {
+      for (Precision p : kAllPrecisions) {
+        SCOPED_TRACE(str_cat(name, " at ", precision_name(p)));
+        std::mt19937 rng(1);
+        ir::Graph graph;
+        make(graph, rng);
+        std::vector<std::string> names;
+        for (const auto& t : cuda::tactics_for(*graph.nodes().front(), p)) names.push_back(t.name);
+        auto listed = [&](const char* tactic) {
+          return std::find(names.begin(), names.end(), tactic) != names.end();
+        };
+        const bool low = p == Precision::kFp16 || p == Precision::kBf16;
+        EXPECT_TRUE(listed("cudnn_unfold_w"));
+        EXPECT_EQ(listed("cudnn_nhwc_unfold_w"), low);
+        EXPECT_EQ(listed("cudnn_nhwc_unfold_w_precomp"), low);
+      }
+    }
+  }
+  REQUIRE_CUDA_DEVICE();
+  for (Precision p : kAllPrecisions)
+    for (const auto& [name, make] : cases) check_all_tactics(name, make, p);
+}
+
 GraphCase recurrent_case(ir::OpKind op, const std::string& direction, int batch, bool states) {
   return [=](ir::Graph& g, std::mt19937& rng) {
     std::vector<Tensor> ins;
@@ -558,6 +627,35 @@ TEST(CudaOps, RecurrentEveryTacticAndPrecision) {
                       recurrent_case(ir::OpKind::kLSTM, "bidirectional", 2, true), p);
     check_all_tactics("LSTM forward batch 5",
                       recurrent_case(ir::OpKind::kLSTM, "forward", 5, false), p);
+  }
+}
+
+// cuDNN's RNN tactics are listed for forward and bidirectional nodes when its RNN entry points
+// load (they have no reverse-only direction), and never otherwise.
+TEST(CudaBackendNoDevice, CudnnRnnTacticsForForwardAndBidirectionalNodes) {
+  struct Case {
+    ir::OpKind op;
+    const char* direction;
+    bool listed;
+  };
+  const bool loaded = static_cast<bool>(cuda::cudnn_rnn_api());
+  for (const Case& c :
+       {Case{ir::OpKind::kGRU, "forward", true}, Case{ir::OpKind::kGRU, "bidirectional", true},
+        Case{ir::OpKind::kGRU, "reverse", false}, Case{ir::OpKind::kLSTM, "bidirectional", true},
+        Case{ir::OpKind::kLSTM, "reverse", false}}) {
+    ir::Graph graph;
+    std::mt19937 rng(3);
+    recurrent_case(c.op, c.direction, 2, true)(graph, rng);
+    ASSERT_TRUE(ir::infer_graph(graph).is_ok());
+    std::string names;
+    for (ir::Node* n : graph.nodes()) {
+      if (n->op != c.op) continue;
+      for (Precision p : kAllPrecisions)
+        for (const auto& t : cuda::tactics_for(*n, p)) names += t.name + " ";
+    }
+    const bool listed = names.find("cudnn_rnn ") != std::string::npos &&
+                        names.find("cudnn_rnn_persist_static ") != std::string::npos;
+    EXPECT_EQ(listed, c.listed && loaded) << c.direction << ": " << names;
   }
 }
 

@@ -160,10 +160,18 @@ inline constexpr TacticId kConvCudnnWinogradNonfused = 13;  // not for strict FP
 inline constexpr TacticId kConvCudnnNhwcHeuristic = 14;
 inline constexpr TacticId kConvCudnnNhwcImplicitGemm = 15;
 inline constexpr TacticId kConvCudnnNhwcImplicitPrecompGemm = 16;
+// Kernel width unfolded into channels first (conv_unfold.h; 2-D, KW > 1, C * KW <= 64): NCHW at
+// every precision, heuristic; NHWC (FP16/BF16), heuristic and implicit precomputed GEMM.
+inline constexpr TacticId kConvCudnnUnfoldW = 17;
+inline constexpr TacticId kConvCudnnNhwcUnfoldW = 18;
+inline constexpr TacticId kConvCudnnNhwcUnfoldWPrecomp = 19;
 // Recurrent tactics.
 inline constexpr TacticId kRecurrentLt = 1;          // cuBLASLt recurrent GEMM + gate kernel
 inline constexpr TacticId kRecurrentFused = 2;       // fused mat-vec + gates, one launch per step
 inline constexpr TacticId kRecurrentPersistent = 3;  // the same, every step in one launch
+// cuDNN's RNN (backends/cuda/cudnn_rnn.h), listed when the cuDNN library loads.
+inline constexpr TacticId kRecurrentCudnnStandard = 4;       // CUDNN_RNN_ALGO_STANDARD
+inline constexpr TacticId kRecurrentCudnnPersistStatic = 5;  // CUDNN_RNN_ALGO_PERSIST_STATIC
 
 // Row-major GEMM through cuBLASLt: d[m, n] = opA(a)[m, k] * opB(b)[k, n] (+ bias[n]) (+ act),
 // batched with element strides (0 = broadcast). a/b in `operand_type`, d and bias float.

@@ -2,8 +2,6 @@
 
 #if VOXRT_HAVE_CUDNN
 #include <dlfcn.h>
-
-#include <type_traits>
 #endif
 
 namespace voxrt::backends::cuda {
@@ -15,7 +13,21 @@ namespace {
 struct Loaded {
   CudnnApi api{};
   std::string error;  // empty when api is complete
+  CudnnRnnApi rnn{};
+  std::string rnn_error;  // empty when rnn is complete (and api is)
 };
+
+// Binds `symbol` of `library` into `slot`, or leaves `error` saying which one is missing.
+template <typename Slot>
+void bind_symbol(void* library, Slot& slot, const char* symbol, std::string& error) {
+  if (!error.empty()) return;
+  void* address = dlsym(library, symbol);
+  if (!address) {
+    error = str_cat("cuDNN library has no ", symbol);
+    return;
+  }
+  slot = reinterpret_cast<Slot>(address);
+}
 
 Loaded load() {
   Loaded loaded;
@@ -34,13 +46,7 @@ Loaded load() {
     return loaded;
   }
   auto bind = [&](auto& slot, const char* symbol) {
-    if (!loaded.error.empty()) return;
-    void* address = dlsym(library, symbol);
-    if (!address) {
-      loaded.error = str_cat("cuDNN library has no ", symbol);
-      return;
-    }
-    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(address);
+    bind_symbol(library, slot, symbol, loaded.error);
   };
   CudnnApi& a = loaded.api;
   bind(a.get_version, "cudnnGetVersion");
@@ -65,6 +71,29 @@ Loaded load() {
     loaded.error = str_cat("cuDNN ", a.get_version(), " is loaded; voxrt was built for cuDNN ",
                            CUDNN_MAJOR, ".x");
   }
+  if (!loaded.error.empty()) {
+    loaded.rnn_error = loaded.error;
+    return loaded;
+  }
+  auto bind_rnn = [&](auto& slot, const char* symbol) {
+    bind_symbol(library, slot, symbol, loaded.rnn_error);
+  };
+  CudnnRnnApi& r = loaded.rnn;
+  bind_rnn(r.create_rnn, "cudnnCreateRNNDescriptor");
+  bind_rnn(r.destroy_rnn, "cudnnDestroyRNNDescriptor");
+  bind_rnn(r.set_rnn, "cudnnSetRNNDescriptor_v8");
+  bind_rnn(r.create_rnn_data, "cudnnCreateRNNDataDescriptor");
+  bind_rnn(r.destroy_rnn_data, "cudnnDestroyRNNDataDescriptor");
+  bind_rnn(r.set_rnn_data, "cudnnSetRNNDataDescriptor");
+  bind_rnn(r.get_weight_space_size, "cudnnGetRNNWeightSpaceSize");
+  bind_rnn(r.get_weight_params, "cudnnGetRNNWeightParams");
+  bind_rnn(r.get_temp_space_sizes, "cudnnGetRNNTempSpaceSizes");
+  bind_rnn(r.forward, "cudnnRNNForward");
+  bind_rnn(r.set_tensor_nd, "cudnnSetTensorNdDescriptor");
+  bind_rnn(r.get_tensor_nd, "cudnnGetTensorNdDescriptor");
+  bind_rnn(r.create_dropout, "cudnnCreateDropoutDescriptor");
+  bind_rnn(r.set_dropout, "cudnnSetDropoutDescriptor");
+  bind_rnn(r.destroy_dropout, "cudnnDestroyDropoutDescriptor");
   return loaded;
 }
 
@@ -90,6 +119,12 @@ Expected<const CudnnApi*> cudnn_api() {
   return &l.api;
 }
 
+Expected<const CudnnRnnApi*> cudnn_rnn_api() {
+  const Loaded& l = loaded();
+  if (!l.rnn_error.empty()) return unsupported(l.rnn_error);
+  return &l.rnn;
+}
+
 std::string cudnn_fingerprint() {
   const Loaded& l = loaded();
   return l.error.empty() ? str_cat("cudnn=", l.api.get_version()) : std::string("cudnn=none");
@@ -98,6 +133,10 @@ std::string cudnn_fingerprint() {
 #else
 
 Expected<const CudnnApi*> cudnn_api() {
+  return unsupported("this build has no cuDNN support (cudnn.h was not found at configure time)");
+}
+
+Expected<const CudnnRnnApi*> cudnn_rnn_api() {
   return unsupported("this build has no cuDNN support (cudnn.h was not found at configure time)");
 }
 

@@ -37,15 +37,38 @@ struct CudnnApi {
   decltype(&cudnnConvolutionForward) convolution_forward;
 };
 
+// The RNN entry points (cuDNN's adv sub-library behind the same soname), bound apart from the
+// convolution ones so that a library without them still runs the convolution tactics.
+struct CudnnRnnApi {
+  decltype(&cudnnCreateRNNDescriptor) create_rnn;
+  decltype(&cudnnDestroyRNNDescriptor) destroy_rnn;
+  decltype(&cudnnSetRNNDescriptor_v8) set_rnn;
+  decltype(&cudnnCreateRNNDataDescriptor) create_rnn_data;
+  decltype(&cudnnDestroyRNNDataDescriptor) destroy_rnn_data;
+  decltype(&cudnnSetRNNDataDescriptor) set_rnn_data;
+  decltype(&cudnnGetRNNWeightSpaceSize) get_weight_space_size;
+  decltype(&cudnnGetRNNWeightParams) get_weight_params;
+  decltype(&cudnnGetRNNTempSpaceSizes) get_temp_space_sizes;
+  decltype(&cudnnRNNForward) forward;
+  decltype(&cudnnSetTensorNdDescriptor) set_tensor_nd;
+  decltype(&cudnnGetTensorNdDescriptor) get_tensor_nd;
+  decltype(&cudnnCreateDropoutDescriptor) create_dropout;
+  decltype(&cudnnSetDropoutDescriptor) set_dropout;
+  decltype(&cudnnDestroyDropoutDescriptor) destroy_dropout;
+};
+
 // Status from a cuDNN call (`what`: the call, for the message).
 Status cudnn_status(const CudnnApi& api, cudnnStatus_t status, const char* what);
 #else
 struct CudnnApi;
+struct CudnnRnnApi;
 #endif
 
 // The loaded API (once per process), or an unsupported status saying why not (library not
 // found, a symbol missing, built without cudnn.h).
 Expected<const CudnnApi*> cudnn_api();
+// The RNN entry points, or why not (cudnn_api() failed, or the library lacks one of them).
+Expected<const CudnnRnnApi*> cudnn_rnn_api();
 // "cudnn=<version>" for the engine fingerprint, or "cudnn=none".
 std::string cudnn_fingerprint();
 

@@ -2,6 +2,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <algorithm>
+#include <type_traits>
 
 #include "backends/cuda/cuda_ops.h"
 
@@ -77,18 +78,44 @@ __global__ void binary_kernel(BinaryOp op, const float* a, const float* b, float
   }
 }
 
-template <typename T>
-__global__ void strided_copy_kernel(const T* in, T* out, std::int64_t n, StridedCopy copy) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    std::int64_t rest = i, oi = copy.in_offset, oo = copy.out_offset;
+// Index: std::int64_t, or std::uint32_t when every index of the copy fits (the launcher
+// checks), because 64-bit division is a long emulated sequence and each axis costs one.
+template <typename T, typename Index>
+__global__ void strided_copy_kernel(const T* in, T* out, Index n, StridedCopy copy) {
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
+    Index rest = i, oi = static_cast<Index>(copy.in_offset),
+          oo = static_cast<Index>(copy.out_offset);
     for (int d = copy.rank - 1; d >= 0; --d) {
-      const std::int64_t coord = rest % copy.dims[d];
-      rest /= copy.dims[d];
-      oi += coord * copy.in_strides[d];
-      oo += coord * copy.out_strides[d];
+      const Index dim = static_cast<Index>(copy.dims[d]);
+      const Index coord = rest % dim;
+      rest /= dim;
+      oi += coord * static_cast<Index>(copy.in_strides[d]);
+      oo += coord * static_cast<Index>(copy.out_strides[d]);
     }
     out[oo] = in[oi];
+  }
+}
+
+// out[c * rows + r] = in[r * cols + c] through a shared-memory tile: both the read and the
+// write of a warp are contiguous (the strided kernel would gather one side).
+constexpr int kCopyTile = 32;
+constexpr int kCopyTileRows = 8;
+template <typename T>
+__global__ void transpose_2d_kernel(const T* in, T* out, std::uint32_t rows, std::uint32_t cols,
+                                    std::int64_t in_offset, std::int64_t out_offset) {
+  __shared__ T tile[kCopyTile][kCopyTile + 1];
+  const std::uint32_t r0 = blockIdx.y * kCopyTile, c0 = blockIdx.x * kCopyTile;
+  in += in_offset;
+  out += out_offset;
+  for (std::uint32_t j = threadIdx.y; j < kCopyTile; j += kCopyTileRows) {
+    const std::uint32_t r = r0 + j, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[j][threadIdx.x] = in[static_cast<std::size_t>(r) * cols + c];
+  }
+  __syncthreads();
+  for (std::uint32_t j = threadIdx.y; j < kCopyTile; j += kCopyTileRows) {
+    const std::uint32_t c = c0 + j, r = r0 + threadIdx.x;
+    if (r < rows && c < cols) out[static_cast<std::size_t>(c) * rows + r] = tile[threadIdx.x][j];
   }
 }
 
@@ -241,12 +268,14 @@ __device__ __forceinline__ float to_float(__nv_bfloat16 v) {
   return __bfloat162float(v);
 }
 
-template <typename T>
-__global__ void bias_activation_kernel(const T* y, const float* bias, std::int64_t channels,
-                                       std::int64_t positions, std::int64_t n, UnaryOp op,
-                                       float alpha, float beta, float* out) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+// Index as in strided_copy_kernel: 32-bit when n fits (the channel of each element costs a
+// division and a remainder).
+template <typename T, typename Index>
+__global__ void bias_activation_kernel(const T* y, const float* bias, Index channels,
+                                       Index positions, Index n, UnaryOp op, float alpha,
+                                       float beta, float* out) {
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
     const float v = to_float(y[i]) + (bias ? bias[(i / positions) % channels] : 0.0f);
     out[i] = apply_unary(op, v, alpha, beta);
   }
@@ -300,6 +329,65 @@ cudaError_t transpose_tiles(const Src* in, Dst* out, std::int64_t batch, std::in
                   static_cast<unsigned>((rows + kTile - 1) / kTile), static_cast<unsigned>(batch));
   transpose_tiles_kernel<<<grid, dim3(kTile, kTileRows), 0, stream>>>(in, out, rows, cols, finish);
   return cudaGetLastError();
+}
+
+// The cuDNN unfold_w tactics' input (conv_unfold.h). NCHW: one thread per element of x',
+// consecutive threads along ow. NHWC: one thread per run of 8 channels of one (b, h, ow), written
+// with 16-byte stores, so consecutive threads write consecutive bytes.
+template <typename T>
+__global__ void unfold_w_nchw_kernel(UnfoldW u, const float* x, T* out, int n) {
+  const int out_w = static_cast<int>(u.out_w), height = static_cast<int>(u.height);
+  const int channels = static_cast<int>(u.unfolded_channels);
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n;
+       i += static_cast<int>(gridDim.x * blockDim.x)) {
+    const int ow = i % out_w;
+    const int h = (i / out_w) % height;
+    const int image_channel = i / (out_w * height);
+    const int channel = image_channel % channels;
+    const int b = image_channel / channels;
+    float value[1];
+    unfolded_values(u, x, b, h, ow, channel, value);
+    out[i] = from_float<T>(value[0]);
+  }
+}
+
+__device__ __forceinline__ unsigned bits_of(__half v) {
+  return __half_as_ushort(v);
+}
+__device__ __forceinline__ unsigned bits_of(__nv_bfloat16 v) {
+  return __bfloat16_as_ushort(v);
+}
+
+// out[0..7] = v, out 16-byte aligned.
+template <typename T>
+__device__ __forceinline__ void store_8(T* out, const float (&v)[8]) {
+  if constexpr (sizeof(T) == 4) {
+    float4* out4 = reinterpret_cast<float4*>(out);
+    out4[0] = make_float4(v[0], v[1], v[2], v[3]);
+    out4[1] = make_float4(v[4], v[5], v[6], v[7]);
+  } else {
+    unsigned words[4];
+    for (int k = 0; k < 4; ++k)
+      words[k] = bits_of(from_float<T>(v[2 * k])) | (bits_of(from_float<T>(v[2 * k + 1])) << 16);
+    *reinterpret_cast<uint4*>(out) = make_uint4(words[0], words[1], words[2], words[3]);
+  }
+}
+
+template <typename T>
+__global__ void unfold_w_nhwc_kernel(UnfoldW u, const float* x, T* out, int runs) {
+  const int out_w = static_cast<int>(u.out_w), height = static_cast<int>(u.height);
+  const int runs_per_position = static_cast<int>(u.unfolded_channels) / 8;
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < runs;
+       i += static_cast<int>(gridDim.x * blockDim.x)) {
+    const int run = i % runs_per_position;
+    const int position = i / runs_per_position;
+    const int ow = position % out_w;
+    const int h = (position / out_w) % height;
+    const int b = position / (out_w * height);
+    float values[8];
+    unfolded_values(u, x, b, h, ow, run * 8, values);
+    store_8(out + static_cast<std::int64_t>(i) * 8, values);
+  }
 }
 
 template <typename T>
@@ -447,32 +535,76 @@ cudaError_t binary(BinaryOp op, const float* a, const float* b, float* y, std::i
   return cudaGetLastError();
 }
 
-cudaError_t strided_copy(const void* in, void* out, int element_bytes, const StridedCopy& copy,
-                         cudaStream_t stream) {
-  std::int64_t n = 1;
-  for (int d = 0; d < copy.rank; ++d) n *= copy.dims[d];
-  if (n <= 0) return cudaSuccess;
+namespace {
+
+// Whether every element index the copy touches (offsets included) fits in 32 bits.
+bool fits_32_bits(const StridedCopy& copy, std::int64_t n) {
+  constexpr std::int64_t kLimit = std::int64_t{1} << 31;
+  std::int64_t in_end = copy.in_offset, out_end = copy.out_offset;
+  for (int d = 0; d < copy.rank; ++d) {
+    if (copy.in_strides[d] < 0 || copy.out_strides[d] < 0) return false;
+    in_end += (copy.dims[d] - 1) * copy.in_strides[d];
+    out_end += (copy.dims[d] - 1) * copy.out_strides[d];
+  }
+  return n < kLimit && in_end < kLimit && out_end < kLimit && copy.in_offset >= 0 &&
+         copy.out_offset >= 0;
+}
+
+// A merged copy that is a plain 2-D transpose: out [R, C] contiguous, read from in [C, R]
+// contiguous.
+bool is_transpose_2d(const StridedCopy& c) {
+  return c.rank == 2 && c.out_strides[1] == 1 && c.out_strides[0] == c.dims[1] &&
+         c.in_strides[0] == 1 && c.in_strides[1] == c.dims[0];
+}
+
+template <typename T>
+cudaError_t strided_copy_typed(const T* in, T* out, const StridedCopy& copy, std::int64_t n,
+                               cudaStream_t stream) {
+  if (is_transpose_2d(copy) && fits_32_bits(copy, n)) {
+    // in is [dims[1] rows, dims[0] cols]; out is its transpose.
+    const auto rows = static_cast<std::uint32_t>(copy.dims[1]);
+    const auto cols = static_cast<std::uint32_t>(copy.dims[0]);
+    const dim3 grid((cols + kCopyTile - 1) / kCopyTile, (rows + kCopyTile - 1) / kCopyTile);
+    if (grid.y <= 65535) {
+      transpose_2d_kernel<<<grid, dim3(kCopyTile, kCopyTileRows), 0, stream>>>(
+          in, out, rows, cols, copy.in_offset, copy.out_offset);
+      return cudaGetLastError();
+    }
+  }
   const unsigned grid = grid_for(n);
-  switch (element_bytes) {
-    case 1:
-      strided_copy_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint8_t*>(in),
-                                                         static_cast<std::uint8_t*>(out), n, copy);
-      break;
-    case 2:
-      strided_copy_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint16_t*>(in),
-                                                         static_cast<std::uint16_t*>(out), n, copy);
-      break;
-    case 4:
-      strided_copy_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint32_t*>(in),
-                                                         static_cast<std::uint32_t*>(out), n, copy);
-      break;
-    case 8:
-      strided_copy_kernel<<<grid, kThreads, 0, stream>>>(static_cast<const std::uint64_t*>(in),
-                                                         static_cast<std::uint64_t*>(out), n, copy);
-      break;
-    default: return cudaErrorInvalidValue;
+  if (fits_32_bits(copy, n)) {
+    strided_copy_kernel<<<grid, kThreads, 0, stream>>>(in, out, static_cast<std::uint32_t>(n),
+                                                       copy);
+  } else {
+    strided_copy_kernel<<<grid, kThreads, 0, stream>>>(in, out, n, copy);
   }
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t strided_copy(const void* in, void* out, int element_bytes, const StridedCopy& copy,
+                         cudaStream_t stream) {
+  const StridedCopy merged = merged_axes(copy);
+  std::int64_t n = 1;
+  for (int d = 0; d < merged.rank; ++d) n *= merged.dims[d];
+  if (n <= 0) return cudaSuccess;
+  switch (element_bytes) {
+    case 1:
+      return strided_copy_typed(static_cast<const std::uint8_t*>(in),
+                                static_cast<std::uint8_t*>(out), merged, n, stream);
+    case 2:
+      return strided_copy_typed(static_cast<const std::uint16_t*>(in),
+                                static_cast<std::uint16_t*>(out), merged, n, stream);
+    case 4:
+      return strided_copy_typed(static_cast<const std::uint32_t*>(in),
+                                static_cast<std::uint32_t*>(out), merged, n, stream);
+    case 8:
+      return strided_copy_typed(static_cast<const std::uint64_t*>(in),
+                                static_cast<std::uint64_t*>(out), merged, n, stream);
+    default: break;
+  }
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t gather(const void* in, const std::int64_t* indices, void* out, int element_bytes,
@@ -570,19 +702,21 @@ cudaError_t bias_activation(const void* y, LowType y_type, const float* bias, st
                             std::int64_t positions, std::int64_t n, UnaryOp op, float alpha,
                             float beta, float* out, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
+  const auto launch = [&](auto* typed) {
+    using T = std::remove_const_t<std::remove_pointer_t<decltype(typed)>>;
+    if (n < (std::int64_t{1} << 31)) {
+      bias_activation_kernel<T, std::uint32_t><<<grid_for(n), kThreads, 0, stream>>>(
+          typed, bias, static_cast<std::uint32_t>(channels), static_cast<std::uint32_t>(positions),
+          static_cast<std::uint32_t>(n), op, alpha, beta, out);
+    } else {
+      bias_activation_kernel<T, std::int64_t><<<grid_for(n), kThreads, 0, stream>>>(
+          typed, bias, channels, positions, n, op, alpha, beta, out);
+    }
+  };
   switch (y_type) {
-    case LowType::kF32:
-      bias_activation_kernel<<<grid_for(n), kThreads, 0, stream>>>(
-          static_cast<const float*>(y), bias, channels, positions, n, op, alpha, beta, out);
-      break;
-    case LowType::kF16:
-      bias_activation_kernel<<<grid_for(n), kThreads, 0, stream>>>(
-          static_cast<const __half*>(y), bias, channels, positions, n, op, alpha, beta, out);
-      break;
-    case LowType::kBF16:
-      bias_activation_kernel<<<grid_for(n), kThreads, 0, stream>>>(
-          static_cast<const __nv_bfloat16*>(y), bias, channels, positions, n, op, alpha, beta, out);
-      break;
+    case LowType::kF32: launch(static_cast<const float*>(y)); break;
+    case LowType::kF16: launch(static_cast<const __half*>(y)); break;
+    case LowType::kBF16: launch(static_cast<const __nv_bfloat16*>(y)); break;
   }
   return cudaGetLastError();
 }
@@ -621,6 +755,51 @@ cudaError_t nhwc_bias_activation(const void* y, LowType y_type, const float* bia
                              finish, stream);
   }
   return cudaErrorInvalidValue;
+}
+
+cudaError_t unfold_w(const UnfoldW& shape, const float* x, void* out, LowType type,
+                     cudaStream_t stream) {
+  const std::int64_t n = shape.batch * shape.unfolded_channels * shape.height * shape.out_w;
+  if (n <= 0) return cudaSuccess;
+  if (n >= kUnfoldWMaxElements ||
+      shape.batch * shape.channels * shape.height * shape.width >= kUnfoldWMaxElements ||
+      shape.unfolded_channels < shape.channels * shape.kernel_w)
+    return cudaErrorInvalidValue;
+  if (shape.nhwc) {
+    if (shape.unfolded_channels % 8 != 0) return cudaErrorInvalidValue;
+    const int runs = static_cast<int>(n / 8);
+    switch (type) {
+      case LowType::kF32:
+        unfold_w_nhwc_kernel<<<grid_for(runs), kThreads, 0, stream>>>(
+            shape, x, static_cast<float*>(out), runs);
+        break;
+      case LowType::kF16:
+        unfold_w_nhwc_kernel<<<grid_for(runs), kThreads, 0, stream>>>(
+            shape, x, static_cast<__half*>(out), runs);
+        break;
+      case LowType::kBF16:
+        unfold_w_nhwc_kernel<<<grid_for(runs), kThreads, 0, stream>>>(
+            shape, x, static_cast<__nv_bfloat16*>(out), runs);
+        break;
+    }
+    return cudaGetLastError();
+  }
+  const int elements = static_cast<int>(n);
+  switch (type) {
+    case LowType::kF32:
+      unfold_w_nchw_kernel<<<grid_for(n), kThreads, 0, stream>>>(shape, x, static_cast<float*>(out),
+                                                                 elements);
+      break;
+    case LowType::kF16:
+      unfold_w_nchw_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+          shape, x, static_cast<__half*>(out), elements);
+      break;
+    case LowType::kBF16:
+      unfold_w_nchw_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+          shape, x, static_cast<__nv_bfloat16*>(out), elements);
+      break;
+  }
+  return cudaGetLastError();
 }
 
 cudaError_t naive_gemm(const NaiveGemm& shape, const float* a, const float* b, const float* bias,

@@ -3,6 +3,7 @@
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_api.h"
+#include "backends/cuda/cudnn_rnn.h"
 
 namespace voxrt::backends::cuda {
 
@@ -46,14 +47,28 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
           tactics.push_back(
               {kConvCudnnNhwcImplicitPrecompGemm, "cudnn_nhwc_implicit_precomp_gemm"});
         }
+        const Tensor& w = *node.input(1)->constant;
+        if (unfold_w_applies(w.rank(), w.dim(1), w.dim(w.rank() - 1))) {
+          tactics.push_back({kConvCudnnUnfoldW, "cudnn_unfold_w"});
+          if (precision == Precision::kFp16 || precision == Precision::kBf16) {
+            tactics.push_back({kConvCudnnNhwcUnfoldW, "cudnn_nhwc_unfold_w"});
+            tactics.push_back({kConvCudnnNhwcUnfoldWPrecomp, "cudnn_nhwc_unfold_w_precomp"});
+          }
+        }
       }
       return tactics;
     }
-    case ir::OpFamily::kRecurrent:
-      return {{kReferenceTactic, "reference"},
-              {kRecurrentLt, "cublaslt_gates"},
-              {kRecurrentFused, "fused_matvec"},
-              {kRecurrentPersistent, "persistent_matvec"}};
+    case ir::OpFamily::kRecurrent: {
+      std::vector<TacticInfo> tactics{{kReferenceTactic, "reference"},
+                                      {kRecurrentLt, "cublaslt_gates"},
+                                      {kRecurrentFused, "fused_matvec"},
+                                      {kRecurrentPersistent, "persistent_matvec"}};
+      if (cudnn_rnn_takes(node) && cudnn_api()) {
+        tactics.push_back({kRecurrentCudnnStandard, "cudnn_rnn"});
+        tactics.push_back({kRecurrentCudnnPersistStatic, "cudnn_rnn_persist_static"});
+      }
+      return tactics;
+    }
     default: return {{kReferenceTactic, "cuda"}};
   }
 }

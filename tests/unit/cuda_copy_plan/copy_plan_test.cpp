@@ -270,5 +270,50 @@ TEST(CudaCopyPlan, TransposeDefaultPermAndExpand) {
   expect_same(run(expand_copy(ed, eo), e, eo), e_want, "expand");
 }
 
+// merged_axes: the same elements land in the same places, with fewer axes where both sides are
+// contiguous across neighbours (what the launcher runs).
+TEST(CudaCopyPlan, MergedAxesCopyTheSameElements) {
+  struct Case {
+    Dims in;
+    Dims perm;
+    int merged_rank;
+  };
+  // The DS2 GRU input: [B, C*F, T] -> [T, B, C*F] is a 2-D transpose; a unit axis disappears;
+  // an identity perm is one run; a true 3-axis shuffle stays 3-D.
+  for (const Case& c :
+       {Case{{4, 6, 3}, {2, 0, 1}, 2}, Case{{2, 1, 5, 3}, {0, 3, 1, 2}, 3},
+        Case{{3, 4, 5}, {0, 1, 2}, 1}, Case{{3, 4, 5}, {2, 0, 1}, 2}, Case{{2, 3, 4}, {1, 2, 0}, 2},
+        Case{{2, 3, 4}, {2, 1, 0}, 3}, Case{{1, 1, 1}, {2, 0, 1}, 1}}) {
+    const auto x = iota_tensor(c.in);
+    Dims od;
+    const auto want = plain_transpose(x, c.in, c.perm, od);
+    const ops::StridedCopy copy = transpose_copy(c.in, od, c.perm);
+    const ops::StridedCopy merged = ops::merged_axes(copy);
+    expect_same(run(merged, x, od), want, "merged transpose");
+    EXPECT_EQ(merged.rank, c.merged_rank);
+  }
+  // Slices keep their offset and steps.
+  const Dims xd{4, 6, 5};
+  const auto x = iota_tensor(xd);
+  Dims od;
+  const auto want = plain_slice(x, xd, {1, 0}, {3, 5}, {0, 2}, {1, 2}, od);
+  const ops::StridedCopy copy = slice_copy(xd, od, Dims{1, 0}, Dims{0, 2}, Dims{1, 2});
+  expect_same(run(ops::merged_axes(copy), x, od), want, "merged slice");
+  // Concat parts written into a whole along an inner axis.
+  const Dims whole{2, 7, 3}, a{2, 4, 3}, b{2, 3, 3};
+  const std::vector<Dims> parts = {a, b};
+  std::vector<float> out = poisoned(whole);
+  const std::vector<std::vector<float>> inputs = {iota_tensor(a), iota_tensor(b, 100.0f)};
+  for (const PartCopy& p : concat_split_copies(true, whole, parts, 1))
+    emulate(inputs[p.part], out, ops::merged_axes(p.copy));
+  for (std::int64_t i = 0; i < 2; ++i)
+    for (std::int64_t j = 0; j < 7; ++j)
+      for (std::int64_t k = 0; k < 3; ++k) {
+        const float expected = j < 4 ? inputs[0][static_cast<std::size_t>((i * 4 + j) * 3 + k)]
+                                     : inputs[1][static_cast<std::size_t>((i * 3 + j - 4) * 3 + k)];
+        ASSERT_EQ(out[static_cast<std::size_t>((i * 7 + j) * 3 + k)], expected);
+      }
+}
+
 }  // namespace
 }  // namespace voxrt::backends::cuda

@@ -1,0 +1,25 @@
+// GRU / LSTM through cuDNN's RNN (cudnnRNNForward, one layer per ONNX node): per step a GEMM
+// with 16-bit output and cuDNN's fused cell kernel, or a persistent kernel that keeps the
+// recurrent weights on chip (CUDNN_RNN_ALGO_PERSIST_STATIC). The autotuner weighs them against
+// voxrt's own recurrent tactics (recurrent.cpp).
+#pragma once
+
+#include <memory>
+
+#include "backends/cpu/recurrent/recurrent_spec.h"
+#include "backends/cuda/cuda_common.h"
+
+namespace voxrt::backends::cuda {
+
+// Whether cuDNN's RNN computes this node (on top of recurrent_unsupported() being empty):
+// forward or bidirectional (cuDNN has no reverse-only direction).
+bool cudnn_rnn_takes(const ir::Node& node);
+
+// For tactic kRecurrentCudnnStandard or kRecurrentCudnnPersistStatic. The weights are packed
+// into cuDNN's weight space here, once. A descriptor cuDNN refuses is not an error here: the
+// kernel's prepare() reports it (unsupported), so the autotuner passes the tactic over.
+Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_kernel(
+    const ir::Node& node, const cpu::recurrent::RecurrentSpec& spec, TacticId tactic,
+    KernelBuildContext& build);
+
+}  // namespace voxrt::backends::cuda
