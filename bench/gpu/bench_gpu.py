@@ -10,9 +10,23 @@ with PyTorch's, then time, interleaved over rounds:
                      and the synchronize), and for CUDA engines also `--device-time`: the
                      computation alone between CUDA events, inputs already on the GPU, the
                      same span PyTorch's timing covers (reported as voxrt_device, with its
-                     own ratios; the host-wall ratios stay as the stricter twin).
+                     own ratios; the host-wall ratios stay as the stricter twin),
+  voxrt state pool  (GRU chunk cases only; `voxrt bench --state-pool --json`: host wall time of
+                     StatePool::run_batch, what a server runs: the GRU state stays in the
+                     runtime's slot pool, on the GPU for a CUDA engine, gathered and scattered
+                     inside the CUDA graph, so only x travels to the device and logp back.
+                     The pool needs batch-first states and nn.GRU's h0 is [layers, batch,
+                     hidden], so this times a second engine built with --state h0:hn from
+                     BatchFirstStateDS2 (same weights, h0/hn as [batch, layers, hidden],
+                     transposed inside the graph), checked against PyTorch like the others.
+                     PyTorch's timings stay those of the unchanged model: the transposes are
+                     voxrt's cost only. Reported as voxrt_pool {p50, p99, p99_over_p50},
+                     pool_speedup_vs_eager / _vs_graph, voxrt_pool_items_per_s,
+                     pool_states_on_device, pool_rel_err / pool_agree / pool_build_s; skipped
+                     (voxrt_pool_skipped) when the time budget runs short).
 Cases: (1) BiLSTM 1024x5, 2 s of audio, batch 1, fp32 and fp16; (2) uni-GRU 512x5 streaming
 chunk of 16 frames + GRU state, batch 1 (p50/p99); (3) the same at batch 256, fp16 throughput.
+Every build and timing stays inside --budget-s (the GRU cases build two engines per precision).
 Writes one JSON line per measurement to OUT/bench.json as it goes and prints a table last.
 
   python3 bench/gpu/bench_gpu.py --voxrt .device/bin/voxrt --out $OUT [--iters 50] [--rounds 2]
@@ -59,6 +73,21 @@ class StreamingDS2(DS2):
     def forward(self, x, h0):
         y, hn = self.rnn(self.features(x), h0)
         return self.fc(y).log_softmax(-1), hn
+
+
+class BatchFirstStateDS2(nn.Module):
+    """A StreamingDS2 (same weights) with its GRU state batch-first, for voxrt's state pool only:
+    the pool holds states as [batch, ...], nn.GRU takes h0 as [layers, batch, hidden]. h0 comes in
+    as [batch, layers, hidden] and hn goes out the same way; the two transposes are in the exported
+    graph, so voxrt pays for them and PyTorch (timed on the unchanged model) does not."""
+
+    def __init__(self, streaming):
+        super().__init__()
+        self.streaming = streaming
+
+    def forward(self, x, h0):
+        logp, hn = self.streaming(x, h0.transpose(0, 1).contiguous())
+        return logp, hn.transpose(0, 1)
 
 
 def init_weights(model):
@@ -182,7 +211,7 @@ class Bench:
         self.last_warnings = [l[:300] for l in p.stderr.splitlines() if "warning" in l][:3]
         return p.stdout
 
-    def build(self, name, onnx_path, profiles, precision):
+    def build(self, name, onnx_path, profiles, precision, states=()):
         engine = os.path.join(self.work, f"{name}_{precision}.engine")
         cmd = ["build", "--onnx", onnx_path, "--engine", engine, "--device", self.voxrt_device,
                "--threads", str(self.args.build_threads), "--timing-iterations", "3",
@@ -191,6 +220,8 @@ class Bench:
             cmd += ["--precision", precision]
         for p in profiles:
             cmd += ["--profile", p]
+        for pair in states:
+            cmd += ["--state", pair]
         t = time.time()
         report = self.voxrt(*cmd, timeout=max(30, int(self.left_s())))
         build_s = time.time() - t
@@ -211,21 +242,43 @@ class Bench:
             i += 1
         return outs
 
-    def voxrt_bench(self, engine, shapes, iters, profile=False, env=None):
+    def voxrt_bench(self, engine, shapes, iters, profile=False, env=None, state_pool=False):
         extra = ["--profile"] if profile else []
-        if self.device == "cuda":
+        if state_pool:  # StatePool::run_batch: only the stream inputs travel
+            extra.append("--state-pool")
+        elif self.device == "cuda":
             extra.append("--device-time")
         out = self.voxrt("bench", engine, "--shapes", shapes, "--iterations", str(iters),
                          "--warmup", "200", "--json", *extra, env=env)
         return json.loads(out)
 
+    def pool_engine(self, name, pool, pool_onnx, precision, ref, tol):
+        """Builds the state-pool twin of a case (pool: see run()) and checks its outputs against
+        PyTorch's; returns the engine (None when skipped or failed) and the row's pool_* fields."""
+        if self.left_s() < 20:
+            return None, {"voxrt_pool_skipped": "out of time budget"}
+        try:
+            engine, build_s, _ = self.build(f"{name}_pool", pool_onnx, pool["profiles"], precision,
+                                            states=pool["states"])
+            outs = self.voxrt_outputs(engine, [x.numpy() for x in pool["inputs"]], pool["names"])
+            pool_ref = pool["ref_map"](ref)
+            errs = [rel_err(o, r) for o, r in zip(outs, pool_ref)]
+            agree = len(outs) == len(pool_ref) and all(e <= tol for e in errs)
+            return engine, {"pool_build_s": round(build_s, 2), "pool_rel_err": errs,
+                            "pool_agree": agree}
+        except Exception as e:  # the pool twin failing must not hide the case's other numbers
+            return None, {"voxrt_pool_error": str(e)[-1000:]}
+
     def case(self, name, model, inputs, in_names, out_names, profiles, shapes, precisions,
-             per_chunk_items=1):
+             per_chunk_items=1, pool=None):
         if self.left_s() < 20:
             self.record(case=name, skipped="out of time budget")
             return
         onnx_path = os.path.join(self.work, f"{name}.onnx")
         export_onnx(model, inputs, in_names, out_names, onnx_path)
+        if pool:  # before model.to(device): export_onnx moves the shared weights to the CPU
+            pool_onnx = os.path.join(self.work, f"{name}_pool.onnx")
+            export_onnx(pool["model"], pool["inputs"], pool["names"], out_names, pool_onnx)
         dev_model = model.to(self.device)
         dev_inputs = [x.to(self.device) for x in inputs]
         with torch.no_grad():
@@ -247,6 +300,10 @@ class Bench:
                 errs = [rel_err(o, r) for o, r in zip(outs, ref)]
                 tol = 1e-3 if precision in ("fp32", "tf32") else 3e-2
                 agree = len(outs) == len(ref) and all(e <= tol for e in errs)
+                pool_engine, pool_row = None, {}
+                if pool:
+                    pool_engine, pool_row = self.pool_engine(name, pool, pool_onnx, precision, ref,
+                                                             tol)
                 # The torch peer at the same precision.
                 half = precision == "fp16" and self.device == "cuda"
                 tm = dev_model.half() if half else dev_model
@@ -254,12 +311,19 @@ class Bench:
                 with torch.no_grad():
                     eager_fn = lambda: tm(*ti)  # noqa: E731
                     graph_fn = torch_graph(tm, ti) if self.device == "cuda" else None
-                    eager, graphed, vox = [], [], []
+                    eager, graphed, vox, pooled = [], [], [], []
                     for r in range(self.args.rounds):
                         eager += time_torch(eager_fn, self.args.iters, self.device)
                         # The first round also reports per-layer device times (CUDA events).
                         vox += [self.voxrt_bench(engine, shapes, self.args.iters, profile=r == 0)]
                         bench_warnings = getattr(self, "last_warnings", [])
+                        if pool_engine:
+                            try:
+                                pooled += [self.voxrt_bench(pool_engine, pool["shapes"],
+                                                            self.args.iters, state_pool=True)]
+                            except Exception as e:
+                                pool_row["voxrt_pool_error"] = str(e)[-1000:]
+                                pool_engine, pooled = None, []
                         if graph_fn:
                             graphed += time_torch(graph_fn, self.args.iters, self.device)
                 if half:
@@ -295,6 +359,18 @@ class Bench:
                 if graphed:
                     row["torch_graph"] = summary(graphed)
                     row["speedup_vs_graph"] = summary(graphed)["p50"] / vox_p50
+                if pooled:  # voxrt bench --state-pool on the batch-first twin, same rounds
+                    pool_p50 = float(np.median([v["latency_ms"]["median"] for v in pooled]))
+                    pool_p99 = float(max(v["latency_ms"]["p99"] for v in pooled))
+                    row["voxrt_pool"] = {"p50": pool_p50, "p99": pool_p99,
+                                         "p99_over_p50": pool_p99 / pool_p50}
+                    row["pool_speedup_vs_eager"] = summary(eager)["p50"] / pool_p50
+                    if graphed:
+                        row["pool_speedup_vs_graph"] = summary(graphed)["p50"] / pool_p50
+                    row["voxrt_pool_items_per_s"] = per_chunk_items / pool_p50 * 1e3
+                    row["pool_batch"] = pooled[0]["batch"]
+                    row["pool_states_on_device"] = pooled[0]["states_on_device"]
+                row.update(pool_row)
                 self.record(**row)
             except Exception as e:  # keep going: one failing case must not hide the others
                 if half_model_is_half(dev_model):
@@ -319,16 +395,27 @@ class Bench:
             xs = torch.randn(batch, 1, 161, 16)
             h0 = torch.randn(layers, batch, hidden_g) * 0.1
             shp = f"x:{batch}x1x161x16,h0:{layers}x{batch}x{hidden_g}"
-            prof = [f"x:{batch}x1x161x16/{batch}x1x161x16/{batch}x1x161x16",
+            x_prof = f"x:{batch}x1x161x16/{batch}x1x161x16/{batch}x1x161x16"
+            prof = [x_prof,
                     f"h0:{layers}x{batch}x{hidden_g}/{layers}x{batch}x{hidden_g}/{layers}x{batch}x{hidden_g}"]
+            # The state-pool twin: the same weights with h0/hn batch-first, built with --state
+            # h0:hn and timed with `voxrt bench --state-pool` (only x travels; the pool keeps h0).
+            bf = f"{batch}x{layers}x{hidden_g}"
+            # eval(): the exporter restores the wrapper's mode on exit, recursively, into g too.
+            pool = dict(model=BatchFirstStateDS2(g).eval(),
+                        inputs=[xs, h0.transpose(0, 1).contiguous()], names=["x", "h0"],
+                        profiles=[x_prof, f"h0:{bf}/{bf}/{bf}"], states=["h0:hn"],
+                        shapes=f"x:{batch}x1x161x16",
+                        ref_map=lambda ref: [ref[0], ref[1].transpose(1, 0, 2)])
             self.case(f"gru512x5_stream16_b{batch}", g, [xs, h0], ["x", "h0"], ["logp", "hn"], prof,
-                      shp, precisions if not small else ["fp32"], per_chunk_items=batch)
+                      shp, precisions if not small else ["fp32"], per_chunk_items=batch, pool=pool)
         self.table()
 
     def table(self):
         print("\ncase                         prec  agree  build_s  torch_eager_p50  torch_graph_p50  "
               "voxrt_p50  voxrt_p99/p50  x_eager  x_graph  dev_p50  dev_p99/p50  dev_x_eager  "
-              "dev_x_graph")
+              "dev_x_graph  pool_agree  pool_p50  pool_p99/p50  pool_x_eager  pool_x_graph  "
+              "pool_items/s  pool_on_dev")
         for r in self.rows:
             if "voxrt" not in r:
                 print(f"{r['case']:<28} {r.get('precision', ''):<5} {r.get('error', r.get('skipped', ''))[:300]}")
@@ -341,7 +428,16 @@ class Bench:
                   f"{r.get('voxrt_device', {}).get('p50', float('nan')):>7.3f}  "
                   f"{r.get('voxrt_device', {}).get('p99_over_p50', float('nan')):>11.2f}  "
                   f"{r.get('device_speedup_vs_eager', float('nan')):>11.2f}  "
-                  f"{r.get('device_speedup_vs_graph', float('nan')):>11.2f}")
+                  f"{r.get('device_speedup_vs_graph', float('nan')):>11.2f}  "
+                  f"{str(r.get('pool_agree', '-')):<10}  "
+                  f"{r.get('voxrt_pool', {}).get('p50', float('nan')):>8.3f}  "
+                  f"{r.get('voxrt_pool', {}).get('p99_over_p50', float('nan')):>12.2f}  "
+                  f"{r.get('pool_speedup_vs_eager', float('nan')):>12.2f}  "
+                  f"{r.get('pool_speedup_vs_graph', float('nan')):>12.2f}  "
+                  f"{r.get('voxrt_pool_items_per_s', float('nan')):>12.0f}  "
+                  f"{str(r.get('pool_states_on_device', '-')):<11}"
+                  + (f"  pool: {(r.get('voxrt_pool_error') or r.get('voxrt_pool_skipped'))[:200]}"
+                     if r.get('voxrt_pool_error') or r.get('voxrt_pool_skipped') else ""))
 
 
 def half_model_is_half(model):

@@ -12,25 +12,42 @@ namespace {
 
 // 1, 2, 3, 4, 6, 8, 12, 16, ...: at most a third of a padded batch is padding. Capped by the
 // largest batch the engine's profiles allow for the stream inputs (always included); empty when
-// no profile bounds the batch (no padding then).
+// no profile bounds the batch (no padding then). Only batches some profile admits are buckets,
+// and each profile's smallest batch is one: an engine built for batch 256 alone (min = max, so
+// its shapes are static) has the single bucket 256, where a bucket 192 could never run.
 std::vector<std::int64_t> batch_buckets(const Engine& engine,
                                         const std::vector<TensorInfo>& stream_inputs) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> batch_ranges;  // [min, max] per profile
   std::int64_t max_batch = 0;
   for (const auto& profile : engine.impl().contents.profiles) {
+    std::int64_t lo = 1, hi = -1;
     for (const auto& input : stream_inputs) {
       auto it = profile.inputs.find(input.name);
-      if (it != profile.inputs.end() && !it->second.max.empty())
-        max_batch = std::max(max_batch, it->second.max[0]);
+      if (it == profile.inputs.end() || it->second.max.empty()) continue;
+      lo = std::max(lo, it->second.min[0]);
+      hi = hi < 0 ? it->second.max[0] : std::min(hi, it->second.max[0]);
     }
+    if (hi < lo) continue;
+    batch_ranges.emplace_back(lo, hi);
+    max_batch = std::max(max_batch, hi);
   }
   std::vector<std::int64_t> buckets;
   if (max_batch < 1) return buckets;
+  std::vector<std::int64_t> candidates;
   for (std::int64_t power = 1; power < max_batch; power *= 2) {
-    buckets.push_back(power);
-    if (power >= 2 && power + power / 2 < max_batch) buckets.push_back(power + power / 2);
+    candidates.push_back(power);
+    if (power >= 2 && power + power / 2 < max_batch) candidates.push_back(power + power / 2);
   }
-  buckets.push_back(max_batch);
+  candidates.push_back(max_batch);
+  for (const auto& range : batch_ranges) candidates.push_back(range.first);
+  for (std::int64_t batch : candidates) {
+    const bool admitted = std::any_of(batch_ranges.begin(), batch_ranges.end(), [&](const auto& r) {
+      return r.first <= batch && batch <= r.second;
+    });
+    if (admitted) buckets.push_back(batch);
+  }
   std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
   return buckets;
 }
 

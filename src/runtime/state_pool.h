@@ -6,9 +6,10 @@
 // CPU engines keep the states in host memory. Device (CUDA) engines keep them on the device, in
 // the slot pool of the first ExecutionContext that runs a batch (the pool is bound to it; the
 // states never travel to the host), and round each batch up to a bucket (1, 2, 3, 4, 6, 8, 12,
-// ... up to the profile's largest batch) with padding rows on spare slots, so a server whose
-// batch size changes every call reuses a handful of CUDA graphs instead of capturing one per
-// size. VOXRT_DEVICE_STATE_POOL=0 keeps device engines' states on the host (for comparison).
+// ... up to the profile's largest batch, none below its smallest) with padding rows on spare
+// slots, so a server whose batch size changes every call reuses a handful of CUDA graphs
+// instead of capturing one per size. VOXRT_DEVICE_STATE_POOL=0 keeps device engines' states on
+// the host (for comparison).
 #pragma once
 
 #include <cstdint>

@@ -3,14 +3,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <iomanip>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 
 #include "commands.h"
 #include "runtime/engine_impl.h"
+#include "runtime/state_pool.h"
 #include "shape_args.h"
 
 namespace voxrt::cli {
@@ -26,6 +29,7 @@ struct BenchArgs {
   bool json = false;
   bool profile = false;
   bool device_time = false;
+  bool state_pool = false;
 };
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -35,32 +39,34 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - static_cast<double>(lo));
 }
 
+// Without --shapes, an input takes the first profile's opt shape or its static dims.
+Expected<Dims> input_dims(const Engine& engine, const TensorInfo& info,
+                          const std::map<std::string, Dims>& shapes) {
+  auto it = shapes.find(info.name);
+  if (it != shapes.end()) return it->second;
+  const auto& profiles = engine.impl().contents.profiles;
+  if (!profiles.empty() && profiles.front().inputs.count(info.name))
+    return profiles.front().inputs.at(info.name).opt;
+  Dims dims;
+  for (std::size_t d = 0; d < info.dims.size(); ++d) {
+    if (info.dims[d] < 0) {
+      return invalid_argument("input '", info.name, "' dim ", d, " ('", info.dim_names[d],
+                              "') is dynamic: give --shapes ", info.name, ":...");
+    }
+    dims.push_back(info.dims[d]);
+  }
+  return dims;
+}
+
+// Random inputs for `infos` (the engine's inputs, or a state pool's stream inputs).
 Expected<std::vector<Tensor>> make_inputs(const Engine& engine,
+                                          const std::vector<TensorInfo>& infos,
                                           const std::map<std::string, Dims>& shapes) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<Tensor> inputs;
-  for (const auto& info : engine.inputs()) {
-    Dims dims;
-    auto it = shapes.find(info.name);
-    if (it != shapes.end()) {
-      dims = it->second;
-    } else {
-      // Without --shapes, take the first profile's opt shape or the static dims.
-      const auto& profiles = engine.impl().contents.profiles;
-      auto p = profiles.empty() ? profiles.end() : profiles.begin();
-      if (p != profiles.end() && p->inputs.count(info.name)) {
-        dims = p->inputs.at(info.name).opt;
-      } else {
-        for (std::size_t d = 0; d < info.dims.size(); ++d) {
-          if (info.dims[d] < 0) {
-            return invalid_argument("input '", info.name, "' dim ", d, " ('", info.dim_names[d],
-                                    "') is dynamic: give --shapes ", info.name, ":...");
-          }
-          dims.push_back(info.dims[d]);
-        }
-      }
-    }
+  for (const auto& info : infos) {
+    VOXRT_ASSIGN_OR_RETURN(Dims dims, input_dims(engine, info, shapes));
     Tensor t = Tensor::uninitialized(info.dtype, dims);
     for (std::int64_t i = 0; i < t.element_count(); ++i) {
       if (info.dtype == DType::kF32) {
@@ -77,6 +83,78 @@ Expected<std::vector<Tensor>> make_inputs(const Engine& engine,
   return inputs;
 }
 
+// --state-pool: the pool, its slots (all of them: capacity = batch) and one batch's stream inputs.
+struct PoolRun {
+  std::unique_ptr<StatePool> pool;
+  std::vector<int> slots;
+  std::vector<Tensor> stream_inputs;
+  // Every engine input, states as zeros at the batch: what --profile and --device-time time.
+  std::vector<Tensor> all_inputs;
+};
+
+// The batch is the stream inputs' dim 0; state inputs' --shapes are not needed (the pool holds
+// the states) and only set the batch of an engine whose every input is a state.
+Expected<PoolRun> make_pool_run(const std::shared_ptr<const Engine>& engine,
+                                const std::map<std::string, Dims>& shapes) {
+  // A one-slot pool first: StatePool::create says why an engine cannot have one, before any
+  // complaint about shapes, and names the stream inputs.
+  VOXRT_ASSIGN_OR_RETURN(auto probe, StatePool::create(engine, 1));
+  const std::vector<TensorInfo> stream_infos = probe->stream_inputs();
+  PoolRun run;
+  VOXRT_ASSIGN_OR_RETURN(run.stream_inputs, make_inputs(*engine, stream_infos, shapes));
+  std::int64_t batch = -1;
+  for (std::size_t i = 0; i < run.stream_inputs.size(); ++i) {
+    const Tensor& t = run.stream_inputs[i];
+    if (t.rank() == 0) {
+      return invalid_argument("stream input '", stream_infos[i].name,
+                              "' is a scalar; the pool runs batch-first stream inputs");
+    }
+    if (batch >= 0 && t.dim(0) != batch) {
+      return invalid_argument("the stream inputs disagree on the batch (dim 0): '",
+                              stream_infos[i].name, "' is ", dims_to_string(t.dims()),
+                              ", an earlier one has batch ", batch);
+    }
+    batch = t.dim(0);
+  }
+  const auto& infos = engine->inputs();
+  auto is_state = [&](const TensorInfo& info) {
+    return std::none_of(stream_infos.begin(), stream_infos.end(),
+                        [&](const TensorInfo& s) { return s.name == info.name; });
+  };
+  for (const auto& info : infos) {
+    if (batch >= 0) break;
+    auto given = shapes.find(info.name);
+    if (is_state(info) && given != shapes.end() && !given->second.empty()) batch = given->second[0];
+  }
+  if (batch < 0) batch = 1;
+  if (batch < 1 || batch > (1 << 20))
+    return invalid_argument("batch ", batch, " is not in 1..2^20");
+  for (const auto& info : infos) {
+    // A static state's dim 0 passes StatePool::create whatever it means; here it must be the batch.
+    if (is_state(info) && info.dims[0] >= 0 && info.dims[0] != batch) {
+      return invalid_argument("state '", info.name, "' is ", dims_to_string(info.dims),
+                              ": its dim 0 is not the batch of the stream inputs (", batch,
+                              "); the pool holds batch-first states, [batch, ...]");
+    }
+  }
+  VOXRT_ASSIGN_OR_RETURN(run.pool, StatePool::create(engine, static_cast<int>(batch)));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    VOXRT_ASSIGN_OR_RETURN(int slot, run.pool->acquire());
+    run.slots.push_back(slot);
+  }
+  std::size_t next_stream = 0;
+  for (const auto& info : infos) {
+    if (!is_state(info)) {
+      run.all_inputs.push_back(run.stream_inputs[next_stream++]);
+      continue;
+    }
+    Dims state_dims = info.dims;  // StatePool::create checked: static but for dim 0
+    state_dims[0] = batch;
+    run.all_inputs.push_back(Tensor::zeros(info.dtype, state_dims));
+  }
+  return run;
+}
+
 int run_bench(const BenchArgs& args) {
   auto engine = Engine::load_file(args.engine_path);
   if (!engine) {
@@ -88,20 +166,64 @@ int run_bench(const BenchArgs& args) {
     std::cerr << "error: " << shapes.status().message() << "\n";
     return 2;
   }
-  auto inputs = make_inputs(**engine, *shapes);
-  if (!inputs) {
-    std::cerr << "error: " << inputs.status().message() << "\n";
-    return 2;
+  for (const auto& [name, dims] : *shapes) {
+    const auto& infos = (*engine)->inputs();
+    if (std::none_of(infos.begin(), infos.end(),
+                     [&](const TensorInfo& i) { return i.name == name; })) {
+      std::string names;
+      for (const auto& i : infos) names += (names.empty() ? "" : ", ") + i.name;
+      std::cerr << "error: --shapes " << name << ":" << dims_to_string(dims)
+                << ": the engine has no input '" << name << "' (its inputs: " << names << ")\n";
+      return 2;
+    }
+  }
+  std::vector<Tensor> inputs;  // every engine input: what run, --profile and --device-time take
+  std::optional<PoolRun> pool_run;
+  if (args.state_pool) {
+    auto made = make_pool_run(*engine, *shapes);
+    if (!made) {
+      std::cerr << "error: --state-pool: " << made.status().message() << "\n";
+      return 2;
+    }
+    inputs = made->all_inputs;
+    pool_run = std::move(*made);
+  } else {
+    auto made = make_inputs(**engine, (*engine)->inputs(), *shapes);
+    if (!made) {
+      std::cerr << "error: " << made.status().message() << "\n";
+      return 2;
+    }
+    inputs = std::move(*made);
   }
   auto context = (*engine)->create_context(args.threads);
   if (!context) {
     std::cerr << "error: " << context.status().message() << "\n";
     return 1;
   }
+  if (pool_run) {
+    // Device pools plan and capture every batch bucket up to this batch here, as a server does
+    // before its first batch; the timed loop below then measures steady state.
+    std::vector<Tensor> one_row;
+    for (const Tensor& t : pool_run->stream_inputs) {
+      Dims row_dims = t.dims();
+      row_dims[0] = 1;
+      Tensor row = Tensor::uninitialized(t.dtype(), row_dims);
+      std::memcpy(row.raw_data(), t.raw_data(), row.size_bytes());
+      one_row.push_back(std::move(row));
+    }
+    Status warmed = pool_run->pool->warm_up(**context, one_row,
+                                            static_cast<std::int64_t>(pool_run->slots.size()));
+    if (!warmed) {
+      std::cerr << "error: --state-pool warm-up: " << warmed.message() << "\n";
+      return 1;
+    }
+  }
   using clock = std::chrono::steady_clock;
   auto one = [&]() -> Expected<double> {
     const auto start = clock::now();
-    auto out = (*context)->run(*inputs);
+    auto out = pool_run
+                   ? pool_run->pool->run_batch(**context, pool_run->slots, pool_run->stream_inputs)
+                   : (*context)->run(inputs);
     if (!out) return out.status();
     return std::chrono::duration<double, std::milli>(clock::now() - start).count();
   };
@@ -145,7 +267,7 @@ int run_bench(const BenchArgs& args) {
     // Device engines: per-node device time from CUDA events (eager run, one stream).
     const auto& executable = *(*engine)->impl().device_executable;
     auto session = executable.create_session();
-    auto times = session ? (*session)->run_profiled(*inputs, 20)
+    auto times = session ? (*session)->run_profiled(inputs, 20)
                          : Expected<std::vector<double>>(session.status());
     if (!times) {
       std::cerr << "error: " << times.status().message() << "\n";
@@ -167,7 +289,7 @@ int run_bench(const BenchArgs& args) {
       per_node[&n].push_back(us);
     };
     for (int i = 0; i < 20; ++i) {
-      auto out = (*context)->impl().run(*inputs, &observer);
+      auto out = (*context)->impl().run(inputs, &observer);
       if (!out) {
         std::cerr << "error: " << out.status().message() << "\n";
         return 1;
@@ -192,7 +314,7 @@ int run_bench(const BenchArgs& args) {
       return 2;
     }
     auto session = (*engine)->impl().device_executable->create_session();
-    auto times = session ? (*session)->time_compute(*inputs, static_cast<int>(sorted.size()))
+    auto times = session ? (*session)->time_compute(inputs, static_cast<int>(sorted.size()))
                          : Expected<std::vector<double>>(session.status());
     if (!times) {
       std::cerr << "error: " << times.status().message() << "\n";
@@ -214,7 +336,12 @@ int run_bench(const BenchArgs& args) {
       {"cov", cov},
       {"iterations", sorted.size()},
       {"threads", args.threads},
+      {"mode", pool_run ? "state_pool" : "run"},
   };
+  if (pool_run) {
+    j["batch"] = pool_run->slots.size();
+    j["states_on_device"] = pool_run->pool->states_on_device();
+  }
   if (args.profile) j["layers"] = layers;
   if (!device_sorted.empty()) {
     j["device_ms"] = {{"min", device_sorted.front()},
@@ -234,6 +361,12 @@ int run_bench(const BenchArgs& args) {
             << percentile(sorted, 99) << "  max " << sorted.back() << "\nthroughput "
             << j["throughput_per_s"].get<double>() << " /s, coefficient of variation " << cov * 100
             << " %\n";
+  if (pool_run) {
+    std::cout << "state pool: batch " << pool_run->slots.size() << " (padded to "
+              << pool_run->pool->padded_batch(static_cast<std::int64_t>(pool_run->slots.size()))
+              << "), states on the " << (pool_run->pool->states_on_device() ? "device" : "host")
+              << "\n";
+  }
   if (!device_sorted.empty()) {
     std::cout << "device ms (compute only, CUDA events): min " << device_sorted.front()
               << "  median " << percentile(device_sorted, 50) << "  p99 "
@@ -261,10 +394,20 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "min/mean/median/p90/p95/p99 latency, throughput and the coefficient of variation.\n"
       "The latency is host wall time of one run: input copy, launch, output copy and sync on a\n"
       "device engine. --device-time adds the device time of the computation alone.\n"
-      "Example:\n  voxrt bench ds2.engine --shapes x:1x1x161x200 --threads 2 --json");
+      "--state-pool times what a server runs instead: StatePool::run_batch for a batch of\n"
+      "stream slots whose states (the engine's voxrt build --state IN:OUT pairs, batch-first)\n"
+      "stay in the runtime's slot pool (on the GPU for a CUDA engine, gathered and scattered\n"
+      "inside the CUDA graph), so only the other inputs travel. The batch is their dim 0\n"
+      "(--shapes, else the first profile's opt); --shapes of state inputs are ignored. The\n"
+      "pool is warmed up first (StatePool::warm_up). With --state-pool, --profile and\n"
+      "--device-time still time the computation alone (zero states, no gather/scatter).\n"
+      "Examples:\n"
+      "  voxrt bench ds2.engine --shapes x:1x1x161x200 --threads 2 --json\n"
+      "  voxrt bench gru_chunk.engine --state-pool --shapes x:256x1x161x16 --json");
   cmd->add_option("engine", args->engine_path, "Engine file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--shapes", args->shapes,
-                  "NAME:DIMS for dynamic inputs (default: the first profile's opt)");
+                  "NAME:DIMS[,NAME:DIMS...] for dynamic inputs (default: the first profile's opt)")
+      ->delimiter(',');
   cmd->add_option("--iterations", args->iterations, "Timed runs (overrides --duration)");
   cmd->add_option("--duration", args->duration_s, "Seconds to run")->capture_default_str();
   cmd->add_option("--warmup", args->warmup_ms, "Warm-up milliseconds")->capture_default_str();
@@ -273,6 +416,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--device-time", args->device_time,
                 "Device engines: also time the computation alone on the GPU with CUDA events "
                 "(inputs already on the device, no copies), as many runs as the host timing");
+  cmd->add_flag("--state-pool", args->state_pool,
+                "Time StatePool::run_batch over the engine's state pairs (states stay in the "
+                "pool) instead of ExecutionContext::run; JSON adds mode, batch, states_on_device");
   cmd->add_flag("--json", args->json, "Print one JSON object");
   cmd->callback([args, &exit_code] { exit_code = run_bench(*args); });
 }
