@@ -36,6 +36,7 @@ Writes one JSON line per measurement to OUT/bench.json as it goes and prints a t
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -409,6 +410,10 @@ class Bench:
                         ref_map=lambda ref: [ref[0], ref[1].transpose(1, 0, 2)])
             self.case(f"gru512x5_stream16_b{batch}", g, [xs, h0], ["x", "h0"], ["logp", "hn"], prof,
                       shp, precisions if not small else ["fp32"], per_chunk_items=batch, pool=pool)
+        # Every tactic's autotuning time, for the record (which candidates lost, and by how much).
+        cache = os.path.join(self.work, "cuda.cache")
+        if os.path.exists(cache):
+            shutil.copy(cache, os.path.join(self.args.out, "timing_cache.txt"))
         self.table()
 
     def table(self):

@@ -15,7 +15,8 @@ namespace voxrt::backends::cuda {
 // forward or bidirectional (cuDNN has no reverse-only direction).
 bool cudnn_rnn_takes(const ir::Node& node);
 
-// For tactic kRecurrentCudnnStandard or kRecurrentCudnnPersistStatic. The weights are packed
+// For tactics kRecurrentCudnnStandard, kRecurrentCudnnPersistStatic and
+// kRecurrentCudnnPersistStaticF32 (float data at any precision). The weights are packed
 // into cuDNN's weight space here, once. A descriptor cuDNN refuses is not an error here: the
 // kernel's prepare() reports it (unsupported), so the autotuner passes the tactic over.
 Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_kernel(

@@ -2,7 +2,7 @@
 // GEMM over all time steps and both directions (biases folded in), then per step either a
 // cuBLASLt recurrent GEMM (both directions batched) + a gate kernel (tactic 1), or one fused
 // mat-vec + gate kernel (tactic 2, for small batches). Tactic 0 uses the naive GEMM. Tactics 4
-// and 5 are cuDNN's RNN (cudnn_rnn.h).
+// to 6 are cuDNN's RNN (cudnn_rnn.h).
 #include <algorithm>
 
 #include "backends/cpu/recurrent/recurrent_spec.h"
@@ -265,7 +265,8 @@ Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node
   const std::string why = recurrent_unsupported(node);
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
   VOXRT_ASSIGN_OR_RETURN(rec::RecurrentSpec spec, rec::parse_recurrent_spec(node));
-  if (tactic == kRecurrentCudnnStandard || tactic == kRecurrentCudnnPersistStatic)
+  if (tactic == kRecurrentCudnnStandard || tactic == kRecurrentCudnnPersistStatic ||
+      tactic == kRecurrentCudnnPersistStaticF32)
     return make_cudnn_rnn_kernel(node, spec, tactic, build);
   const std::int64_t D = spec.num_directions, G = spec.gates, H = spec.hidden_size;
   const Tensor& w = *node.input(1)->constant;

@@ -66,6 +66,8 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
       if (cudnn_rnn_takes(node) && cudnn_api()) {
         tactics.push_back({kRecurrentCudnnStandard, "cudnn_rnn"});
         tactics.push_back({kRecurrentCudnnPersistStatic, "cudnn_rnn_persist_static"});
+        if (precision != Precision::kFp32)
+          tactics.push_back({kRecurrentCudnnPersistStaticF32, "cudnn_rnn_persist_static_f32"});
       }
       return tactics;
     }
