@@ -589,6 +589,81 @@ TEST(CudaOps, ConvUnfoldWEveryPrecision) {
     for (const auto& [name, make] : cases) check_all_tactics(name, make, p);
 }
 
+// A convolution for the direct_tc tactic (our WMMA implicit GEMM): x [batch, channels, height,
+// width], w [out_channels, channels, kernel], a bias and the activation fused when `activation`
+// is not empty ("clip" is Clip(0, 2)).
+GraphCase direct_conv_case(Dims x_dims, std::int64_t out_channels, std::vector<std::int64_t> kernel,
+                           std::vector<std::int64_t> strides, std::vector<std::int64_t> pads,
+                           std::vector<std::int64_t> dilations, std::string activation) {
+  return [=](ir::Graph& g, std::mt19937& rng) {
+    std::vector<Tensor> ins;
+    ir::Value* x = input(g, ins, "x", random_tensor(x_dims, rng));
+    const bool fused = !activation.empty();
+    std::vector<ir::Value*> conv_ins = {
+        x, g.add_constant(
+               "w", random_tensor({out_channels, x_dims[1], kernel[0], kernel[1]}, rng, 0.3f))};
+    if (fused) conv_ins.push_back(g.add_constant("b", random_tensor({out_channels}, rng)));
+    ir::Value* y = out(g, "y");
+    ir::Node* conv = node(g, fused ? ir::OpKind::kFusedConv : ir::OpKind::kConv, "conv",
+                          std::move(conv_ins), {y});
+    conv->attrs.set("strides", strides);
+    conv->attrs.set("pads", pads);
+    conv->attrs.set("dilations", dilations);
+    if (fused) {
+      conv->attrs.set("activation", activation);
+      if (activation == "clip") {
+        conv->attrs.set("activation_alpha", 0.0f);
+        conv->attrs.set("activation_beta", 2.0f);
+      }
+    }
+    g.outputs = {y};
+    return ins;
+  };
+}
+
+// DS2's conv.0 at a reduced height (C 1, kernel 41 x 11, stride 2, pads 20 / 5, OC 32, bias and
+// Clip fused: 31 x 8 outputs, the last 64-position tile partial); C 2 with dilation_w 2,
+// asymmetric pads, no bias, batch 3 (96 positions: one full tile and a partial one); and the
+// limits, K = 1024 with OC 64 (the most shared memory) and a fused ReLU.
+const std::vector<std::pair<std::string, GraphCase>>& direct_conv_cases() {
+  static const std::vector<std::pair<std::string, GraphCase>> cases = {
+      {"Conv DS2 conv.0 reduced",
+       direct_conv_case({2, 1, 61, 16}, 32, {41, 11}, {2, 2}, {20, 5, 20, 5}, {1, 1}, "clip")},
+      {"Conv C 2 dilation_w 2 asymmetric pads batch 3",
+       direct_conv_case({3, 2, 13, 11}, 16, {3, 5}, {1, 1}, {1, 2, 0, 3}, {1, 2}, "")},
+      {"Conv K 1024 OC 64",
+       direct_conv_case({1, 4, 20, 20}, 64, {16, 16}, {1, 1}, {0, 0, 0, 0}, {1, 1}, "relu")},
+  };
+  return cases;
+}
+
+// direct_tc is listed for those convs at FP16/BF16 only (our own kernel: whether or not cuDNN
+// loads); check_all_tactics runs only what is listed.
+TEST(CudaBackendNoDevice, DirectTensorCoreConvListedAtHalfPrecisionOnly) {
+  for (const auto& [name, make] : direct_conv_cases()) {
+    for (Precision p : kAllPrecisions) {
+      SCOPED_TRACE(str_cat(name, " at ", precision_name(p)));
+      std::mt19937 rng(1);
+      ir::Graph graph;
+      make(graph, rng);
+      const auto tactics = cuda::tactics_for(*graph.nodes().front(), p);
+      const auto it = std::find_if(tactics.begin(), tactics.end(),
+                                   [](const auto& t) { return t.name == "direct_tc"; });
+      const bool low = p == Precision::kFp16 || p == Precision::kBf16;
+      EXPECT_EQ(it != tactics.end(), low);
+      if (it != tactics.end()) {
+        EXPECT_EQ(it->id, cuda::kConvDirectTensorCore);
+      }
+    }
+  }
+}
+
+TEST(CudaOps, ConvDirectTensorCoreEveryPrecision) {
+  REQUIRE_CUDA_DEVICE();
+  for (Precision p : kAllPrecisions)
+    for (const auto& [name, make] : direct_conv_cases()) check_all_tactics(name, make, p);
+}
+
 GraphCase recurrent_case(ir::OpKind op, const std::string& direction, int batch, bool states) {
   return [=](ir::Graph& g, std::mt19937& rng) {
     std::vector<Tensor> ins;

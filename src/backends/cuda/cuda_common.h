@@ -137,6 +137,8 @@ std::string reduction_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_reduction_kernel(const ir::Node& node,
                                                             KernelBuildContext& build);
 std::string dense_unsupported(const ir::Node& node);
+// Whether the direct_tc conv tactic takes this (supported) Conv / FusedConv at `precision`.
+bool direct_conv_applies_to(const ir::Node& node, Precision precision);
 Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, TacticId tactic,
                                                         KernelBuildContext& build);
 std::string recurrent_unsupported(const ir::Node& node);
@@ -165,6 +167,9 @@ inline constexpr TacticId kConvCudnnNhwcImplicitPrecompGemm = 16;
 inline constexpr TacticId kConvCudnnUnfoldW = 17;
 inline constexpr TacticId kConvCudnnNhwcUnfoldW = 18;
 inline constexpr TacticId kConvCudnnNhwcUnfoldWPrecomp = 19;
+// Our own implicit-GEMM convolution on WMMA tensor cores (conv_direct.h; 2-D, group 1,
+// C * KH * KW <= 1024, OC a multiple of 16 up to 64; FP16/BF16 only). Needs no cuDNN.
+inline constexpr TacticId kConvDirectTensorCore = 20;
 // Recurrent tactics.
 inline constexpr TacticId kRecurrentLt = 1;          // cuBLASLt recurrent GEMM + gate kernel
 inline constexpr TacticId kRecurrentFused = 2;       // fused mat-vec + gates, one launch per step

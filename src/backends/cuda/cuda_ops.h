@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "backends/cuda/conv_direct.h"
 #include "backends/cuda/conv_unfold.h"
 #include "backends/cuda/strided_copy.h"
 
@@ -105,6 +106,13 @@ cudaError_t nhwc_bias_activation(const void* y, LowType y_type, const float* bia
 // tactics. NHWC wants unfolded_channels a multiple of 8: each thread writes 8 channels at once.
 cudaError_t unfold_w(const UnfoldW& shape, const float* x, void* out, LowType type,
                      cudaStream_t stream);
+
+// The direct_tc convolution (conv_direct.h): y = op(conv(x, w) + bias) with x and y float NCHW,
+// `filter` the [k_padded, OC] matrix in `type` (kF16 or kBF16; anything else is
+// cudaErrorInvalidValue), bias [OC] float or null. Tensor cores, float accumulation; no scratch.
+cudaError_t direct_conv(const DirectConv& shape, const float* x, const void* filter, LowType type,
+                        const float* bias, UnaryOp op, float alpha, float beta, float* y,
+                        cudaStream_t stream);
 
 // Reference GEMM (tactic 0, the oracle): for each batch entry,
 // d[m, n] = sum_k opA(a)[m, k] * opB(b)[k, n] + bias[n]; row-major; strides in elements, 0 =

@@ -2,13 +2,15 @@
 // epilogue; other activations as one pointwise pass), and Conv / FusedConv as im2col + one
 // cuBLASLt GEMM over all images, the bias riding in the weight matrix (a ones row in the im2col
 // matrix), or through cuDNN (cudnn_conv.h). Tactic 0 is a naive float GEMM, the oracle;
-// tactics 1..4 are cuBLASLt heuristic candidates, 5..6 split-K ones, 8.. cuDNN algorithms (Conv
-// only). FP16/BF16: weights converted at load, activations converted per call (im2col writes the
-// low type directly), float accumulation and float outputs.
+// tactics 1..4 are cuBLASLt heuristic candidates, 5..6 split-K ones, 8..19 cuDNN algorithms (Conv
+// only), 20 our own tensor-core implicit GEMM for small convs (conv_direct.h). FP16/BF16: weights
+// converted at load, activations converted per call (im2col writes the low type directly), float
+// accumulation and float outputs.
 #include <algorithm>
 #include <span>
 #include <vector>
 
+#include "backends/cuda/conv_direct.h"
 #include "backends/cuda/conv_unfold.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_conv.h"
@@ -313,6 +315,28 @@ class ConvCall final : public CudaCall {
   Activation act_;
 };
 
+// The direct_tc tactic: one kernel, bias and activation in its epilogue, no scratch.
+class DirectConvCall final : public CudaCall {
+ public:
+  DirectConvCall(ops::DirectConv shape, const void* filter, ops::LowType operand, const float* bias,
+                 Activation act)
+      : shape_(shape), filter_(filter), operand_(operand), bias_(bias), act_(act) {}
+  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
+                 const CudaRunContext& context) const override {
+    VOXRT_CUDA_TRY(ops::direct_conv(shape_, in[0].as<const float>(), filter_, operand_, bias_,
+                                    act_.op, act_.alpha, act_.beta, out[0].as<float>(),
+                                    context.stream));
+    return Status::ok();
+  }
+
+ private:
+  ops::DirectConv shape_;
+  const void* filter_;
+  ops::LowType operand_;
+  const float* bias_;
+  Activation act_;
+};
+
 class ConvKernel final : public CudaKernel {
  public:
   // weight: the im2col tactics' packed [OC, k_rows] matrix (bias in it), or for cuDNN the plain
@@ -336,6 +360,7 @@ class ConvKernel final : public CudaKernel {
     const Dims& y = out[0].dims;
     const bool two_d = x.size() == 4;
     if (is_cudnn_tactic(tactic_)) return prepare_cudnn(x, w, y, two_d);
+    if (tactic_ == kConvDirectTensorCore) return prepare_direct(x, w, y);
     ops::Im2Col im;
     im.batch = x[0];
     im.channels = x[1];
@@ -381,6 +406,32 @@ class ConvKernel final : public CudaKernel {
   }
 
  private:
+  Expected<std::unique_ptr<CudaCall>> prepare_direct(const Dims& x, const Dims& w,
+                                                     const Dims& y) const {
+    if (x.size() != 4 || !direct_conv_fits(element_count(x), element_count(y)))
+      return unsupported("the direct_tc convolution takes 2-D inputs and outputs of fewer than ",
+                         kDirectConvMaxElements, " elements");
+    ops::DirectConv s;
+    s.batch = static_cast<int>(x[0]);
+    s.channels = static_cast<int>(x[1]);
+    s.height = static_cast<int>(x[2]);
+    s.width = static_cast<int>(x[3]);
+    s.out_channels = static_cast<int>(w[0]);
+    s.kernel_h = static_cast<int>(w[2]);
+    s.kernel_w = static_cast<int>(w[3]);
+    s.out_h = static_cast<int>(y[2]);
+    s.out_w = static_cast<int>(y[3]);
+    s.stride_h = static_cast<int>(attrs_.strides[0]);
+    s.stride_w = static_cast<int>(attrs_.strides[1]);
+    s.pad_top = static_cast<int>(attrs_.pads[0]);
+    s.pad_left = static_cast<int>(attrs_.pads[1]);
+    s.dilation_h = static_cast<int>(attrs_.dilations[0]);
+    s.dilation_w = static_cast<int>(attrs_.dilations[1]);
+    // The cuDNN tactics' epilogue: bias, then the fused activation (kIdentity when none).
+    return std::unique_ptr<CudaCall>(
+        new DirectConvCall(s, weight_, low_type_for(precision_), bias_, act_));
+  }
+
   Expected<std::unique_ptr<CudaCall>> prepare_cudnn(const Dims& x, const Dims& w, const Dims& y,
                                                     bool two_d) const {
     const std::size_t spatial = two_d ? 2 : 1;
@@ -435,6 +486,18 @@ bool is_conv(const ir::Node& node) {
   return node.op == ir::OpKind::kConv || node.op == ir::OpKind::kFusedConv;
 }
 
+// A conv's bias [OC] as float on the device (for the cuDNN and direct_tc epilogues), or null.
+Expected<const float*> upload_bias(const ir::Node& node, std::int64_t out_channels,
+                                   KernelBuildContext& build) {
+  if (!node.input(2)) return static_cast<const float*>(nullptr);
+  std::vector<float> b(static_cast<std::size_t>(out_channels));
+  for (std::int64_t oc = 0; oc < out_channels; ++oc)
+    b[static_cast<std::size_t>(oc)] =
+        static_cast<float>(node.input(2)->constant->element_as_double(oc));
+  VOXRT_ASSIGN_OR_RETURN(void* uploaded, build.upload_f32(b, ops::LowType::kF32));
+  return static_cast<const float*>(uploaded);
+}
+
 }  // namespace
 
 std::string dense_unsupported(const ir::Node& node) {
@@ -477,6 +540,15 @@ std::string dense_unsupported(const ir::Node& node) {
   return str_cat("no CUDA kernel for ", ir::op_name(node.op));
 }
 
+bool direct_conv_applies_to(const ir::Node& node, Precision precision) {
+  if (!is_conv(node) || !node.input(1) || !node.input(1)->is_constant()) return false;
+  const Tensor& w = *node.input(1)->constant;
+  if (w.rank() != 4) return false;
+  return direct_conv_applies(w.rank(), node.attrs.get_int("group", 1), w.dim(0), w.dim(1), w.dim(2),
+                             w.dim(3),
+                             precision == Precision::kFp16 || precision == Precision::kBf16);
+}
+
 Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, TacticId tactic,
                                                         KernelBuildContext& build) {
   const std::string why = dense_unsupported(node);
@@ -495,6 +567,21 @@ Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, Ta
     const std::int64_t out_channels = w.dim(0);
     const std::int64_t patch = w.element_count() / out_channels;
     const bool has_bias = node.input(2) != nullptr;
+    if (tactic == kConvDirectTensorCore) {
+      if (!direct_conv_applies_to(node, build.precision()))
+        return unsupported(node.describe(),
+                           ": the direct_tc tactic takes FP16/BF16 2-D convolutions with "
+                           "C * KH * KW <= ",
+                           kDirectConvMaxK, " and a multiple of 16 output channels up to ",
+                           kDirectConvMaxOutChannels);
+      const std::vector<float> filter =
+          direct_conv_filter(w.data<float>(), out_channels, w.dim(1), w.dim(2), w.dim(3));
+      VOXRT_ASSIGN_OR_RETURN(void* weight,
+                             build.upload_f32(filter, low_type_for(build.precision())));
+      VOXRT_ASSIGN_OR_RETURN(const float* bias, upload_bias(node, out_channels, build));
+      return std::unique_ptr<CudaKernel>(new ConvKernel(tactic, build.precision(), std::move(attrs),
+                                                        weight, 0, has_bias, act, bias));
+    }
     if (is_cudnn_tactic(tactic)) {
       const bool nhwc = is_nhwc_tactic(tactic);
       std::vector<float> rewritten;  // the filter in the tactic's layout, when not OIHW
@@ -514,15 +601,7 @@ Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, Ta
           void* weight, build.upload_f32(rewritten.empty() ? std::span<const float>(w.span<float>())
                                                            : std::span<const float>(rewritten),
                                          low_type_for(build.precision())));
-      const float* bias = nullptr;
-      if (has_bias) {
-        std::vector<float> b(static_cast<std::size_t>(out_channels));
-        for (std::int64_t oc = 0; oc < out_channels; ++oc)
-          b[static_cast<std::size_t>(oc)] =
-              static_cast<float>(node.input(2)->constant->element_as_double(oc));
-        VOXRT_ASSIGN_OR_RETURN(void* uploaded, build.upload_f32(b, ops::LowType::kF32));
-        bias = static_cast<const float*>(uploaded);
-      }
+      VOXRT_ASSIGN_OR_RETURN(const float* bias, upload_bias(node, out_channels, build));
       return std::unique_ptr<CudaKernel>(new ConvKernel(tactic, build.precision(), std::move(attrs),
                                                         weight, 0, has_bias, act, bias));
     }

@@ -56,6 +56,8 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
           }
         }
       }
+      if (conv && direct_conv_applies_to(node, precision))
+        tactics.push_back({kConvDirectTensorCore, "direct_tc"});
       return tactics;
     }
     case ir::OpFamily::kRecurrent: {

@@ -1,0 +1,222 @@
+// The direct_tc convolution (conv_direct.h): an implicit GEMM on WMMA tensor cores (16x16x16,
+// FP16 or BF16 operands, float accumulation). A block of 4 warps computes a tile of 64 output
+// positions of one image (flattened over (oh, ow), so a tile may span output rows) for every
+// output channel, and loops over tiles grid-stride so that the filter it stages is reused:
+//   1. the [k_padded, OC] filter matrix and the per-k tap table go to shared memory, once;
+//   2. per 32 k: the threads gather the A chunk [64 positions, 32 k] from x (float, converted on
+//      load; zero in the padding, past K and past the last position), then each warp multiplies
+//      its 16 positions by every 16-channel column of the filter;
+//   3. the accumulators go through shared memory (float, over the A chunk's space) so that the
+//      bias + activation + store of y[b, oc, p] is coalesced along the positions.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include <algorithm>
+
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/unary_apply.cuh"
+
+namespace voxrt::backends::cuda::ops {
+namespace {
+
+namespace wmma = nvcuda::wmma;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTilePositions = 16 * kWarps;  // one 16-row WMMA tile per warp
+constexpr int kChunk = 32;                   // k per staged A chunk: two WMMA steps
+constexpr int kMaxColumnTiles = static_cast<int>(kDirectConvMaxOutChannels) / 16;
+// Row strides padded by 16 bytes, so that the 16-byte rows of a WMMA load (and of the A chunk's
+// stores) fall in different banks.
+constexpr int kAStride = kChunk + 8;          // elements per A row (80 bytes)
+constexpr int kCStride = kTilePositions + 4;  // floats per output-channel column of C
+// Enough blocks to fill an H200 a few times over; more would only stage the filter more often.
+constexpr int kMaxBlocks = 1024;
+
+// Byte offsets into the dynamic shared memory: filter, then A (with C over it), then the taps.
+struct SharedLayout {
+  int filter_stride = 0;  // elements per filter row: OC + 8
+  int a_offset = 0, taps_offset = 0, taps = 0, bytes = 0;
+};
+__host__ __device__ inline SharedLayout shared_layout(const DirectConv& s) {
+  SharedLayout l;
+  l.filter_stride = s.out_channels + 8;
+  l.a_offset = s.k_padded() * l.filter_stride * 2;
+  const int a_bytes = kTilePositions * kAStride * 2;
+  const int c_bytes = s.out_channels * kCStride * 4;
+  l.taps_offset = l.a_offset + (a_bytes > c_bytes ? a_bytes : c_bytes);
+  l.taps = (s.k_padded() + kChunk - 1) / kChunk * kChunk;
+  l.bytes = l.taps_offset + l.taps * static_cast<int>(sizeof(DirectConvTap));
+  return l;
+}
+
+template <typename T>
+__device__ __forceinline__ unsigned pack_pair(float lo, float hi);
+template <>
+__device__ __forceinline__ unsigned pack_pair<__half>(float lo, float hi) {
+  const __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+template <>
+__device__ __forceinline__ unsigned pack_pair<__nv_bfloat16>(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    direct_conv_kernel(DirectConv s, const float* __restrict__ x, const T* __restrict__ filter,
+                       const float* __restrict__ bias, UnaryOp op, float alpha, float beta,
+                       float* __restrict__ y) {
+  extern __shared__ __align__(128) unsigned char shared[];
+  const SharedLayout l = shared_layout(s);
+  T* filter_s = reinterpret_cast<T*>(shared);
+  T* a_s = reinterpret_cast<T*>(shared + l.a_offset);
+  float* c_s = reinterpret_cast<float*>(shared + l.a_offset);  // over a_s, after the K loop
+  DirectConvTap* taps = reinterpret_cast<DirectConvTap*>(shared + l.taps_offset);
+  const int tid = static_cast<int>(threadIdx.x);
+  const int out_channels = s.out_channels, k_padded = s.k_padded();
+
+  // 1. The filter (rows of OC elements, OC / 8 16-byte pieces each) and the taps.
+  const int pieces = out_channels / 8;
+  for (int i = tid; i < k_padded * pieces; i += kThreads) {
+    const int row = i / pieces, piece = i - row * pieces;
+    reinterpret_cast<uint4*>(filter_s + row * l.filter_stride)[piece] =
+        reinterpret_cast<const uint4*>(filter + row * out_channels)[piece];
+  }
+  for (int k = tid; k < l.taps; k += kThreads) taps[k] = direct_conv_tap(s, k);
+  __syncthreads();
+
+  const int positions = s.out_h * s.out_w;
+  const int tiles_per_image = (positions + kTilePositions - 1) / kTilePositions;
+  const int tiles = s.batch * tiles_per_image;
+  const int image_elements = s.channels * s.height * s.width;
+  const int warp = tid / 32;
+  const int column_tiles = out_channels / 16;
+  // This thread's A element: position my_p of the tile, k from my_k (16 of them) in each chunk.
+  const int my_p = tid % kTilePositions;
+  const int my_k = tid / kTilePositions * (kChunk / 2);
+  uint4* my_a = reinterpret_cast<uint4*>(a_s + my_p * kAStride + my_k);
+
+  for (int tile = static_cast<int>(blockIdx.x); tile < tiles; tile += static_cast<int>(gridDim.x)) {
+    const int b = tile / tiles_per_image;
+    const int first = (tile - b * tiles_per_image) * kTilePositions;
+    const float* x_image = x + b * image_elements;
+    const int position = first + my_p;
+    const bool live = position < positions;  // the last tile of an image may be partial
+    const int oh = position / s.out_w;
+    const DirectConvWindow window = direct_conv_window(s, oh, position - oh * s.out_w);
+
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kMaxColumnTiles];
+#pragma unroll
+    for (int n = 0; n < kMaxColumnTiles; ++n) wmma::fill_fragment(acc[n], 0.0f);
+
+    for (int k0 = 0; k0 < k_padded; k0 += kChunk) {
+      // 2. Gather: 16 values, stored as two 16-byte pieces.
+      unsigned packed[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        const DirectConvTap& t0 = taps[k0 + my_k + 2 * j];
+        const DirectConvTap& t1 = taps[k0 + my_k + 2 * j + 1];
+        const float lo = live ? direct_conv_input(s, x_image, window, t0) : 0.0f;
+        const float hi = live ? direct_conv_input(s, x_image, window, t1) : 0.0f;
+        packed[j] = pack_pair<T>(lo, hi);
+      }
+      my_a[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      my_a[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
+      __syncthreads();
+#pragma unroll
+      for (int step = 0; step < kChunk / 16; ++step) {
+        const int k = k0 + step * 16;
+        if (k < k_padded) {  // the last chunk may hold only 16 rows of the filter
+          wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a;
+          wmma::load_matrix_sync(a, a_s + warp * 16 * kAStride + step * 16, kAStride);
+#pragma unroll
+          for (int n = 0; n < kMaxColumnTiles; ++n) {
+            if (n < column_tiles) {
+              wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> w;
+              wmma::load_matrix_sync(w, filter_s + k * l.filter_stride + n * 16,
+                                     static_cast<unsigned>(l.filter_stride));
+              wmma::mma_sync(acc[n], a, w, acc[n]);
+            }
+          }
+        }
+      }
+      __syncthreads();  // before the next chunk (or C) overwrites a_s
+    }
+
+    // 3. C [OC, 64 positions] (column-major fragments: position fastest), then y.
+#pragma unroll
+    for (int n = 0; n < kMaxColumnTiles; ++n) {
+      if (n < column_tiles)
+        wmma::store_matrix_sync(c_s + n * 16 * kCStride + warp * 16, acc[n], kCStride,
+                                wmma::mem_col_major);
+    }
+    __syncthreads();
+    float* y_image = y + b * out_channels * positions;
+    for (int i = tid; i < out_channels * kTilePositions; i += kThreads) {
+      const int oc = i / kTilePositions, p = i - oc * kTilePositions;
+      if (first + p < positions) {
+        const float v = c_s[oc * kCStride + p] + (bias ? bias[oc] : 0.0f);
+        y_image[oc * positions + first + p] = apply_unary(op, v, alpha, beta);
+      }
+    }
+    __syncthreads();  // c_s lies over a_s, which the next tile's first chunk writes
+  }
+}
+
+// Above 48 KiB of shared memory a kernel must opt in; once per kernel and process, on the first
+// launch whatever its size (an eager one), so never inside a graph capture.
+template <typename T>
+cudaError_t opt_in_shared_memory() {
+  static const cudaError_t opted_in = [] {
+    const void* kernel = reinterpret_cast<const void*>(direct_conv_kernel<T>);
+    int device = 0, optin = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess)
+      err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    if (err == cudaSuccess)
+      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
+    return err;
+  }();
+  return opted_in;
+}
+
+template <typename T>
+cudaError_t launch_direct_conv(const DirectConv& s, const float* x, const T* filter,
+                               const float* bias, UnaryOp op, float alpha, float beta, float* y,
+                               cudaStream_t stream) {
+  const int positions = s.out_h * s.out_w;
+  const int tiles = s.batch * ((positions + kTilePositions - 1) / kTilePositions);
+  if (tiles <= 0) return cudaSuccess;
+  const cudaError_t opted_in = opt_in_shared_memory<T>();
+  if (opted_in != cudaSuccess) return opted_in;
+  const SharedLayout l = shared_layout(s);
+  direct_conv_kernel<T>
+      <<<static_cast<unsigned>(std::min(tiles, kMaxBlocks)), kThreads,
+         static_cast<std::size_t>(l.bytes), stream>>>(s, x, filter, bias, op, alpha, beta, y);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t direct_conv(const DirectConv& shape, const float* x, const void* filter, LowType type,
+                        const float* bias, UnaryOp op, float alpha, float beta, float* y,
+                        cudaStream_t stream) {
+  if (shape.out_channels % 16 != 0 || shape.out_channels > kDirectConvMaxOutChannels ||
+      shape.out_channels <= 0 || shape.k() > kDirectConvMaxK)
+    return cudaErrorInvalidValue;
+  switch (type) {
+    case LowType::kF16:
+      return launch_direct_conv(shape, x, static_cast<const __half*>(filter), bias, op, alpha, beta,
+                                y, stream);
+    case LowType::kBF16:
+      return launch_direct_conv(shape, x, static_cast<const __nv_bfloat16*>(filter), bias, op,
+                                alpha, beta, y, stream);
+    case LowType::kF32: break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace voxrt::backends::cuda::ops
