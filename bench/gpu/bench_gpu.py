@@ -348,6 +348,10 @@ class Bench:
                     nog = self.voxrt_bench(engine, shapes, self.args.iters,
                                            env={"VOXRT_CUDA_GRAPHS": "0"})
                     row["voxrt_no_graph_p50"] = nog["latency_ms"]["median"]
+                    # ... and what the copy kernel for small transfers buys (one memcpy each).
+                    noz = self.voxrt_bench(engine, shapes, self.args.iters,
+                                           env={"VOXRT_CUDA_ZERO_COPY": "0"})
+                    row["voxrt_no_zero_copy_p50"] = noz["latency_ms"]["median"]
                 if all("device_ms" in v for v in vox):
                     dev_p50 = float(np.median([v["device_ms"]["median"] for v in vox]))
                     dev_p99 = float(max(v["device_ms"]["p99"] for v in vox))

@@ -64,6 +64,19 @@ cudaError_t gather(const void* in, const std::int64_t* indices, void* out, int e
                    std::int64_t outer, std::int64_t axis_size, std::int64_t index_count,
                    std::int64_t inner, cudaStream_t stream);
 
+// Small host<->device transfers as one kernel that reads or writes pinned host memory directly
+// (pinned memory is mapped at the same address under unified addressing): in a CUDA graph each
+// memcpy node costs microseconds of DMA setup, most of the time of a batch-1 chunk's few
+// kilobytes. Up to kMaxCopySpans (src, dst, bytes) runs per launch.
+inline constexpr int kMaxCopySpans = 8;
+struct CopySpans {
+  int count = 0;
+  const void* src[kMaxCopySpans] = {};
+  void* dst[kMaxCopySpans] = {};
+  std::int64_t bytes[kMaxCopySpans] = {};
+};
+cudaError_t copy_spans(const CopySpans& spans, cudaStream_t stream);
+
 // State slot pool: pool is [capacity, outer, inner] (slot-major); a batch tensor is
 // [outer, batch, inner]. gather: batch[o, b, i] = pool[slots[b], o, i]; scatter: the reverse.
 cudaError_t slot_gather(const float* pool, const int* slots, float* batch_tensor,

@@ -175,6 +175,8 @@ class CudaSession final : public DeviceSession {
   explicit CudaSession(const CudaExecutable& exe) : exe_(exe) {
     const char* graphs = std::getenv("VOXRT_CUDA_GRAPHS");
     graphs_enabled_ = !(graphs && std::string(graphs) == "0");
+    const char* zero_copy = std::getenv("VOXRT_CUDA_ZERO_COPY");
+    zero_copy_enabled_ = !(zero_copy && std::string(zero_copy) == "0");
     // Tests: fill new arenas and scratch with NaN bytes, so an output no kernel wrote shows.
     const char* poison = std::getenv("VOXRT_CUDA_POISON");
     poison_ = poison && std::string(poison) == "1";
@@ -774,27 +776,73 @@ class CudaSession final : public DeviceSession {
         .with_context(exe_.steps_[s].node->describe());
   }
 
-  Status enqueue_all(const ShapePlan& plan) {
-    if (plan.slots_mode) {
-      VOXRT_CUDA_TRY(cudaMemcpyAsync(slot_ids_, pinned_ + plan.slots_pinned,
-                                     static_cast<std::size_t>(plan.batch) * sizeof(int),
-                                     cudaMemcpyHostToDevice, stream_));
+  // The host<->device transfers of one direction: one memcpy each, or, when they are small
+  // enough in all, copy_spans kernels that read or write the pinned buffer directly.
+  class Transfers {
+   public:
+    Transfers(bool zero_copy, cudaMemcpyKind kind, cudaStream_t stream)
+        : zero_copy_(zero_copy), kind_(kind), stream_(stream) {}
+    void add(void* dst, const void* src, std::size_t bytes) {
+      if (bytes) pending_.push_back({dst, src, bytes});
     }
+    Status flush(std::size_t max_zero_copy_bytes) {
+      std::size_t total = 0;
+      for (const auto& p : pending_) total += p.bytes;
+      if (!zero_copy_ || total > max_zero_copy_bytes) {
+        for (const auto& p : pending_)
+          VOXRT_CUDA_TRY(cudaMemcpyAsync(p.dst, p.src, p.bytes, kind_, stream_));
+      } else {
+        ops::CopySpans spans;
+        for (std::size_t i = 0; i < pending_.size(); ++i) {
+          spans.src[spans.count] = pending_[i].src;
+          spans.dst[spans.count] = pending_[i].dst;
+          spans.bytes[spans.count] = static_cast<std::int64_t>(pending_[i].bytes);
+          if (++spans.count == ops::kMaxCopySpans || i + 1 == pending_.size()) {
+            VOXRT_CUDA_TRY(ops::copy_spans(spans, stream_));
+            spans.count = 0;
+          }
+        }
+      }
+      pending_.clear();
+      return Status::ok();
+    }
+
+   private:
+    struct Pending {
+      void* dst;
+      const void* src;
+      std::size_t bytes;
+    };
+    bool zero_copy_;
+    cudaMemcpyKind kind_;
+    cudaStream_t stream_;
+    std::vector<Pending> pending_;
+  };
+
+  Status enqueue_all(const ShapePlan& plan) {
+    Transfers inputs(zero_copy_enabled_, cudaMemcpyHostToDevice, stream_);
+    if (plan.slots_mode) {
+      inputs.add(slot_ids_, pinned_ + plan.slots_pinned,
+                 static_cast<std::size_t>(plan.batch) * sizeof(int));
+    }
+    for (std::size_t i = 0; i < exe_.input_ids_.size(); ++i) {
+      const DevTensor& v = plan.values[static_cast<std::size_t>(exe_.input_ids_[i])];
+      if (!(plan.slots_mode && state_for_input(i)))
+        inputs.add(v.data, pinned_ + plan.input_pinned[i], v.bytes());
+    }
+    VOXRT_RETURN_IF_ERROR(inputs.flush(kZeroCopyMaxBytes));
     for (std::size_t i = 0; i < exe_.input_ids_.size(); ++i) {
       const DevTensor& v = plan.values[static_cast<std::size_t>(exe_.input_ids_[i])];
       const PoolState* st = plan.slots_mode ? state_for_input(i) : nullptr;
       if (st) {
         VOXRT_CUDA_TRY(ops::slot_gather(static_cast<const float*>(st->storage), slot_ids_,
                                         v.as<float>(), plan.batch, st->outer, st->inner, stream_));
-        continue;
       }
-      if (v.bytes())
-        VOXRT_CUDA_TRY(cudaMemcpyAsync(v.data, pinned_ + plan.input_pinned[i], v.bytes(),
-                                       cudaMemcpyHostToDevice, stream_));
     }
     for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
       if (plan.calls[s]) VOXRT_RETURN_IF_ERROR(enqueue_step(plan, s));
     }
+    Transfers outputs(zero_copy_enabled_, cudaMemcpyDeviceToHost, stream_);
     for (std::size_t i = 0; i < exe_.output_ids_.size(); ++i) {
       const DevTensor& v = plan.values[static_cast<std::size_t>(exe_.output_ids_[i])];
       const PoolState* st = plan.slots_mode ? state_for_output(i) : nullptr;
@@ -804,11 +852,9 @@ class CudaSession final : public DeviceSession {
                                          st->inner, stream_));
         continue;
       }
-      if (v.bytes())
-        VOXRT_CUDA_TRY(cudaMemcpyAsync(pinned_ + plan.output_pinned[i], v.data, v.bytes(),
-                                       cudaMemcpyDeviceToHost, stream_));
+      outputs.add(pinned_ + plan.output_pinned[i], v.data, v.bytes());
     }
-    return Status::ok();
+    return outputs.flush(kZeroCopyMaxBytes);
   }
 
   // Records the whole run into a CUDA graph; on any failure the plan runs eagerly from then on.
@@ -848,6 +894,10 @@ class CudaSession final : public DeviceSession {
 
   const CudaExecutable& exe_;
   bool graphs_enabled_ = true;
+  // Inputs and outputs of at most kZeroCopyMaxBytes per direction move by one copy_spans kernel
+  // instead of one memcpy each (VOXRT_CUDA_ZERO_COPY=0: always memcpy).
+  bool zero_copy_enabled_ = true;
+  static constexpr std::size_t kZeroCopyMaxBytes = 64u << 10;
   bool graph_warning_given_ = false;
   bool poison_ = false;
   cudaStream_t stream_ = nullptr;

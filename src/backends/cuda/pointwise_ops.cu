@@ -54,6 +54,23 @@ __global__ void binary_kernel(BinaryOp op, const float* a, const float* b, float
   }
 }
 
+// blockIdx.y: the span; 16-byte words when both ends are aligned, bytes otherwise.
+__global__ void copy_spans_kernel(CopySpans spans) {
+  const int span = static_cast<int>(blockIdx.y);
+  const auto* src = static_cast<const unsigned char*>(spans.src[span]);
+  auto* dst = static_cast<unsigned char*>(spans.dst[span]);
+  const std::int64_t n = spans.bytes[span];
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  const std::int64_t first = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  std::int64_t words = 0;
+  if (((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) & 15) == 0) {
+    words = n / 16;
+    for (std::int64_t w = first; w < words; w += stride)
+      reinterpret_cast<uint4*>(dst)[w] = reinterpret_cast<const uint4*>(src)[w];
+  }
+  for (std::int64_t b = words * 16 + first; b < n; b += stride) dst[b] = src[b];
+}
+
 // Index: std::int64_t, or std::uint32_t when every index of the copy fits (the launcher
 // checks), because 64-bit division is a long emulated sequence and each axis costs one.
 template <typename T, typename Index>
@@ -581,6 +598,19 @@ cudaError_t strided_copy(const void* in, void* out, int element_bytes, const Str
     default: break;
   }
   return cudaErrorInvalidValue;
+}
+
+cudaError_t copy_spans(const CopySpans& spans, cudaStream_t stream) {
+  if (spans.count <= 0) return cudaSuccess;
+  if (spans.count > kMaxCopySpans) return cudaErrorInvalidValue;
+  std::int64_t largest = 0;
+  for (int i = 0; i < spans.count; ++i) largest = std::max(largest, spans.bytes[i]);
+  const std::int64_t words = (largest + 15) / 16;
+  const auto blocks =
+      static_cast<unsigned>(std::clamp<std::int64_t>((words + kThreads - 1) / kThreads, 1, 64));
+  copy_spans_kernel<<<dim3(blocks, static_cast<unsigned>(spans.count)), kThreads, 0, stream>>>(
+      spans);
+  return cudaGetLastError();
 }
 
 cudaError_t gather(const void* in, const std::int64_t* indices, void* out, int element_bytes,
