@@ -65,7 +65,7 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
                                       {kRecurrentLt, "cublaslt_gates"},
                                       {kRecurrentFused, "fused_matvec"},
                                       {kRecurrentPersistent, "persistent_matvec"}};
-      if (cudnn_rnn_takes(node) && cudnn_api()) {
+      if (cudnn_rnn_takes(node) && cudnn_rnn_api()) {
         tactics.push_back({kRecurrentCudnnStandard, "cudnn_rnn"});
         tactics.push_back({kRecurrentCudnnPersistStatic, "cudnn_rnn_persist_static"});
         if (precision != Precision::kFp32)
