@@ -624,7 +624,10 @@ GraphCase direct_conv_case(Dims x_dims, std::int64_t out_channels, std::vector<s
 // DS2's conv.0 at a reduced height (C 1, kernel 41 x 11, stride 2, pads 20 / 5, OC 32, bias and
 // Clip fused: 31 x 8 outputs, the last 64-position tile partial); C 2 with dilation_w 2,
 // asymmetric pads, no bias, batch 3 (96 positions: one full tile and a partial one); and the
-// limits, K = 1024 with OC 64 (the most shared memory) and a fused ReLU.
+// limits, K = 1024 with OC 64 (the most shared memory) and a fused ReLU. All of those stage each
+// tile's input rows in shared memory (the region path, conv_direct.h); so does OW 26, whose tiles
+// start mid-row and span 3 or 4 output rows. A 1000-wide input under a 64-row kernel would need
+// 130 KB of region: the gather path runs (direct_conv_plan; unit_cuda_direct_conv checks which).
 const std::vector<std::pair<std::string, GraphCase>>& direct_conv_cases() {
   static const std::vector<std::pair<std::string, GraphCase>> cases = {
       {"Conv DS2 conv.0 reduced",
@@ -633,6 +636,10 @@ const std::vector<std::pair<std::string, GraphCase>>& direct_conv_cases() {
        direct_conv_case({3, 2, 13, 11}, 16, {3, 5}, {1, 1}, {1, 2, 0, 3}, {1, 2}, "")},
       {"Conv K 1024 OC 64",
        direct_conv_case({1, 4, 20, 20}, 64, {16, 16}, {1, 1}, {0, 0, 0, 0}, {1, 1}, "relu")},
+      {"Conv OW 26 tiles spanning output rows",
+       direct_conv_case({2, 3, 12, 26}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, "")},
+      {"Conv W 1000 region over budget (gather path)",
+       direct_conv_case({1, 1, 70, 1000}, 16, {64, 4}, {1, 1}, {0, 0, 0, 0}, {1, 1}, "relu")},
   };
   return cases;
 }

@@ -3,10 +3,14 @@
 // positions of one image (flattened over (oh, ow), so a tile may span output rows) for every
 // output channel, and loops over tiles grid-stride so that the filter it stages is reused:
 //   1. the [k_padded, OC] filter matrix and the per-k tap table go to shared memory, once;
-//   2. per 32 k: the threads gather the A chunk [64 positions, 32 k] from x (float, converted on
-//      load; zero in the padding, past K and past the last position), then each warp multiplies
-//      its 16 positions by every 16-channel column of the filter;
-//   3. the accumulators go through shared memory (float, over the A chunk's space) so that the
+//   2. region path (direct_conv_plan chooses it when the region fits the shared memory budget):
+//      per tile, the input rows the tile reads go to shared memory once, zero-padded and in the
+//      operand type (DirectConvRegion), coalesced along iw;
+//   3. per 32 k: the threads gather the A chunk [64 positions, 32 k], from the region without
+//      bounds checks, or on the gather path from x (float, converted on load; zero in the
+//      padding, past K and past the last position), then each warp multiplies its 16 positions
+//      by every 16-channel column of the filter;
+//   4. the accumulators go through shared memory (float, over the A chunk's space) so that the
 //      bias + activation + store of y[b, oc, p] is coalesced along the positions.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -24,32 +28,14 @@ namespace wmma = nvcuda::wmma;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kTilePositions = 16 * kWarps;  // one 16-row WMMA tile per warp
-constexpr int kChunk = 32;                   // k per staged A chunk: two WMMA steps
+constexpr int kTilePositions = kDirectConvTilePositions;  // one 16-row WMMA tile per warp
+constexpr int kChunk = kDirectConvChunk;                  // k per staged A chunk: 2 WMMA steps
 constexpr int kMaxColumnTiles = static_cast<int>(kDirectConvMaxOutChannels) / 16;
-// Row strides padded by 16 bytes, so that the 16-byte rows of a WMMA load (and of the A chunk's
-// stores) fall in different banks.
-constexpr int kAStride = kChunk + 8;          // elements per A row (80 bytes)
-constexpr int kCStride = kTilePositions + 4;  // floats per output-channel column of C
+constexpr int kAStride = kDirectConvAStride;
+constexpr int kCStride = kDirectConvCStride;
+static_assert(kTilePositions == 16 * kWarps);
 // Enough blocks to fill an H200 a few times over; more would only stage the filter more often.
 constexpr int kMaxBlocks = 1024;
-
-// Byte offsets into the dynamic shared memory: filter, then A (with C over it), then the taps.
-struct SharedLayout {
-  int filter_stride = 0;  // elements per filter row: OC + 8
-  int a_offset = 0, taps_offset = 0, taps = 0, bytes = 0;
-};
-__host__ __device__ inline SharedLayout shared_layout(const DirectConv& s) {
-  SharedLayout l;
-  l.filter_stride = s.out_channels + 8;
-  l.a_offset = s.k_padded() * l.filter_stride * 2;
-  const int a_bytes = kTilePositions * kAStride * 2;
-  const int c_bytes = s.out_channels * kCStride * 4;
-  l.taps_offset = l.a_offset + (a_bytes > c_bytes ? a_bytes : c_bytes);
-  l.taps = (s.k_padded() + kChunk - 1) / kChunk * kChunk;
-  l.bytes = l.taps_offset + l.taps * static_cast<int>(sizeof(DirectConvTap));
-  return l;
-}
 
 template <typename T>
 __device__ __forceinline__ unsigned pack_pair(float lo, float hi);
@@ -65,16 +51,33 @@ __device__ __forceinline__ unsigned pack_pair<__nv_bfloat16>(float lo, float hi)
 }
 
 template <typename T>
+__device__ __forceinline__ T to_operand(float v);
+template <>
+__device__ __forceinline__ __half to_operand<__half>(float v) {
+  return __float2half_rn(v);
+}
+template <>
+__device__ __forceinline__ __nv_bfloat16 to_operand<__nv_bfloat16>(float v) {
+  return __float2bfloat16_rn(v);
+}
+
+// kRegion: the region path (conv_direct.h, DirectConvRegion) stages each tile's input rows in
+// shared memory and gathers A from there; otherwise A is gathered from x with bounds checks.
+template <typename T, bool kRegion>
 __global__ void __launch_bounds__(kThreads)
-    direct_conv_kernel(DirectConv s, const float* __restrict__ x, const T* __restrict__ filter,
-                       const float* __restrict__ bias, UnaryOp op, float alpha, float beta,
-                       float* __restrict__ y) {
+    direct_conv_kernel(DirectConv s, DirectConvRegion g, const float* __restrict__ x,
+                       const T* __restrict__ filter, const float* __restrict__ bias, UnaryOp op,
+                       float alpha, float beta, float* __restrict__ y) {
   extern __shared__ __align__(128) unsigned char shared[];
-  const SharedLayout l = shared_layout(s);
+  const DirectConvLayout l = direct_conv_layout(s, g, kRegion);
   T* filter_s = reinterpret_cast<T*>(shared);
   T* a_s = reinterpret_cast<T*>(shared + l.a_offset);
   float* c_s = reinterpret_cast<float*>(shared + l.a_offset);  // over a_s, after the K loop
   DirectConvTap* taps = reinterpret_cast<DirectConvTap*>(shared + l.taps_offset);
+  int* region_taps = reinterpret_cast<int*>(shared + l.taps_offset);
+  T* region_s = reinterpret_cast<T*>(shared + l.region_offset);
+  const unsigned short* region_bits = reinterpret_cast<const unsigned short*>(region_s);
+  const int zero = g.zero(s);
   const int tid = static_cast<int>(threadIdx.x);
   const int out_channels = s.out_channels, k_padded = s.k_padded();
 
@@ -85,7 +88,12 @@ __global__ void __launch_bounds__(kThreads)
     reinterpret_cast<uint4*>(filter_s + row * l.filter_stride)[piece] =
         reinterpret_cast<const uint4*>(filter + row * out_channels)[piece];
   }
-  for (int k = tid; k < l.taps; k += kThreads) taps[k] = direct_conv_tap(s, k);
+  if constexpr (kRegion) {
+    for (int k = tid; k < l.taps; k += kThreads) region_taps[k] = direct_conv_region_tap(s, g, k);
+    if (tid == 0) region_s[zero] = to_operand<T>(0.0f);  // what taps past K read
+  } else {
+    for (int k = tid; k < l.taps; k += kThreads) taps[k] = direct_conv_tap(s, k);
+  }
   __syncthreads();
 
   const int positions = s.out_h * s.out_w;
@@ -105,23 +113,44 @@ __global__ void __launch_bounds__(kThreads)
     const float* x_image = x + b * image_elements;
     const int position = first + my_p;
     const bool live = position < positions;  // the last tile of an image may be partial
-    const int oh = position / s.out_w;
-    const DirectConvWindow window = direct_conv_window(s, oh, position - oh * s.out_w);
+    const int oh = position / s.out_w, ow = position - oh * s.out_w;
+    [[maybe_unused]] const DirectConvWindow window = direct_conv_window(s, oh, ow);
+    const int oh_first = first / s.out_w;
+    // Region path: this position's window in the region (a dead position reads from 0, dropped).
+    [[maybe_unused]] const int base = live ? direct_conv_region_base(s, g, oh_first, oh, ow) : 0;
+    if constexpr (kRegion) {
+      // The tile's region, coalesced along iw. The previous tile ended with a __syncthreads, so
+      // no warp still reads its region.
+      for (int e = tid; e < zero; e += kThreads)
+        region_s[e] = to_operand<T>(direct_conv_region_value(s, g, x_image, oh_first, e));
+      __syncthreads();
+    }
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kMaxColumnTiles];
 #pragma unroll
     for (int n = 0; n < kMaxColumnTiles; ++n) wmma::fill_fragment(acc[n], 0.0f);
 
     for (int k0 = 0; k0 < k_padded; k0 += kChunk) {
-      // 2. Gather: 16 values, stored as two 16-byte pieces.
+      // 3. Gather: 16 values, stored as two 16-byte pieces.
       unsigned packed[8];
+      if constexpr (kRegion) {
+        // From the region: no bounds checks, already in the operand type.
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        const DirectConvTap& t0 = taps[k0 + my_k + 2 * j];
-        const DirectConvTap& t1 = taps[k0 + my_k + 2 * j + 1];
-        const float lo = live ? direct_conv_input(s, x_image, window, t0) : 0.0f;
-        const float hi = live ? direct_conv_input(s, x_image, window, t1) : 0.0f;
-        packed[j] = pack_pair<T>(lo, hi);
+        for (int j = 0; j < 8; ++j) {
+          const int i0 = direct_conv_region_index(zero, base, region_taps[k0 + my_k + 2 * j]);
+          const int i1 = direct_conv_region_index(zero, base, region_taps[k0 + my_k + 2 * j + 1]);
+          packed[j] = static_cast<unsigned>(region_bits[i0]) |
+                      (static_cast<unsigned>(region_bits[i1]) << 16);
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const DirectConvTap& t0 = taps[k0 + my_k + 2 * j];
+          const DirectConvTap& t1 = taps[k0 + my_k + 2 * j + 1];
+          const float lo = live ? direct_conv_input(s, x_image, window, t0) : 0.0f;
+          const float hi = live ? direct_conv_input(s, x_image, window, t1) : 0.0f;
+          packed[j] = pack_pair<T>(lo, hi);
+        }
       }
       my_a[0] = make_uint4(packed[0], packed[1], packed[2], packed[3]);
       my_a[1] = make_uint4(packed[4], packed[5], packed[6], packed[7]);
@@ -146,7 +175,7 @@ __global__ void __launch_bounds__(kThreads)
       __syncthreads();  // before the next chunk (or C) overwrites a_s
     }
 
-    // 3. C [OC, 64 positions] (column-major fragments: position fastest), then y.
+    // 4. C [OC, 64 positions] (column-major fragments: position fastest), then y.
 #pragma unroll
     for (int n = 0; n < kMaxColumnTiles; ++n) {
       if (n < column_tiles)
@@ -162,16 +191,16 @@ __global__ void __launch_bounds__(kThreads)
         y_image[oc * positions + first + p] = apply_unary(op, v, alpha, beta);
       }
     }
-    __syncthreads();  // c_s lies over a_s, which the next tile's first chunk writes
+    __syncthreads();  // c_s lies over a_s (and the region is read): the next tile writes them
   }
 }
 
 // Above 48 KiB of shared memory a kernel must opt in; once per kernel and process, on the first
 // launch whatever its size (an eager one), so never inside a graph capture.
-template <typename T>
+template <typename T, bool kRegion>
 cudaError_t opt_in_shared_memory() {
   static const cudaError_t opted_in = [] {
-    const void* kernel = reinterpret_cast<const void*>(direct_conv_kernel<T>);
+    const void* kernel = reinterpret_cast<const void*>(direct_conv_kernel<T, kRegion>);
     int device = 0, optin = 0;
     cudaError_t err = cudaGetDevice(&device);
     if (err == cudaSuccess)
@@ -190,12 +219,23 @@ cudaError_t launch_direct_conv(const DirectConv& s, const float* x, const T* fil
   const int positions = s.out_h * s.out_w;
   const int tiles = s.batch * ((positions + kTilePositions - 1) / kTilePositions);
   if (tiles <= 0) return cudaSuccess;
-  const cudaError_t opted_in = opt_in_shared_memory<T>();
-  if (opted_in != cudaSuccess) return opted_in;
-  const SharedLayout l = shared_layout(s);
-  direct_conv_kernel<T>
-      <<<static_cast<unsigned>(std::min(tiles, kMaxBlocks)), kThreads,
-         static_cast<std::size_t>(l.bytes), stream>>>(s, x, filter, bias, op, alpha, beta, y);
+  // Both instantiations opt in on the first launch (eager), so that a later launch of the other
+  // path inside a graph capture needs no attribute call.
+  const cudaError_t region_opted_in = opt_in_shared_memory<T, true>();
+  if (region_opted_in != cudaSuccess) return region_opted_in;
+  const cudaError_t gather_opted_in = opt_in_shared_memory<T, false>();
+  if (gather_opted_in != cudaSuccess) return gather_opted_in;
+  const DirectConvLayout l = direct_conv_plan(s);
+  // The gather path ignores the region (whose size may not even fit in 32 bits there).
+  const DirectConvRegion g = l.region ? direct_conv_region(s) : DirectConvRegion{};
+  const auto blocks = static_cast<unsigned>(std::min(tiles, kMaxBlocks));
+  const auto bytes = static_cast<std::size_t>(l.bytes);
+  if (l.region)
+    direct_conv_kernel<T, true>
+        <<<blocks, kThreads, bytes, stream>>>(s, g, x, filter, bias, op, alpha, beta, y);
+  else
+    direct_conv_kernel<T, false>
+        <<<blocks, kThreads, bytes, stream>>>(s, g, x, filter, bias, op, alpha, beta, y);
   return cudaGetLastError();
 }
 

@@ -75,7 +75,105 @@ VOXRT_HOST_DEVICE inline float direct_conv_input(const DirectConv& s, const floa
   return inside ? x_image[w.ih0 * s.width + w.iw0 + t.offset] : 0.0f;
 }
 
+// The kernel's tile and staging geometry (conv_direct.cu): a block computes 64 output positions
+// of one image (flattened over (oh, ow)) and stages A 32 k at a time; rows of A and columns of C
+// in shared memory are padded by 16 bytes so that the rows of a WMMA load fall in different banks.
+inline constexpr int kDirectConvTilePositions = 64;
+inline constexpr int kDirectConvChunk = 32;
+inline constexpr int kDirectConvAStride = kDirectConvChunk + 8;          // halves per row of A
+inline constexpr int kDirectConvCStride = kDirectConvTilePositions + 4;  // floats per column of C
+
+// The region path: per tile, the input rows its positions read are staged in shared memory once,
+// zero-padded and converted to the operand type, as [channels][rows][cols] plus one zero element
+// at index zero() (what taps past K read). Row i of the region is ih = oh_first * stride_h -
+// pad_top + i (oh_first: the tile's first output row), column j is iw = j - pad_left; elements
+// outside the image are 0. rows covers the most output rows (`out_rows`) any tile of an image
+// spans, cols the columns any window reads. A[p, k] = region[base(p) + tap(k)], no bounds check.
+struct DirectConvRegion {
+  int out_rows = 0, rows = 0, cols = 0;
+  VOXRT_HOST_DEVICE int channel_elements() const { return rows * cols; }
+  // The zero element's index, after the C channels.
+  VOXRT_HOST_DEVICE int zero(const DirectConv& s) const { return s.channels * rows * cols; }
+};
+
+// Tap k = (c, r, s) of the region path: the offset of (c, r * dilation_h, s * dilation_w) from
+// a window's top-left element in the region; kDirectConvRegionNoTap past K.
+inline constexpr int kDirectConvRegionNoTap = -1;
+VOXRT_HOST_DEVICE inline int direct_conv_region_tap(const DirectConv& s, const DirectConvRegion& g,
+                                                    int k) {
+  if (k >= s.k()) return kDirectConvRegionNoTap;
+  const int window = s.kernel_h * s.kernel_w;
+  const int c = k / window, rs = k - c * window;
+  const int r = rs / s.kernel_w, j = rs - r * s.kernel_w;
+  return c * g.channel_elements() + r * s.dilation_h * g.cols + j * s.dilation_w;
+}
+
+// The region offset of output position (oh, ow)'s window in the tile whose first output row is
+// oh_first.
+VOXRT_HOST_DEVICE inline int direct_conv_region_base(const DirectConv& s, const DirectConvRegion& g,
+                                                     int oh_first, int oh, int ow) {
+  return (oh - oh_first) * s.stride_h * g.cols + ow * s.stride_w;
+}
+
+// The region element A[p, k] reads: base + tap, or the zero element past K.
+VOXRT_HOST_DEVICE inline int direct_conv_region_index(int zero, int base, int tap) {
+  return tap < 0 ? zero : base + tap;
+}
+
+// Region element e (< zero()) of the tile whose first output row is oh_first: the input there
+// (x_image [channels, height, width]) or 0 outside the image. Consecutive e run along iw.
+VOXRT_HOST_DEVICE inline float direct_conv_region_value(const DirectConv& s,
+                                                        const DirectConvRegion& g,
+                                                        const float* x_image, int oh_first, int e) {
+  const int c = e / g.channel_elements(), ij = e - c * g.channel_elements();
+  const int i = ij / g.cols, j = ij - i * g.cols;
+  const int ih = oh_first * s.stride_h - s.pad_top + i, iw = j - s.pad_left;
+  const bool inside = ih >= 0 && ih < s.height && iw >= 0 && iw < s.width;
+  return inside ? x_image[(c * s.height + ih) * s.width + iw] : 0.0f;
+}
+
+// Byte offsets into the kernel's dynamic shared memory: the filter [k_padded, OC + 8] (operand
+// type), then A [64, kDirectConvAStride] with C [OC, kDirectConvCStride] (float) over it, then
+// the tap table (`taps` entries: DirectConvTap on the gather path, int on the region path), then
+// (region path) the region, 16-byte aligned, zero element included.
+struct DirectConvLayout {
+  bool region = false;
+  int filter_stride = 0, a_offset = 0, taps_offset = 0, taps = 0, region_offset = 0;
+  std::int64_t bytes = 0;
+};
+VOXRT_HOST_DEVICE inline DirectConvLayout direct_conv_layout(const DirectConv& s,
+                                                             const DirectConvRegion& g,
+                                                             bool region) {
+  DirectConvLayout l;
+  l.region = region;
+  l.filter_stride = s.out_channels + 8;
+  l.a_offset = s.k_padded() * l.filter_stride * 2;
+  const int a_bytes = kDirectConvTilePositions * kDirectConvAStride * 2;
+  const int c_bytes = s.out_channels * kDirectConvCStride * 4;
+  l.taps_offset = l.a_offset + (a_bytes > c_bytes ? a_bytes : c_bytes);
+  l.taps = (s.k_padded() + kDirectConvChunk - 1) / kDirectConvChunk * kDirectConvChunk;
+  const int tap_bytes =
+      l.taps * (region ? static_cast<int>(sizeof(int)) : static_cast<int>(sizeof(DirectConvTap)));
+  l.region_offset = (l.taps_offset + tap_bytes + 15) / 16 * 16;
+  l.bytes = region ? l.region_offset + ((std::int64_t{g.zero(s)} + 1) * 2 + 15) / 16 * 16
+                   : std::int64_t{l.taps_offset} + tap_bytes;
+  return l;
+}
+
 }  // namespace ops
+
+// Shared memory budgets of the region path: it is taken when its layout fits in
+// kDirectConvRegionPreferredBytes (two blocks per SM), or when the gather path's layout already
+// exceeds that (one block per SM either way) and the region one fits in kDirectConvRegionMaxBytes.
+inline constexpr std::int64_t kDirectConvRegionPreferredBytes = 100 * 1024;
+inline constexpr std::int64_t kDirectConvRegionMaxBytes = 200 * 1024;
+
+// The region of the largest tile of s (out_rows: the most output rows a 64-position tile spans).
+ops::DirectConvRegion direct_conv_region(const ops::DirectConv& s);
+
+// The launch's shared memory layout: the region path's when it fits the budgets above, else the
+// gather path's (region == false).
+ops::DirectConvLayout direct_conv_plan(const ops::DirectConv& s);
 
 // The kernel's limits: K = C * KH * KW <= 1024 (the whole filter matrix is staged in shared
 // memory), OC a multiple of 16 (the WMMA tile) and at most 64 (one block holds all of them).
@@ -103,5 +201,11 @@ std::vector<float> direct_conv_filter(const float* w, std::int64_t out_channels,
 // indexing; bias and activation are left out).
 std::vector<float> direct_conv_reference(const ops::DirectConv& s, const float* x,
                                          const std::vector<float>& filter);
+
+// The same through the region path: per tile of 64 positions, the region filled element by
+// element (direct_conv_region_value), then A[p, k] = region[direct_conv_region_index(...)] as the
+// kernel reads it (dead positions of a partial tile read from base 0 and are dropped).
+std::vector<float> direct_conv_region_reference(const ops::DirectConv& s, const float* x,
+                                                const std::vector<float>& filter);
 
 }  // namespace voxrt::backends::cuda

@@ -1,7 +1,9 @@
 // The direct_tc tactic's host side (conv_direct.h), on the CPU: the [k_padded, OC] filter matrix
 // element by element, the qualification rule, and the kernel's gather (direct_conv_tap,
 // direct_conv_window, direct_conv_input, run here through direct_conv_reference) times the filter
-// matrix against a direct convolution, with strides, dilations and asymmetric pads.
+// matrix against a direct convolution, with strides, dilations and asymmetric pads; and the same
+// through the region path (the tile's input rows staged once, direct_conv_region_*, run here
+// through direct_conv_region_reference), its geometry and which shapes take it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -134,8 +136,8 @@ TEST(CudaDirectConv, TapsPastKReadZero) {
   EXPECT_EQ(ops::direct_conv_input(s, x.data(), corner, ops::direct_conv_tap(s, 4)), 1.0f);
 }
 
-TEST(CudaDirectConv, GatherTimesFilterMatrixIsTheConvolution) {
-  const std::vector<ConvCase> cases = {
+const std::vector<ConvCase>& gather_cases() {
+  static const std::vector<ConvCase> cases = {
       // DS2's conv.0 at a streaming chunk (C 1, 41 x 11, stride 2, pads 20 / 5), reduced height.
       {2, 1, 61, 16, 32, 41, 11, 2, 2, 20, 5, 20, 5, 1, 1},
       // Two channels, dilation_w 2, asymmetric pads, a partial last tile of 64 positions.
@@ -144,9 +146,20 @@ TEST(CudaDirectConv, GatherTimesFilterMatrixIsTheConvolution) {
       {1, 3, 9, 10, 16, 2, 3, 3, 2, 0, 4, 2, 0, 2, 1},
       // Valid convolution, K a multiple of 16.
       {2, 4, 8, 8, 64, 2, 2, 1, 1, 0, 0, 0, 0, 1, 1},
+      // OW 26 (not dividing 64): tiles span 3 or 4 output rows, starting mid-row.
+      {2, 3, 12, 26, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+      // OW 40, stride 2 x 1, dilation_h 2: tiles span 2 and 3 output rows.
+      {1, 2, 17, 40, 16, 3, 3, 2, 1, 2, 1, 1, 1, 2, 1},
   };
+  return cases;
+}
+
+using Reference = std::vector<float> (*)(const ops::DirectConv&, const float*,
+                                         const std::vector<float>&);
+
+void expect_convolution(Reference reference) {
   std::mt19937 rng(7);
-  for (const ConvCase& c : cases) {
+  for (const ConvCase& c : gather_cases()) {
     SCOPED_TRACE(testing::Message() << "C " << c.channels << " kernel " << c.kernel_h << "x"
                                     << c.kernel_w << " out " << c.out_h() << "x" << c.out_w());
     const auto x =
@@ -154,13 +167,85 @@ TEST(CudaDirectConv, GatherTimesFilterMatrixIsTheConvolution) {
     const auto w = random_values(
         static_cast<std::size_t>(c.out_channels * c.channels * c.kernel_h * c.kernel_w), rng);
     const std::vector<float> want = direct_conv(c, x, w);
-    const std::vector<float> got = direct_conv_reference(
-        c.shape(), x.data(),
-        direct_conv_filter(w.data(), c.out_channels, c.channels, c.kernel_h, c.kernel_w));
+    const std::vector<float> got =
+        reference(c.shape(), x.data(),
+                  direct_conv_filter(w.data(), c.out_channels, c.channels, c.kernel_h, c.kernel_w));
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i)
       ASSERT_NEAR(got[i], want[i], 1e-4 * (1.0 + std::fabs(want[i]))) << "element " << i;
   }
+}
+
+TEST(CudaDirectConv, GatherTimesFilterMatrixIsTheConvolution) {
+  expect_convolution(&direct_conv_reference);
+}
+
+// The region reference fills the region with NaN before staging it and reads NaN outside it, so
+// a tap or base that leaves the region, or an element the fill misses, fails here.
+TEST(CudaDirectConv, RegionGatherTimesFilterMatrixIsTheConvolution) {
+  expect_convolution(&direct_conv_region_reference);
+}
+
+TEST(CudaDirectConv, RegionCoversTheTilesRowsAndTheReadColumns) {
+  // DS2's conv.0 at batch 256, 16 frames: 81 x 8 outputs, each tile exactly 8 output rows.
+  const ConvCase ds2{256, 1, 161, 16, 32, 41, 11, 2, 2, 20, 5, 20, 5, 1, 1};
+  ops::DirectConvRegion g = direct_conv_region(ds2.shape());
+  EXPECT_EQ(g.out_rows, 8);
+  EXPECT_EQ(g.rows, 55);  // 7 * 2 + 40 + 1
+  EXPECT_EQ(g.cols, 25);  // 7 * 2 + 10 + 1: iw -5 .. 19 (the last padding column is never read)
+  EXPECT_EQ(g.zero(ds2.shape()), 1375);
+  // A 2 s utterance (200 frames): 100 outputs a row, a tile spans 2 rows.
+  const ConvCase long_ds2{1, 1, 161, 200, 32, 41, 11, 2, 2, 20, 5, 20, 5, 1, 1};
+  g = direct_conv_region(long_ds2.shape());
+  EXPECT_EQ(g.out_rows, 2);
+  EXPECT_EQ(g.rows, 43);
+  EXPECT_EQ(g.cols, 209);
+  // OW 26: tile 0 covers output rows 0..2, tile 2 (positions 128..191) rows 4..7.
+  g = direct_conv_region(gather_cases()[4].shape());
+  EXPECT_EQ(g.out_rows, 4);
+  EXPECT_EQ(g.rows, 6);
+  EXPECT_EQ(g.cols, 28);
+  // Taps: (c, r, s) -> c * rows * cols + r * dilation_h * cols + s * dilation_w; past K none.
+  const ops::DirectConv dilated = gather_cases()[5].shape();  // C 2, 3 x 3, dilation_h 2
+  g = direct_conv_region(dilated);
+  EXPECT_EQ(ops::direct_conv_region_tap(dilated, g, 0), 0);
+  EXPECT_EQ(ops::direct_conv_region_tap(dilated, g, 5), 1 * 2 * g.cols + 2);
+  EXPECT_EQ(ops::direct_conv_region_tap(dilated, g, 9 + 7), g.rows * g.cols + 2 * 2 * g.cols + 1);
+  for (int k = 18; k < 32; ++k) {
+    EXPECT_EQ(ops::direct_conv_region_tap(dilated, g, k), ops::kDirectConvRegionNoTap) << k;
+    EXPECT_EQ(ops::direct_conv_region_index(g.zero(dilated), 17, ops::kDirectConvRegionNoTap),
+              g.zero(dilated));
+  }
+  // Position (oh, ow) of the tile starting at output row 2: ((oh - 2) * stride_h) * cols + ow.
+  EXPECT_EQ(ops::direct_conv_region_base(dilated, g, 2, 3, 5), 2 * g.cols + 5);
+}
+
+TEST(CudaDirectConv, RegionPathWhenItFitsTheSharedMemoryBudget) {
+  // DS2's conv.0, 16 and 200 frames: a few KB of region next to the 37 KB filter.
+  for (const int frames : {16, 200}) {
+    const ConvCase c{256, 1, 161, frames, 32, 41, 11, 2, 2, 20, 5, 20, 5, 1, 1};
+    const ops::DirectConvLayout l = direct_conv_plan(c.shape());
+    EXPECT_TRUE(l.region) << frames;
+    EXPECT_LE(l.bytes, kDirectConvRegionPreferredBytes) << frames;
+    EXPECT_EQ(l.region_offset % 16, 0);
+  }
+  // K 1024, OC 64: the filter alone takes 144 KB (one block per SM either way); the region
+  // (4 x 20 x 20) still fits under 200 KB.
+  const ConvCase k1024{1, 4, 20, 20, 64, 16, 16, 1, 1, 0, 0, 0, 0, 1, 1};
+  const ops::DirectConvLayout big = direct_conv_plan(k1024.shape());
+  EXPECT_TRUE(big.region);
+  EXPECT_GT(ops::direct_conv_layout(k1024.shape(), {}, false).bytes,
+            kDirectConvRegionPreferredBytes);
+  EXPECT_LE(big.bytes, kDirectConvRegionMaxBytes);
+  // A 1000-wide input under a 64-row kernel: 65 x 1000 halves of region (130 KB) would halve
+  // the blocks per SM; the gather path runs.
+  const ConvCase wide{1, 1, 70, 1000, 16, 64, 4, 1, 1, 0, 0, 0, 0, 1, 1};
+  const ops::DirectConvLayout fallback = direct_conv_plan(wide.shape());
+  EXPECT_FALSE(fallback.region);
+  EXPECT_EQ(fallback.bytes, ops::direct_conv_layout(wide.shape(), {}, false).bytes);
+  // 1024 channels of 65536 columns: 64 M elements of region (its size checked in 64 bits).
+  const ConvCase huge{1, 1024, 64, 65536, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1};
+  EXPECT_FALSE(direct_conv_plan(huge.shape()).region);
 }
 
 }  // namespace
