@@ -215,7 +215,7 @@ class Bench:
     def build(self, name, onnx_path, profiles, precision, states=()):
         engine = os.path.join(self.work, f"{name}_{precision}.engine")
         cmd = ["build", "--onnx", onnx_path, "--engine", engine, "--device", self.voxrt_device,
-               "--threads", str(self.args.build_threads), "--timing-iterations", "3",
+               "--threads", str(self.args.build_threads), "--timing-iterations", "20",
                "--timing-cache", os.path.join(self.work, "cuda.cache"), "--json"]
         if self.voxrt_device == "cuda":
             cmd += ["--precision", precision]

@@ -177,8 +177,9 @@ inline constexpr TacticId kRecurrentPersistent = 3;  // the same, every step in 
 // cuDNN's RNN (backends/cuda/cudnn_rnn.h), listed when the cuDNN library loads.
 inline constexpr TacticId kRecurrentCudnnStandard = 4;       // CUDNN_RNN_ALGO_STANDARD
 inline constexpr TacticId kRecurrentCudnnPersistStatic = 5;  // CUDNN_RNN_ALGO_PERSIST_STATIC
-// The same with float data and weights, offered at the lower precisions too: at batch 1 on the
-// H200 cuDNN's float persistent kernel was faster than its FP16 one plus the conversions.
+// The same with float data and weights and FMA math (the FP32 engine's layer), offered at the
+// lower precisions too: at batch 1 on the H200 cuDNN's float persistent kernel was faster than
+// its FP16 one plus the conversions.
 inline constexpr TacticId kRecurrentCudnnPersistStaticF32 = 6;
 
 // Row-major GEMM through cuBLASLt: d[m, n] = opA(a)[m, k] * opB(b)[k, n] (+ bias[n]) (+ act),

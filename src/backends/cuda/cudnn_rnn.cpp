@@ -419,11 +419,10 @@ Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_kernel(const ir::Node& node
   if (!cudnn_rnn_takes(node)) return unsupported(node.describe(), ": not a cuDNN RNN");
   RnnConfig config;
   config.spec = spec;
-  // The _f32 tactic keeps float data at any precision; below FP32 it may use TF32 math.
+  // The _f32 tactic is the FP32 engine's layer at any precision: float data, FMA math.
   const bool f32_data = tactic == kRecurrentCudnnPersistStaticF32;
   config.data_type = f32_data ? ops::LowType::kF32 : low_type_for(build.precision());
-  config.tf32 =
-      build.precision() != Precision::kFp32 && (f32_data || build.precision() == Precision::kTf32);
+  config.tf32 = !f32_data && build.precision() == Precision::kTf32;
   const cudnnRNNAlgo_t algo =
       tactic == kRecurrentCudnnStandard ? CUDNN_RNN_ALGO_STANDARD : CUDNN_RNN_ALGO_PERSIST_STATIC;
   auto kernel = std::make_unique<CudnnRnnKernel>(*api, *rnn, std::move(config), algo);
