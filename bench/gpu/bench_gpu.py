@@ -375,12 +375,6 @@ class Bench:
                     row["voxrt_pool_items_per_s"] = per_chunk_items / pool_p50 * 1e3
                     row["pool_batch"] = pooled[0]["batch"]
                     row["pool_states_on_device"] = pooled[0]["states_on_device"]
-                    if per_chunk_items > 1 and self.left_s() > 15:
-                        # What the threaded copies into pinned staging buy at large batches.
-                        one = self.voxrt_bench(pool_engine, pool["shapes"], self.args.iters,
-                                               state_pool=True,
-                                               env={"VOXRT_CUDA_STAGING_THREADS": "1"})
-                        row["voxrt_pool_one_staging_thread_p50"] = one["latency_ms"]["median"]
                 row.update(pool_row)
                 self.record(**row)
             except Exception as e:  # keep going: one failing case must not hide the others

@@ -8,11 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <memory>
 #include <unordered_map>
 
 #include "backends/cuda/executor.h"
-#include "core/thread_pool.h"
 #include "ir/shape_inference.h"
 #include "ir/view_ops.h"
 #include "runtime/engine_format.h"
@@ -179,8 +177,6 @@ class CudaSession final : public DeviceSession {
     graphs_enabled_ = !(graphs && std::string(graphs) == "0");
     const char* zero_copy = std::getenv("VOXRT_CUDA_ZERO_COPY");
     zero_copy_enabled_ = !(zero_copy && std::string(zero_copy) == "0");
-    if (const char* staging = std::getenv("VOXRT_CUDA_STAGING_THREADS"))
-      staging_threads_ = std::clamp(std::atoi(staging), 1, 16);
     // Tests: fill new arenas and scratch with NaN bytes, so an output no kernel wrote shows.
     const char* poison = std::getenv("VOXRT_CUDA_POISON");
     poison_ = poison && std::string(poison) == "1";
@@ -213,7 +209,7 @@ class CudaSession final : public DeviceSession {
     for (std::size_t i = 0; i < exe_.output_ids_.size(); ++i) {
       const DevTensor& v = plan->values[static_cast<std::size_t>(exe_.output_ids_[i])];
       Tensor t = Tensor::uninitialized(v.dtype, v.dims);
-      copy_staged(t.raw_data(), pinned_ + plan->output_pinned[i], v.bytes());
+      std::memcpy(t.raw_data(), pinned_ + plan->output_pinned[i], v.bytes());
       outputs.push_back(std::move(t));
     }
     return Status::ok();
@@ -296,7 +292,7 @@ class CudaSession final : public DeviceSession {
     VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(full, true));
     for (std::size_t i = 0; i < full.size(); ++i) {
       if (!state_for_input(i))
-        copy_staged(pinned_ + plan->input_pinned[i], full[i].raw_data(), full[i].size_bytes());
+        std::memcpy(pinned_ + plan->input_pinned[i], full[i].raw_data(), full[i].size_bytes());
     }
     std::memcpy(pinned_ + plan->slots_pinned, slots.data(), slots.size() * sizeof(int));
     VOXRT_RETURN_IF_ERROR(launch(*plan));
@@ -305,7 +301,7 @@ class CudaSession final : public DeviceSession {
       if (state_for_output(i)) continue;
       const DevTensor& v = plan->values[static_cast<std::size_t>(exe_.output_ids_[i])];
       Tensor t = Tensor::uninitialized(v.dtype, v.dims);
-      copy_staged(t.raw_data(), pinned_ + plan->output_pinned[i], v.bytes());
+      std::memcpy(t.raw_data(), pinned_ + plan->output_pinned[i], v.bytes());
       outputs.push_back(std::move(t));
     }
     return Status::ok();
@@ -765,28 +761,9 @@ class CudaSession final : public DeviceSession {
     }
   }
 
-  // Host copies to and from the pinned staging buffer. A batch of 256 chunks is megabytes (2.6 MB
-  // of features for the DS2 chunk), which one thread copies at ~10 GB/s: a few threads split
-  // it. VOXRT_CUDA_STAGING_THREADS=1 keeps one.
-  void copy_staged(void* dst, const void* src, std::size_t bytes) {
-    if (bytes < kParallelStagingBytes || staging_threads_ < 2) {
-      std::memcpy(dst, src, bytes);
-      return;
-    }
-    if (!staging_pool_) staging_pool_ = std::make_unique<ThreadPool>(staging_threads_);
-    const auto blocks =
-        static_cast<std::int64_t>((bytes + kStagingBlockBytes - 1) / kStagingBlockBytes);
-    staging_pool_->parallel_for(blocks, 1, [&](std::int64_t begin, std::int64_t end) {
-      const std::size_t first = static_cast<std::size_t>(begin) * kStagingBlockBytes;
-      const std::size_t last = std::min(bytes, static_cast<std::size_t>(end) * kStagingBlockBytes);
-      std::memcpy(static_cast<char*>(dst) + first, static_cast<const char*>(src) + first,
-                  last - first);
-    });
-  }
-
   void stage_inputs(const ShapePlan& plan, std::span<const Tensor> inputs) {
     for (std::size_t i = 0; i < inputs.size(); ++i)
-      copy_staged(pinned_ + plan.input_pinned[i], inputs[i].raw_data(), inputs[i].size_bytes());
+      std::memcpy(pinned_ + plan.input_pinned[i], inputs[i].raw_data(), inputs[i].size_bytes());
   }
 
   CudaRunContext context() const {
@@ -921,10 +898,6 @@ class CudaSession final : public DeviceSession {
   // instead of one memcpy each (VOXRT_CUDA_ZERO_COPY=0: always memcpy).
   bool zero_copy_enabled_ = true;
   static constexpr std::size_t kZeroCopyMaxBytes = 64u << 10;
-  static constexpr std::size_t kParallelStagingBytes = 1u << 20;
-  static constexpr std::size_t kStagingBlockBytes = 256u << 10;
-  int staging_threads_ = 4;
-  std::unique_ptr<ThreadPool> staging_pool_;  // made on the first large staging copy
   bool graph_warning_given_ = false;
   bool poison_ = false;
   cudaStream_t stream_ = nullptr;
