@@ -36,7 +36,6 @@ Writes one JSON line per measurement to OUT/bench.json as it goes and prints a t
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -229,6 +228,16 @@ class Bench:
         inspect = self.voxrt("inspect", engine)
         with open(os.path.join(self.args.out, "inspect.txt"), "a") as f:
             f.write(f"==== {name} {precision} (build {build_s:.1f} s)\n{inspect}\n")
+        # Every autotuning candidate's time (which tactics lost, and by how much).
+        try:
+            timings = json.loads(report).get("tactic_timings", [])
+        except ValueError:
+            timings = []
+        with open(os.path.join(self.args.out, "tactic_timings.txt"), "a") as f:
+            f.write(f"==== {name} {precision}\n")
+            for t in timings:
+                us = "-" if t["time_us"] is None else f"{t['time_us']:.1f}"
+                f.write(f"{t['node']:<32} {t['tactic']:<34} {us:>9}{'  *' if t['chosen'] else ''}\n")
         return engine, build_s, report
 
     def voxrt_outputs(self, engine, arrays, names):
@@ -414,10 +423,6 @@ class Bench:
                         ref_map=lambda ref: [ref[0], ref[1].transpose(1, 0, 2)])
             self.case(f"gru512x5_stream16_b{batch}", g, [xs, h0], ["x", "h0"], ["logp", "hn"], prof,
                       shp, precisions if not small else ["fp32"], per_chunk_items=batch, pool=pool)
-        # Every tactic's autotuning time, for the record (which candidates lost, and by how much).
-        cache = os.path.join(self.work, "cuda.cache")
-        if os.path.exists(cache):
-            shutil.copy(cache, os.path.join(self.args.out, "timing_cache.txt"))
         self.table()
 
     def table(self):

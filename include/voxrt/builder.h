@@ -70,12 +70,22 @@ struct BuilderConfig {
   std::string describe() const;
 };
 
+// One autotuning candidate of one layer: its time at the opt shapes (measured now or from the
+// timing cache), or time_us < 0 when it could not run there; `chosen` marks the layer's pick.
+struct TacticTiming {
+  std::string node;
+  std::string tactic;
+  double time_us = -1;
+  bool chosen = false;
+};
+
 struct BuildReport {
   std::vector<std::string> pass_changes;
   std::vector<std::string> unsupported_nodes;
   double build_seconds = 0;
   int tactics_timed = 0;
   int timing_cache_hits = 0;
+  std::vector<TacticTiming> tactic_timings;  // every candidate of every tuned layer
 };
 
 // Imports, optimizes, autotunes and serializes. `report` may be null.

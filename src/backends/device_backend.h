@@ -79,6 +79,7 @@ struct TacticSelectionStats {
   int cache_hits = 0;
   // Candidates that could not be prepared or run at the opt shapes (they are not chosen).
   std::vector<std::string> notes;
+  std::vector<TacticTiming> timings;  // every candidate's time (BuildReport::tactic_timings)
 };
 
 class DeviceBackend {

@@ -239,6 +239,8 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
     report.tactics_timed += stats.timed;
     report.timing_cache_hits += stats.cache_hits;
     for (const auto& note : stats.notes) report.pass_changes.push_back("warning: " + note);
+    report.tactic_timings.insert(report.tactic_timings.end(), stats.timings.begin(),
+                                 stats.timings.end());
   } else {
     VOXRT_RETURN_IF_ERROR(builder::select_tactics(*graph, run, config, cache, report));
   }

@@ -174,6 +174,7 @@ Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderCo
     double best_us = rec_it != record_of.end() ? rec_it->second->elapsed_us : 0;
     if (config.autotune && rec_it != record_of.end() && tactics.size() > 1) {
       best = nullptr;
+      const std::size_t first_timing = report.tactic_timings.size();
       std::vector<const Tensor*> ins;
       for (const Tensor& t : rec_it->second->inputs) ins.push_back(t.is_valid() ? &t : nullptr);
       for (const auto& tactic : tactics) {
@@ -185,11 +186,15 @@ Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderCo
         } else {
           auto timed =
               time_tactic(*node, tactic, *rec_it->second, config.timing_iterations, context);
-          if (!timed) continue;  // a tactic that fails on real data is simply not chosen
+          if (!timed) {  // a tactic that fails on real data is simply not chosen
+            report.tactic_timings.push_back({node->name, tactic.name, -1.0, false});
+            continue;
+          }
           us = *timed;
           cache.put(key, us);
           ++report.tactics_timed;
         }
+        report.tactic_timings.push_back({node->name, tactic.name, us, false});
         // Ties go to the lower id, so the same cache always gives the same plan.
         if (!best || us < best_us) {
           best = &tactic;
@@ -197,6 +202,8 @@ Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderCo
         }
       }
       if (!best) return internal_error(node->describe(), ": no tactic ran on the profiling inputs");
+      for (std::size_t t = first_timing; t < report.tactic_timings.size(); ++t)
+        report.tactic_timings[t].chosen = report.tactic_timings[t].tactic == best->name;
     }
     node->attrs.set(runtime::kTacticAttr, static_cast<std::int64_t>(best->id));
     node->attrs.set(runtime::kTacticNameAttr, best->name);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -963,6 +964,23 @@ TEST(CudaModels, BiLstmMatchesCpuAndTheTimingCacheReproducesThePlan) {
     EXPECT_GT(first.tactics_timed, 0);
     EXPECT_EQ(second.tactics_timed, 0) << "the second build must take every time from the cache";
     EXPECT_GT(second.timing_cache_hits, 0);
+    // The report lists every candidate; each tuned layer has one chosen, the fastest that ran.
+    std::map<std::string, std::vector<TacticTiming>> candidates;
+    for (const auto& t : first.tactic_timings) candidates[t.node].push_back(t);
+    EXPECT_FALSE(candidates.empty());
+    for (const auto& [node, list] : candidates) {
+      int chosen = 0;
+      double fastest = 1e30, chosen_us = -1;
+      for (const auto& t : list) {
+        if (t.time_us >= 0) fastest = std::min(fastest, t.time_us);
+        if (t.chosen) {
+          ++chosen;
+          chosen_us = t.time_us;
+        }
+      }
+      EXPECT_EQ(chosen, 1) << node;
+      EXPECT_EQ(chosen_us, fastest) << node;
+    }
     const auto a = gpu->impl().device_executable->tactics();
     const auto b = again->impl().device_executable->tactics();
     ASSERT_EQ(a.size(), b.size());

@@ -104,6 +104,13 @@ int run_build(const BuildArgs& args) {
     j["tactics_timed"] = report.tactics_timed;
     j["timing_cache_hits"] = report.timing_cache_hits;
     j["rewrites"] = report.pass_changes;
+    // Every autotuning candidate, as trtexec's verbose tactic log: which ones lost, by how much.
+    j["tactic_timings"] = nlohmann::json::array();
+    for (const auto& t : report.tactic_timings) {
+      nlohmann::json row = {{"node", t.node}, {"tactic", t.tactic}, {"chosen", t.chosen}};
+      row["time_us"] = t.time_us >= 0 ? nlohmann::json(t.time_us) : nlohmann::json(nullptr);
+      j["tactic_timings"].push_back(row);
+    }
     std::cout << j.dump(2) << "\n";
   } else {
     if (args.verbose) {

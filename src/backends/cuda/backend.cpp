@@ -190,6 +190,10 @@ class CudaBackend final : public DeviceBackend {
                                         "reference kernel"));
         }
       }
+      if (autotune && list.size() > 1) {
+        for (std::size_t i = 1; i < list.size(); ++i)
+          stats.timings.push_back({node->name, list[i].name, times[node][i], i == best});
+      }
       auto* n = const_cast<ir::Node*>(node);
       n->attrs.set(runtime::kTacticAttr, static_cast<std::int64_t>(list[best].id));
       n->attrs.set(runtime::kTacticNameAttr, list[best].name);
