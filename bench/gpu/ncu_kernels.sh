@@ -5,7 +5,8 @@
 #   bash bench/gpu/ncu_kernels.sh gru256 fp16
 # Exports the DS2 streaming GRU (batch 256 or 1) or the BiLSTM with bench_gpu.py's definitions,
 # builds the engine, then profiles `voxrt bench --iterations 1` (graphs off: ncu replays kernels
-# one by one) and prints kernels in launch order with their durations in microseconds.
+# one by one) and prints kernels in launch order with their durations in microseconds. Before
+# that it prints every autotuning candidate's time (VOXRT_SKIP_NCU=1: only that).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 case_name=${1:-gru256}
@@ -33,8 +34,18 @@ PY
 shapes=$(cat "$work/shapes")
 # The export has static shapes, so the engine needs no optimization profile.
 "$dev/bin/voxrt" build --onnx "$work/m.onnx" --engine "$work/m.engine" --device cuda \
-  --precision "$precision" > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+  --precision "$precision" --timing-iterations 20 --json > "$work/build.json" 2> "$work/build.log" ||
+  { cat "$work/build.log"; exit 1; }
 "$dev/bin/voxrt" inspect "$work/m.engine" | sed -n '/^#/,/^total/p'
+# Every autotuning candidate of every layer (us at the opt shapes; - = could not run; * = chosen).
+python3 - "$work/build.json" <<'PY'
+import json, sys
+for t in json.load(open(sys.argv[1]))["tactic_timings"]:
+    us = "-" if t["time_us"] is None else f"{t['time_us']:.1f}"
+    print(f"{t['node']:<24} {t['tactic']:<34} {us:>8}{'  *' if t['chosen'] else ''}")
+PY
+# VOXRT_SKIP_NCU=1: the tactic table only.
+[ "${VOXRT_SKIP_NCU:-0}" = 1 ] && exit 0
 VOXRT_CUDA_GRAPHS=0 ncu --metrics gpu__time_duration.sum --csv --launch-skip 0 --launch-count 2000 \
   "$dev/bin/voxrt" bench "$work/m.engine" --shapes "$shapes" --iterations 1 --warmup 0 \
   > "$work/ncu.csv" 2> "$work/ncu.err" || { tail -20 "$work/ncu.err"; exit 1; }
