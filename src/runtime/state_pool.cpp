@@ -130,6 +130,20 @@ Expected<std::unique_ptr<StatePool>> StatePool::create(std::shared_ptr<const Eng
       pool->stream_outputs_.push_back(engine->outputs()[i]);
     }
   }
+  // A static dim 0 must be the batch the stream inputs carry: a [layers, batch, hidden] state
+  // of a fixed-shape engine would otherwise pass for batch-first.
+  for (const State& st : pool->states_) {
+    const TensorInfo& state = engine->inputs()[st.input_index];
+    for (const TensorInfo& stream : pool->stream_inputs_) {
+      if (state.dims[0] >= 0 && !stream.dims.empty() && stream.dims[0] >= 0 &&
+          state.dims[0] != stream.dims[0]) {
+        return invalid_argument("StatePool: state '", state.name, "' is ",
+                                dims_to_string(state.dims), ": its dim 0 is not the batch (",
+                                stream.dims[0], ", dim 0 of '", stream.name,
+                                "'); states must be batch-first, [batch, ...]");
+      }
+    }
+  }
   if (pool->on_device_) pool->batch_buckets_ = batch_buckets(*engine, pool->stream_inputs_);
   pool->acquired_.assign(static_cast<std::size_t>(capacity), false);
   pool->fresh_.assign(static_cast<std::size_t>(capacity), false);

@@ -88,6 +88,6 @@ expect_error() {  # ENGINE PATTERN [BENCH ARGS...]
 }
 expect_error "$work/plain.engine" "no state pairs (build it with --state IN:OUT)" --state-pool
 expect_error "$work/cell_t.engine" "state 'h' dim 1 is dynamic" --state-pool
-expect_error "$work/cell_t_static.engine" "state 'h' is 4x2: its dim 0 is not the batch" --state-pool
+expect_error "$work/cell_t_static.engine" "state 'h' is 4x2: its dim 0 is not the batch (2" --state-pool
 expect_error "$work/cell.engine" "the engine has no input 'z' (its inputs: x, h)" --shapes z:4x8
 echo PASS

@@ -129,14 +129,6 @@ Expected<PoolRun> make_pool_run(const std::shared_ptr<const Engine>& engine,
   if (batch < 0) batch = 1;
   if (batch < 1 || batch > (1 << 20))
     return invalid_argument("batch ", batch, " is not in 1..2^20");
-  for (const auto& info : infos) {
-    // A static state's dim 0 passes StatePool::create whatever it means; here it must be the batch.
-    if (is_state(info) && info.dims[0] >= 0 && info.dims[0] != batch) {
-      return invalid_argument("state '", info.name, "' is ", dims_to_string(info.dims),
-                              ": its dim 0 is not the batch of the stream inputs (", batch,
-                              "); the pool holds batch-first states, [batch, ...]");
-    }
-  }
   VOXRT_ASSIGN_OR_RETURN(run.pool, StatePool::create(engine, static_cast<int>(batch)));
   for (std::int64_t b = 0; b < batch; ++b) {
     VOXRT_ASSIGN_OR_RETURN(int slot, run.pool->acquire());

@@ -29,6 +29,24 @@ std::vector<float> direct_conv_filter(const float* w, std::int64_t out_channels,
   return out;
 }
 
+namespace {
+
+// Both references' product: y[b, :, p] = A[p, :] x filter, A's row `a` gathered by the caller.
+void multiply_row(const ops::DirectConv& s, const std::vector<float>& a,
+                  const std::vector<float>& filter, int b, int p, std::vector<float>& y) {
+  const int positions = s.out_h * s.out_w;
+  for (int oc = 0; oc < s.out_channels; ++oc) {
+    double acc = 0.0;
+    for (int k = 0; k < s.k_padded(); ++k)
+      acc += double(a[static_cast<std::size_t>(k)]) *
+             filter[static_cast<std::size_t>(k) * s.out_channels + oc];
+    y[(static_cast<std::size_t>(b) * s.out_channels + oc) * positions + p] =
+        static_cast<float>(acc);
+  }
+}
+
+}  // namespace
+
 std::vector<float> direct_conv_reference(const ops::DirectConv& s, const float* x,
                                          const std::vector<float>& filter) {
   const int positions = s.out_h * s.out_w, k_padded = s.k_padded();
@@ -44,14 +62,7 @@ std::vector<float> direct_conv_reference(const ops::DirectConv& s, const float* 
       for (int k = 0; k < k_padded; ++k)
         a[static_cast<std::size_t>(k)] =
             ops::direct_conv_input(s, x + b * image, window, taps[static_cast<std::size_t>(k)]);
-      for (int oc = 0; oc < s.out_channels; ++oc) {
-        double acc = 0.0;
-        for (int k = 0; k < k_padded; ++k)
-          acc += double(a[static_cast<std::size_t>(k)]) *
-                 filter[static_cast<std::size_t>(k) * s.out_channels + oc];
-        y[(static_cast<std::size_t>(b) * s.out_channels + oc) * positions + p] =
-            static_cast<float>(acc);
-      }
+      multiply_row(s, a, filter, b, p, y);
     }
   return y;
 }
@@ -113,14 +124,7 @@ std::vector<float> direct_conv_region_reference(const ops::DirectConv& s, const 
                                                ? region[static_cast<std::size_t>(index)]
                                                : std::numeric_limits<float>::quiet_NaN();
         }
-        for (int oc = 0; oc < s.out_channels; ++oc) {
-          double acc = 0.0;
-          for (int k = 0; k < k_padded; ++k)
-            acc += double(a[static_cast<std::size_t>(k)]) *
-                   filter[static_cast<std::size_t>(k) * s.out_channels + oc];
-          y[(static_cast<std::size_t>(b) * s.out_channels + oc) * positions + p] =
-              static_cast<float>(acc);
-        }
+        multiply_row(s, a, filter, b, p, y);
       }
     }
   return y;

@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/shared_memory_opt_in.cuh"
 #include "backends/cuda/unary_apply.cuh"
 
 namespace voxrt::backends::cuda::ops {
@@ -199,16 +200,8 @@ __global__ void __launch_bounds__(kThreads)
 // launch whatever its size (an eager one), so never inside a graph capture.
 template <typename T, bool kRegion>
 cudaError_t opt_in_shared_memory() {
-  static const cudaError_t opted_in = [] {
-    const void* kernel = reinterpret_cast<const void*>(direct_conv_kernel<T, kRegion>);
-    int device = 0, optin = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess)
-      err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    if (err == cudaSuccess)
-      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-    return err;
-  }();
+  static const cudaError_t opted_in = allow_max_dynamic_shared_memory(
+      reinterpret_cast<const void*>(direct_conv_kernel<T, kRegion>));
   return opted_in;
 }
 

@@ -162,11 +162,8 @@ inline constexpr TacticId kConvCudnnWinogradNonfused = 13;  // not for strict FP
 inline constexpr TacticId kConvCudnnNhwcHeuristic = 14;
 inline constexpr TacticId kConvCudnnNhwcImplicitGemm = 15;
 inline constexpr TacticId kConvCudnnNhwcImplicitPrecompGemm = 16;
-// Kernel width unfolded into channels first (conv_unfold.h; 2-D, KW > 1, C * KW <= 64): NCHW at
-// every precision, heuristic; NHWC (FP16/BF16), heuristic and implicit precomputed GEMM.
-inline constexpr TacticId kConvCudnnUnfoldW = 17;
-inline constexpr TacticId kConvCudnnNhwcUnfoldW = 18;
-inline constexpr TacticId kConvCudnnNhwcUnfoldWPrecomp = 19;
+// 17-19: retired (cuDNN on the input with its kernel width unfolded into channels; 3-10x slower
+// than the other tactics for every DS2 convolution on the H200, docs/perf/gpu.md).
 // Our own implicit-GEMM convolution on WMMA tensor cores (conv_direct.h; 2-D, group 1,
 // C * KH * KW <= 1024, OC a multiple of 16 up to 64; FP16/BF16 only). Needs no cuDNN.
 inline constexpr TacticId kConvDirectTensorCore = 20;

@@ -9,7 +9,6 @@
 #include <cstdint>
 
 #include "backends/cuda/conv_direct.h"
-#include "backends/cuda/conv_unfold.h"
 #include "backends/cuda/strided_copy.h"
 
 namespace voxrt::backends::cuda::ops {
@@ -115,10 +114,6 @@ cudaError_t nhwc_bias_activation(const void* y, LowType y_type, const float* bia
                                  std::int64_t batch, std::int64_t channels, std::int64_t positions,
                                  UnaryOp op, float alpha, float beta, float* out,
                                  cudaStream_t stream);
-// x [B, C, H, W] float -> x' (UnfoldW, conv_unfold.h) in `type`, the input of the cuDNN unfold_w
-// tactics. NHWC wants unfolded_channels a multiple of 8: each thread writes 8 channels at once.
-cudaError_t unfold_w(const UnfoldW& shape, const float* x, void* out, LowType type,
-                     cudaStream_t stream);
 
 // The direct_tc convolution (conv_direct.h): y = op(conv(x, w) + bias) with x and y float NCHW,
 // `filter` the [k_padded, OC] matrix in `type` (kF16 or kBF16; anything else is

@@ -1,6 +1,5 @@
 #include "backends/cuda/cudnn_conv.h"
 
-#include "backends/cuda/conv_unfold.h"
 #include "backends/cuda/cudnn_api.h"
 
 namespace voxrt::backends::cuda {
@@ -33,47 +32,11 @@ cudnnConvolutionFwdAlgo_t fixed_algorithm(CudnnConvAlgo algo) {
   return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 }
 
-// The convolution as cuDNN is told it: the shape itself, or for unfold_w the (kernel_h x 1) one
-// over x', whose width is out_w.
-CudnnConvShape cudnn_view(const CudnnConvShape& shape) {
-  if (!shape.unfold_w) return shape;
-  CudnnConvShape view = shape;
-  view.channels = unfold_w_channels(shape.channels, shape.kernel_w, shape.nhwc);
-  view.width = shape.out_w;
-  view.kernel_w = 1;
-  view.stride_w = 1;
-  view.pad_w = 0;
-  view.dilation_w = 1;
-  view.unfold_w = false;
-  return view;
-}
-
-ops::UnfoldW unfold_of(const CudnnConvShape& shape) {
-  ops::UnfoldW u;
-  u.batch = shape.batch;
-  u.channels = shape.channels;
-  u.height = shape.height;
-  u.width = shape.width;
-  u.kernel_w = shape.kernel_w;
-  u.stride_w = shape.stride_w;
-  u.pad_left = shape.pad_w;
-  u.dilation_w = shape.dilation_w;
-  u.out_w = shape.out_w;
-  u.unfolded_channels = unfold_w_channels(shape.channels, shape.kernel_w, shape.nhwc);
-  u.nhwc = shape.nhwc;
-  return u;
-}
-
 class CudnnConvCall final : public CudaCall {
  public:
   CudnnConvCall(const CudnnApi& api, const CudnnConvShape& shape, const void* weight,
                 ConvEpilogue epilogue)
-      : api_(api),
-        shape_(shape),
-        cudnn_shape_(cudnn_view(shape)),
-        unfold_(unfold_of(shape)),
-        weight_(weight),
-        epilogue_(epilogue) {}
+      : api_(api), shape_(shape), weight_(weight), epilogue_(epilogue) {}
   ~CudnnConvCall() override {
     if (conv_) api_.destroy_convolution(conv_);
     if (w_) api_.destroy_filter(w_);
@@ -83,7 +46,7 @@ class CudnnConvCall final : public CudaCall {
   }
 
   Status init(CudnnConvAlgo algo) {
-    const CudnnConvShape& s = cudnn_shape_;
+    const CudnnConvShape& s = shape_;
     auto check = [&](cudnnStatus_t status, const char* what) {
       return cudnn_status(api_, status, what);
     };
@@ -93,10 +56,6 @@ class CudnnConvCall final : public CudaCall {
     const cudnnDataType_t type = cudnn_type(s.data_type);
     if (s.nhwc && s.data_type == ops::LowType::kF32)
       return unsupported("cuDNN NHWC tactics are for FP16/BF16 data only");
-    if (shape_.unfold_w &&
-        (in_elements() >= ops::kUnfoldWMaxElements ||
-         shape_.batch * shape_.channels * shape_.height * shape_.width >= ops::kUnfoldWMaxElements))
-      return unsupported("cuDNN unfold_w tactics: input too large for the unfold kernel");
     const cudnnTensorFormat_t format = s.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
     auto i = [](std::int64_t v) { return static_cast<int>(v); };
     VOXRT_RETURN_IF_ERROR(check(api_.create_tensor(&x_), "cudnnCreateTensorDescriptor"));
@@ -164,20 +123,14 @@ class CudnnConvCall final : public CudaCall {
                ? 0
                : align_up(static_cast<std::size_t>(elements) * low_type_bytes(shape_.data_type));
   }
-  // x as cuDNN reads it (x' for unfold_w).
   std::int64_t in_elements() const {
-    return cudnn_shape_.batch * cudnn_shape_.channels * cudnn_shape_.height * cudnn_shape_.width;
-  }
-  // x staged in scratch: converted, transposed or unfolded (none for plain float NCHW).
-  std::size_t x_bytes() const {
-    if (!shape_.unfold_w) return low_bytes(in_elements());
-    return align_up(static_cast<std::size_t>(in_elements()) * low_type_bytes(shape_.data_type));
+    return shape_.batch * shape_.channels * shape_.height * shape_.width;
   }
   std::int64_t out_elements() const {
     return shape_.batch * shape_.out_channels * shape_.out_h * shape_.out_w;
   }
   std::size_t scratch_bytes() const override {
-    return x_bytes() + low_bytes(out_elements()) + align_up(workspace_bytes_);
+    return low_bytes(in_elements()) + low_bytes(out_elements()) + align_up(workspace_bytes_);
   }
 
   Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
@@ -187,11 +140,7 @@ class CudnnConvCall final : public CudaCall {
     char* scratch = static_cast<char*>(context.scratch);
     const bool low = shape_.data_type != ops::LowType::kF32;
     const void* x = in[0].data;
-    if (shape_.unfold_w) {
-      VOXRT_CUDA_TRY(ops::unfold_w(unfold_, in[0].as<const float>(), scratch, shape_.data_type,
-                                   context.stream));
-      x = scratch;
-    } else if (shape_.nhwc) {
+    if (shape_.nhwc) {
       VOXRT_CUDA_TRY(ops::convert_nchw_to_nhwc(in[0].as<const float>(), scratch, shape_.data_type,
                                                shape_.batch, shape_.channels,
                                                shape_.height * shape_.width, context.stream));
@@ -201,8 +150,8 @@ class CudnnConvCall final : public CudaCall {
                                            in_elements(), context.stream));
       x = scratch;
     }
-    void* y = low ? static_cast<void*>(scratch + x_bytes()) : out[0].data;
-    void* workspace = scratch + x_bytes() + low_bytes(out_elements());
+    void* y = low ? static_cast<void*>(scratch + low_bytes(in_elements())) : out[0].data;
+    void* workspace = scratch + low_bytes(in_elements()) + low_bytes(out_elements());
     const float one = 1.0f, zero = 0.0f;
     VOXRT_RETURN_IF_ERROR(
         cudnn_status(api_,
@@ -227,8 +176,6 @@ class CudnnConvCall final : public CudaCall {
  private:
   const CudnnApi& api_;
   CudnnConvShape shape_;
-  CudnnConvShape cudnn_shape_;
-  ops::UnfoldW unfold_;
   const void* weight_;
   ConvEpilogue epilogue_;
   cudnnHandle_t handle_ = nullptr;

@@ -22,10 +22,6 @@ struct CudnnConvShape {
   // tensor-core convolutions want. x is transposed on its conversion from float and y on its
   // way back, through shared memory, so the NCHW graph sees no difference.
   bool nhwc = false;
-  // The unfold_w tactics (conv_unfold.h): x is unfolded into x' with channels c * KW + j (padded
-  // to 8 when nhwc) and cuDNN runs the (kernel_h x 1) convolution over it. pad_w is then the left
-  // padding, and the right one may differ (out_w says where the row ends).
-  bool unfold_w = false;
 };
 
 enum class CudnnConvAlgo {
@@ -44,8 +40,7 @@ struct ConvEpilogue {
 };
 
 // weight: [out_channels, channels, kernel_h, kernel_w] on the device in shape.data_type, or
-// [out_channels, kernel_h, kernel_w, channels] when shape.nhwc; with shape.unfold_w the same for
-// kernel_w 1 and unfold_w_channels(channels, kernel_w, nhwc) channels (unfold_w_filter).
+// [out_channels, kernel_h, kernel_w, channels] when shape.nhwc.
 // Unsupported status when cuDNN is not loaded or does not take the shape with `algo`.
 Expected<std::unique_ptr<CudaCall>> make_cudnn_conv_call(const CudnnConvShape& shape,
                                                          CudnnConvAlgo algo, const void* weight,

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "backends/cuda/conv_direct.h"
-#include "backends/cuda/conv_unfold.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_conv.h"
 
@@ -222,22 +221,17 @@ struct ConvAttrs {
 };
 
 bool is_cudnn_tactic(TacticId tactic) {
-  return tactic >= kConvCudnnHeuristic && tactic <= kConvCudnnNhwcUnfoldWPrecomp;
-}
-bool is_unfold_w_tactic(TacticId tactic) {
-  return tactic >= kConvCudnnUnfoldW && tactic <= kConvCudnnNhwcUnfoldWPrecomp;
+  return tactic >= kConvCudnnHeuristic && tactic <= kConvCudnnNhwcImplicitPrecompGemm;
 }
 bool is_nhwc_tactic(TacticId tactic) {
-  return (tactic >= kConvCudnnNhwcHeuristic && tactic <= kConvCudnnNhwcImplicitPrecompGemm) ||
-         tactic == kConvCudnnNhwcUnfoldW || tactic == kConvCudnnNhwcUnfoldWPrecomp;
+  return tactic >= kConvCudnnNhwcHeuristic && tactic <= kConvCudnnNhwcImplicitPrecompGemm;
 }
 CudnnConvAlgo cudnn_algo(TacticId tactic) {
   switch (tactic) {
     case kConvCudnnImplicitGemm:
     case kConvCudnnNhwcImplicitGemm: return CudnnConvAlgo::kImplicitGemm;
     case kConvCudnnImplicitPrecompGemm:
-    case kConvCudnnNhwcImplicitPrecompGemm:
-    case kConvCudnnNhwcUnfoldWPrecomp: return CudnnConvAlgo::kImplicitPrecompGemm;
+    case kConvCudnnNhwcImplicitPrecompGemm: return CudnnConvAlgo::kImplicitPrecompGemm;
     case kConvCudnnGemm: return CudnnConvAlgo::kGemm;
     case kConvCudnnFftTiling: return CudnnConvAlgo::kFftTiling;
     case kConvCudnnWinogradNonfused: return CudnnConvAlgo::kWinogradNonfused;
@@ -435,10 +429,7 @@ class ConvKernel final : public CudaKernel {
   Expected<std::unique_ptr<CudaCall>> prepare_cudnn(const Dims& x, const Dims& w, const Dims& y,
                                                     bool two_d) const {
     const std::size_t spatial = two_d ? 2 : 1;
-    const bool unfold_w = is_unfold_w_tactic(tactic_);
-    // Unfolded, the width's padding is the unfold's (x' has none), so it may be asymmetric.
-    const std::size_t padded_dims = unfold_w ? spatial - 1 : spatial;
-    for (std::size_t d = 0; d < padded_dims; ++d) {
+    for (std::size_t d = 0; d < spatial; ++d) {
       if (attrs_.pads[d] != attrs_.pads[d + spatial])
         return unsupported("cuDNN convolution takes symmetric padding only");
     }
@@ -468,7 +459,6 @@ class ConvKernel final : public CudaKernel {
       epilogue.beta = act_.beta;
     }
     s.nhwc = is_nhwc_tactic(tactic_);
-    s.unfold_w = unfold_w;
     return make_cudnn_conv_call(s, cudnn_algo(tactic_), weight_, epilogue);
   }
 
@@ -583,24 +573,14 @@ Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, Ta
                                                         weight, 0, has_bias, act, bias));
     }
     if (is_cudnn_tactic(tactic)) {
-      const bool nhwc = is_nhwc_tactic(tactic);
-      std::vector<float> rewritten;  // the filter in the tactic's layout, when not OIHW
-      if (is_unfold_w_tactic(tactic)) {
-        const std::int64_t kernel_w = w.dim(w.rank() - 1);
-        if (!unfold_w_applies(w.rank(), w.dim(1), kernel_w))
-          return unsupported(node.describe(),
-                             ": the cuDNN unfold_w tactics take 2-D convolutions with a kernel "
-                             "width > 1 and channels * width <= ",
-                             kUnfoldWMaxChannels);
-        rewritten = unfold_w_filter(w.data<float>(), out_channels, w.dim(1), w.dim(2), kernel_w,
-                                    unfold_w_channels(w.dim(1), kernel_w, nhwc), nhwc);
-      } else if (nhwc) {
-        rewritten = filter_to_channels_last(w.span<float>(), out_channels, w.dim(1));
-      }
+      const std::vector<float> channels_last =
+          is_nhwc_tactic(tactic) ? filter_to_channels_last(w.span<float>(), out_channels, w.dim(1))
+                                 : std::vector<float>();
       VOXRT_ASSIGN_OR_RETURN(
-          void* weight, build.upload_f32(rewritten.empty() ? std::span<const float>(w.span<float>())
-                                                           : std::span<const float>(rewritten),
-                                         low_type_for(build.precision())));
+          void* weight,
+          build.upload_f32(channels_last.empty() ? std::span<const float>(w.span<float>())
+                                                 : std::span<const float>(channels_last),
+                           low_type_for(build.precision())));
       VOXRT_ASSIGN_OR_RETURN(const float* bias, upload_bias(node, out_channels, build));
       return std::unique_ptr<CudaKernel>(new ConvKernel(tactic, build.precision(), std::move(attrs),
                                                         weight, 0, has_bias, act, bias));

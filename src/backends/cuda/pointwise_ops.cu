@@ -324,65 +324,6 @@ cudaError_t transpose_tiles(const Src* in, Dst* out, std::int64_t batch, std::in
   return cudaGetLastError();
 }
 
-// The cuDNN unfold_w tactics' input (conv_unfold.h). NCHW: one thread per element of x',
-// consecutive threads along ow. NHWC: one thread per run of 8 channels of one (b, h, ow), written
-// with 16-byte stores, so consecutive threads write consecutive bytes.
-template <typename T>
-__global__ void unfold_w_nchw_kernel(UnfoldW u, const float* x, T* out, int n) {
-  const int out_w = static_cast<int>(u.out_w), height = static_cast<int>(u.height);
-  const int channels = static_cast<int>(u.unfolded_channels);
-  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < n;
-       i += static_cast<int>(gridDim.x * blockDim.x)) {
-    const int ow = i % out_w;
-    const int h = (i / out_w) % height;
-    const int image_channel = i / (out_w * height);
-    const int channel = image_channel % channels;
-    const int b = image_channel / channels;
-    float value[1];
-    unfolded_values(u, x, b, h, ow, channel, value);
-    out[i] = from_float<T>(value[0]);
-  }
-}
-
-__device__ __forceinline__ unsigned bits_of(__half v) {
-  return __half_as_ushort(v);
-}
-__device__ __forceinline__ unsigned bits_of(__nv_bfloat16 v) {
-  return __bfloat16_as_ushort(v);
-}
-
-// out[0..7] = v, out 16-byte aligned.
-template <typename T>
-__device__ __forceinline__ void store_8(T* out, const float (&v)[8]) {
-  if constexpr (sizeof(T) == 4) {
-    float4* out4 = reinterpret_cast<float4*>(out);
-    out4[0] = make_float4(v[0], v[1], v[2], v[3]);
-    out4[1] = make_float4(v[4], v[5], v[6], v[7]);
-  } else {
-    unsigned words[4];
-    for (int k = 0; k < 4; ++k)
-      words[k] = bits_of(from_float<T>(v[2 * k])) | (bits_of(from_float<T>(v[2 * k + 1])) << 16);
-    *reinterpret_cast<uint4*>(out) = make_uint4(words[0], words[1], words[2], words[3]);
-  }
-}
-
-template <typename T>
-__global__ void unfold_w_nhwc_kernel(UnfoldW u, const float* x, T* out, int runs) {
-  const int out_w = static_cast<int>(u.out_w), height = static_cast<int>(u.height);
-  const int runs_per_position = static_cast<int>(u.unfolded_channels) / 8;
-  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < runs;
-       i += static_cast<int>(gridDim.x * blockDim.x)) {
-    const int run = i % runs_per_position;
-    const int position = i / runs_per_position;
-    const int ow = position % out_w;
-    const int h = (position / out_w) % height;
-    const int b = position / (out_w * height);
-    float values[8];
-    unfolded_values(u, x, b, h, ow, run * 8, values);
-    store_8(out + static_cast<std::int64_t>(i) * 8, values);
-  }
-}
-
 template <typename T>
 __global__ void im2col_kernel(Im2Col s, const float* x, T* col) {
   const std::int64_t positions = s.out_h * s.out_w;
@@ -761,51 +702,6 @@ cudaError_t nhwc_bias_activation(const void* y, LowType y_type, const float* bia
                              finish, stream);
   }
   return cudaErrorInvalidValue;
-}
-
-cudaError_t unfold_w(const UnfoldW& shape, const float* x, void* out, LowType type,
-                     cudaStream_t stream) {
-  const std::int64_t n = shape.batch * shape.unfolded_channels * shape.height * shape.out_w;
-  if (n <= 0) return cudaSuccess;
-  if (n >= kUnfoldWMaxElements ||
-      shape.batch * shape.channels * shape.height * shape.width >= kUnfoldWMaxElements ||
-      shape.unfolded_channels < shape.channels * shape.kernel_w)
-    return cudaErrorInvalidValue;
-  if (shape.nhwc) {
-    if (shape.unfolded_channels % 8 != 0) return cudaErrorInvalidValue;
-    const int runs = static_cast<int>(n / 8);
-    switch (type) {
-      case LowType::kF32:
-        unfold_w_nhwc_kernel<<<grid_for(runs), kThreads, 0, stream>>>(
-            shape, x, static_cast<float*>(out), runs);
-        break;
-      case LowType::kF16:
-        unfold_w_nhwc_kernel<<<grid_for(runs), kThreads, 0, stream>>>(
-            shape, x, static_cast<__half*>(out), runs);
-        break;
-      case LowType::kBF16:
-        unfold_w_nhwc_kernel<<<grid_for(runs), kThreads, 0, stream>>>(
-            shape, x, static_cast<__nv_bfloat16*>(out), runs);
-        break;
-    }
-    return cudaGetLastError();
-  }
-  const int elements = static_cast<int>(n);
-  switch (type) {
-    case LowType::kF32:
-      unfold_w_nchw_kernel<<<grid_for(n), kThreads, 0, stream>>>(shape, x, static_cast<float*>(out),
-                                                                 elements);
-      break;
-    case LowType::kF16:
-      unfold_w_nchw_kernel<<<grid_for(n), kThreads, 0, stream>>>(
-          shape, x, static_cast<__half*>(out), elements);
-      break;
-    case LowType::kBF16:
-      unfold_w_nchw_kernel<<<grid_for(n), kThreads, 0, stream>>>(
-          shape, x, static_cast<__nv_bfloat16*>(out), elements);
-      break;
-  }
-  return cudaGetLastError();
 }
 
 cudaError_t naive_gemm(const NaiveGemm& shape, const float* a, const float* b, const float* bias,

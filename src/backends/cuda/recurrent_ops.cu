@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/shared_memory_opt_in.cuh"
 
 namespace voxrt::backends::cuda::ops {
 namespace {
@@ -521,16 +522,8 @@ bool tagged_state_allowed() {
 // (eager) launch, so never inside a graph capture.
 template <typename W, int G, int BT, int kRegChunks>
 cudaError_t opt_in_shared_memory() {
-  static const cudaError_t opted_in = [] {
-    const void* kernel = reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegChunks>);
-    int device = 0, optin = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess)
-      err = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    if (err == cudaSuccess)
-      err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, optin);
-    return err;
-  }();
+  static const cudaError_t opted_in = allow_max_dynamic_shared_memory(
+      reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegChunks>));
   return opted_in;
 }
 

@@ -47,14 +47,6 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
           tactics.push_back(
               {kConvCudnnNhwcImplicitPrecompGemm, "cudnn_nhwc_implicit_precomp_gemm"});
         }
-        const Tensor& w = *node.input(1)->constant;
-        if (unfold_w_applies(w.rank(), w.dim(1), w.dim(w.rank() - 1))) {
-          tactics.push_back({kConvCudnnUnfoldW, "cudnn_unfold_w"});
-          if (precision == Precision::kFp16 || precision == Precision::kBf16) {
-            tactics.push_back({kConvCudnnNhwcUnfoldW, "cudnn_nhwc_unfold_w"});
-            tactics.push_back({kConvCudnnNhwcUnfoldWPrecomp, "cudnn_nhwc_unfold_w_precomp"});
-          }
-        }
       }
       if (conv && direct_conv_applies_to(node, precision))
         tactics.push_back({kConvDirectTensorCore, "direct_tc"});
