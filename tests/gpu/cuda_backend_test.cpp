@@ -649,10 +649,11 @@ TEST(CudaOps, ConvDirectTensorCoreEveryPrecision) {
     for (const auto& [name, make] : direct_conv_cases()) check_all_tactics(name, make, p);
 }
 
-GraphCase recurrent_case(ir::OpKind op, const std::string& direction, int batch, bool states) {
+GraphCase recurrent_case(ir::OpKind op, const std::string& direction, int batch, bool states,
+                         std::int64_t H = 32) {
   return [=](ir::Graph& g, std::mt19937& rng) {
     std::vector<Tensor> ins;
-    const std::int64_t T = 7, I = 20, H = 32, G = op == ir::OpKind::kGRU ? 3 : 4;
+    const std::int64_t T = 7, I = 20, G = op == ir::OpKind::kGRU ? 3 : 4;
     const std::int64_t D = direction == "bidirectional" ? 2 : 1;
     ir::Value* x = input(g, ins, "x", random_tensor({T, batch, I}, rng));
     std::vector<ir::Value*> node_ins = {
@@ -687,6 +688,58 @@ TEST(CudaOps, RecurrentEveryTacticAndPrecision) {
                       recurrent_case(ir::OpKind::kLSTM, "bidirectional", 2, true), p);
     check_all_tactics("LSTM forward batch 5",
                       recurrent_case(ir::OpKind::kLSTM, "forward", 5, false), p);
+  }
+}
+
+// The tensor-core persistent tactic at batches of several tiles (64 rows, and 32 for the small
+// batch), a partial last tile, both directions and hidden sizes of one to four unit blocks. The
+// tactic is opt-in (VOXRT_CUDA_PERSISTENT_TC=1) until it has passed here on a device.
+TEST(CudaOps, RecurrentTensorCoreBatchTiles) {
+  REQUIRE_CUDA_DEVICE();
+  setenv("VOXRT_CUDA_PERSISTENT_TC", "1", 1);
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    check_all_tactics("GRU forward batch 70 H 64",
+                      recurrent_case(ir::OpKind::kGRU, "forward", 70, true, 64), p);
+    check_all_tactics("GRU reverse batch 130 H 16",
+                      recurrent_case(ir::OpKind::kGRU, "reverse", 130, false, 16), p);
+    check_all_tactics("LSTM bidirectional batch 33 H 48",
+                      recurrent_case(ir::OpKind::kLSTM, "bidirectional", 33, true, 48), p);
+    check_all_tactics("LSTM forward batch 9 H 32",
+                      recurrent_case(ir::OpKind::kLSTM, "forward", 9, false), p);
+  }
+  unsetenv("VOXRT_CUDA_PERSISTENT_TC");
+}
+
+// persistent_tc is listed at FP16/BF16 for hidden sizes that are a multiple of 16, only, and
+// only when VOXRT_CUDA_PERSISTENT_TC=1 (opt-in until verified on a device).
+TEST(CudaBackendNoDevice, PersistentTensorCoreRecurrentListedAtHalfPrecisionOnly) {
+  setenv("VOXRT_CUDA_PERSISTENT_TC", "1", 1);
+  for (std::int64_t hidden : {32, 20}) {
+    ir::Graph graph;
+    std::mt19937 rng(5);
+    recurrent_case(ir::OpKind::kGRU, "forward", 2, true, hidden)(graph, rng);
+    ASSERT_TRUE(ir::infer_graph(graph).is_ok());
+    const ir::Node* gru = nullptr;
+    for (const ir::Node* n : graph.nodes())
+      if (n->op == ir::OpKind::kGRU) gru = n;
+    ASSERT_NE(gru, nullptr);
+    for (Precision p : kAllPrecisions) {
+      std::string names;
+      for (const auto& t : cuda::tactics_for(*gru, p)) names += t.name + " ";
+      const bool low = p == Precision::kFp16 || p == Precision::kBf16;
+      EXPECT_EQ(names.find("persistent_tc") != std::string::npos, low && hidden % 16 == 0)
+          << precision_name(p) << ", hidden " << hidden << ": " << names;
+    }
+  }
+  unsetenv("VOXRT_CUDA_PERSISTENT_TC");
+  ir::Graph graph;
+  std::mt19937 rng(5);
+  recurrent_case(ir::OpKind::kGRU, "forward", 2, true)(graph, rng);
+  ASSERT_TRUE(ir::infer_graph(graph).is_ok());
+  for (const ir::Node* n : graph.nodes()) {
+    if (n->op != ir::OpKind::kGRU) continue;
+    for (const auto& t : cuda::tactics_for(*n, Precision::kFp16))
+      EXPECT_NE(t.name, "persistent_tc") << "listed without VOXRT_CUDA_PERSISTENT_TC=1";
   }
 }
 

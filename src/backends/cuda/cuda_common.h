@@ -142,6 +142,8 @@ bool direct_conv_applies_to(const ir::Node& node, Precision precision);
 Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, TacticId tactic,
                                                         KernelBuildContext& build);
 std::string recurrent_unsupported(const ir::Node& node);
+// Whether the persistent_tc recurrent tactic is listed for this (supported) GRU / LSTM node.
+bool persistent_tc_applies_to(const ir::Node& node, Precision precision);
 Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node, TacticId tactic,
                                                             KernelBuildContext& build);
 
@@ -178,6 +180,10 @@ inline constexpr TacticId kRecurrentCudnnPersistStatic = 5;  // CUDNN_RNN_ALGO_P
 // lower precisions too: at batch 1 on the H200 cuDNN's float persistent kernel was faster than
 // its FP16 one plus the conversions.
 inline constexpr TacticId kRecurrentCudnnPersistStaticF32 = 6;
+// Every step in one cooperative launch with the recurrent product on WMMA tensor cores, each
+// block owning 16 units of a 32- or 64-row batch tile (ops::recurrent_persistent_tc; FP16/BF16,
+// hidden_size % 16 == 0). For large batches.
+inline constexpr TacticId kRecurrentPersistentTensorCore = 7;
 
 // Row-major GEMM through cuBLASLt: d[m, n] = opA(a)[m, k] * opB(b)[k, n] (+ bias[n]) (+ act),
 // batched with element strides (0 = broadcast). a/b in `operand_type`, d and bias float.

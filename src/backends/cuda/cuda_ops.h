@@ -217,4 +217,29 @@ inline unsigned long long* tagged_state_words(GridBarrier* barrier, std::int64_t
 cudaError_t recurrent_persistent(const RecurrentStep& step, const void* r, LowType r_type,
                                  float* h0, float* h1, GridBarrier* barrier, cudaStream_t stream);
 
+// Tensor-core persistent tactic (recurrent_tc.cu): every step in one cooperative launch, each
+// block owning 16 units x a batch tile of 32 or 64 rows, its R rows in shared memory, the product
+// on WMMA tensor cores (FP16/BF16 r, float accumulation), h exchanged between blocks in r's type
+// through `exchange` ([2][D][B][H], 16-byte aligned) with an arrival barrier per step. Uses
+// step.xw, y, rbn, gates, directions, reverse_only, seq, batch, hidden; hr, h_prev, h_next, c
+// and h_next_low are not used. h/c initial may be null (zeros), final may be null (not written).
+inline constexpr int kRecurrentTcUnits = 16;
+struct RecurrentTcLaunch {
+  RecurrentStep step;
+  const void* r = nullptr;  // [D, G*H, H]
+  const float* h_initial = nullptr;
+  const float* c_initial = nullptr;
+  float* h_final = nullptr;
+  float* c_final = nullptr;
+  void* exchange = nullptr;
+  GridBarrier* barrier = nullptr;  // D * ceil(B / batch_tile) counters, zeroed by the launcher
+};
+// The batch tile (32 or 64) with which the whole grid is resident on the current device, or 0
+// when none is (or the shape or type is not taken: H % 16 != 0, FP32). Also lets the kernel use
+// the shared memory it needs; call it before launching, outside any graph capture.
+cudaError_t recurrent_tc_plan(int gates, int directions, std::int64_t batch, std::int64_t hidden,
+                              LowType type, int* batch_tile);
+cudaError_t recurrent_persistent_tc(const RecurrentTcLaunch& launch, LowType type, int batch_tile,
+                                    cudaStream_t stream);
+
 }  // namespace voxrt::backends::cuda::ops

@@ -1,9 +1,11 @@
 // GRU / LSTM on the device (ONNX semantics, layout 0, default activations): one input-projection
 // GEMM over all time steps and both directions (biases folded in), then per step either a
 // cuBLASLt recurrent GEMM (both directions batched) + a gate kernel (tactic 1), or one fused
-// mat-vec + gate kernel (tactic 2, for small batches). Tactic 0 uses the naive GEMM. Tactics 4
-// to 6 are cuDNN's RNN (cudnn_rnn.h).
+// mat-vec + gate kernel (tactic 2, for small batches), or every step in one launch: tactic 3
+// (the fused kernel's mat-vecs) and tactic 7 (WMMA tensor cores, for large batches). Tactic 0
+// uses the naive GEMM. Tactics 4 to 6 are cuDNN's RNN (cudnn_rnn.h).
 #include <algorithm>
+#include <cstdlib>
 
 #include "backends/cpu/recurrent/recurrent_spec.h"
 #include "backends/cuda/cuda_common.h"
@@ -30,12 +32,13 @@ class RecurrentCall final : public CudaCall {
  public:
   RecurrentCall(const rec::RecurrentSpec& spec, TacticId tactic, RecurrentWeights weights,
                 std::int64_t seq, std::int64_t batch, std::unique_ptr<LtGemm> input_gemm,
-                std::unique_ptr<LtGemm> step_gemm)
+                std::unique_ptr<LtGemm> step_gemm, int tc_batch_tile)
       : spec_(spec),
         tactic_(tactic),
         weights_(weights),
         seq_(seq),
         batch_(batch),
+        tc_batch_tile_(tc_batch_tile),
         input_gemm_(std::move(input_gemm)),
         step_gemm_(std::move(step_gemm)) {
     const std::int64_t D = spec.num_directions, G = spec.gates, H = spec.hidden_size;
@@ -97,6 +100,29 @@ class RecurrentCall final : public CudaCall {
     // 2. Initial states.
     const DevTensor* initial_h = in.size() > 5 && in[5].data ? &in[5] : nullptr;
     const DevTensor* initial_c = in.size() > 6 && in[6].data ? &in[6] : nullptr;
+    if (tactic_ == kRecurrentPersistentTensorCore) {
+      // Reads the initial states and writes Y, Y_h and Y_c itself; h travels in h_low.
+      ops::RecurrentTcLaunch launch;
+      launch.step.gates = static_cast<int>(G);
+      launch.step.directions = static_cast<int>(D);
+      launch.step.reverse_only = spec_.reverse_only;
+      launch.step.seq = seq_;
+      launch.step.batch = batch_;
+      launch.step.hidden = H;
+      launch.step.xw = xw;
+      launch.step.y = out.size() > 0 ? out[0].as<float>() : nullptr;
+      launch.step.rbn = weights_.rbn;
+      launch.r = weights_.r;
+      launch.h_initial = initial_h ? initial_h->as<const float>() : nullptr;
+      launch.c_initial = initial_c ? initial_c->as<const float>() : nullptr;
+      launch.h_final = out.size() > 1 ? out[1].as<float>() : nullptr;
+      launch.c_final = out.size() > 2 ? out[2].as<float>() : nullptr;
+      launch.exchange = h_low;
+      launch.barrier = reinterpret_cast<ops::GridBarrier*>(base + scratch_.barrier);
+      VOXRT_CUDA_TRY(
+          ops::recurrent_persistent_tc(launch, weights_.operand, tc_batch_tile_, stream));
+      return Status::ok();
+    }
     if (initial_h) {
       VOXRT_CUDA_TRY(
           cudaMemcpyAsync(h[0], initial_h->data, state_bytes, cudaMemcpyDeviceToDevice, stream));
@@ -179,6 +205,7 @@ class RecurrentCall final : public CudaCall {
   TacticId tactic_;
   RecurrentWeights weights_;
   std::int64_t seq_, batch_;
+  int tc_batch_tile_;  // persistent_tc only
   std::unique_ptr<LtGemm> input_gemm_, step_gemm_;
   Scratch scratch_;
 };
@@ -225,8 +252,19 @@ class RecurrentKernel final : public CudaKernel {
     if ((tactic_ == kRecurrentFused || tactic_ == kRecurrentPersistent) &&
         (H % 4 != 0 || H * 4 * 4 > 48 * 1024))
       return unsupported("the fused recurrent tactics need hidden_size % 4 == 0 and <= 3072");
-    return std::unique_ptr<CudaCall>(new RecurrentCall(
-        spec_, tactic_, weights_, seq, batch, std::move(input_gemm), std::move(step_gemm)));
+    int tc_batch_tile = 0;
+    if (tactic_ == kRecurrentPersistentTensorCore) {
+      VOXRT_CUDA_TRY(ops::recurrent_tc_plan(static_cast<int>(G), static_cast<int>(D), batch, H,
+                                            weights_.operand, &tc_batch_tile));
+      if (tc_batch_tile == 0) {
+        return unsupported("persistent_tc: ", (H / ops::kRecurrentTcUnits) * D,
+                           " blocks per batch tile of 32 or 64 rows at batch ", batch,
+                           " do not fit on the device at once (hidden_size ", H, ")");
+      }
+    }
+    return std::unique_ptr<CudaCall>(new RecurrentCall(spec_, tactic_, weights_, seq, batch,
+                                                       std::move(input_gemm), std::move(step_gemm),
+                                                       tc_batch_tile));
   }
 
  private:
@@ -258,6 +296,17 @@ std::string recurrent_unsupported(const ir::Node& node) {
     if (v && v->dtype != DType::kF32 && v != node.input(4)) return "f32 tensors only";
   }
   return {};
+}
+
+bool persistent_tc_applies_to(const ir::Node& node, Precision precision) {
+  // Opt-in until the kernel has run on a device: it was written in a session without one
+  // (docs/cuda_backend.md). VOXRT_CUDA_PERSISTENT_TC=1 lists it; the gpu tests set it.
+  const char* enabled = std::getenv("VOXRT_CUDA_PERSISTENT_TC");
+  if (!enabled || enabled[0] != '1') return false;
+  if (precision != Precision::kFp16 && precision != Precision::kBf16) return false;
+  if (!recurrent_unsupported(node).empty()) return false;
+  auto spec = rec::parse_recurrent_spec(node);
+  return spec && spec->hidden_size % ops::kRecurrentTcUnits == 0;
 }
 
 Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node, TacticId tactic,

@@ -7,34 +7,11 @@
 #include <cstdlib>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/recurrent_cell.cuh"
 #include "backends/cuda/shared_memory_opt_in.cuh"
 
 namespace voxrt::backends::cuda::ops {
 namespace {
-
-__device__ __forceinline__ float sigmoid(float x) {
-  return 1.0f / (1.0f + expf(-x));
-}
-
-// x[g]: input projection (biases folded in), r[g]: recurrent projection, per gate.
-// Returns h; updates *c for LSTM.
-__device__ __forceinline__ float cell_update(int gates, const float* x, const float* r,
-                                             float h_prev, float* c, float rbn) {
-  if (gates == 3) {  // GRU z, r, h; linear_before_reset: r * (Rh h + Rbh)
-    const float z = sigmoid(x[0] + r[0]);
-    const float reset = sigmoid(x[1] + r[1]);
-    const float n = tanhf(x[2] + reset * (r[2] + rbn));
-    return (1.0f - z) * n + z * h_prev;
-  }
-  // LSTM i, o, f, c
-  const float i = sigmoid(x[0] + r[0]);
-  const float o = sigmoid(x[1] + r[1]);
-  const float f = sigmoid(x[2] + r[2]);
-  const float g = tanhf(x[3] + r[3]);
-  const float c_new = f * *c + i * g;
-  *c = c_new;
-  return o * tanhf(c_new);
-}
 
 __device__ __forceinline__ void store_low(void* out, LowType type, std::int64_t i, float v) {
   if (type == LowType::kF16) {
@@ -380,19 +357,6 @@ cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream
 // the blocks of each (direction, batch tile) meet at their group's barrier (all blocks are
 // resident: the launch is cooperative), so a step costs its mat-vec and a barrier instead of a
 // kernel launch; h_prev is read past L1 (__ldcg), since other blocks wrote it in the step before.
-// `arrived` only grows: the t-th barrier of a group of n blocks waits for (t + 1) * n arrivals.
-__device__ __forceinline__ void group_barrier(unsigned* arrived, unsigned target) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();  // this block's h writes before its arrival
-    atomicAdd(arrived, 1u);
-    const volatile unsigned* seen = arrived;
-    while (*seen < target) {
-    }
-    __threadfence();
-  }
-  __syncthreads();
-}
 
 // The first `resident_gates` gates of the block's units live in shared memory after h_tile
 // (copied once, [gate][warp][H]), so a step reads them from there and streams only the other

@@ -63,6 +63,8 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
         if (precision != Precision::kFp32)
           tactics.push_back({kRecurrentCudnnPersistStaticF32, "cudnn_rnn_persist_static_f32"});
       }
+      if (persistent_tc_applies_to(node, precision))
+        tactics.push_back({kRecurrentPersistentTensorCore, "persistent_tc"});
       return tactics;
     }
     default: return {{kReferenceTactic, "cuda"}};

@@ -1,0 +1,49 @@
+// Device pieces shared by the recurrent kernels (recurrent_ops.cu, recurrent_tc.cu): the ONNX
+// cell update of one unit, and the arrival barrier of the persistent launches.
+#pragma once
+
+#include <cuda_runtime.h>
+
+namespace voxrt::backends::cuda::ops {
+
+__device__ __forceinline__ float sigmoid(float x) {
+  return 1.0f / (1.0f + expf(-x));
+}
+
+// x[g]: input projection (biases folded in), r[g]: recurrent projection, per gate.
+// Returns h; updates *c for LSTM.
+__device__ __forceinline__ float cell_update(int gates, const float* x, const float* r,
+                                             float h_prev, float* c, float rbn) {
+  if (gates == 3) {  // GRU z, r, h; linear_before_reset: r * (Rh h + Rbh)
+    const float z = sigmoid(x[0] + r[0]);
+    const float reset = sigmoid(x[1] + r[1]);
+    const float n = tanhf(x[2] + reset * (r[2] + rbn));
+    return (1.0f - z) * n + z * h_prev;
+  }
+  // LSTM i, o, f, c
+  const float i = sigmoid(x[0] + r[0]);
+  const float o = sigmoid(x[1] + r[1]);
+  const float f = sigmoid(x[2] + r[2]);
+  const float g = tanhf(x[3] + r[3]);
+  const float c_new = f * *c + i * g;
+  *c = c_new;
+  return o * tanhf(c_new);
+}
+
+// The blocks of a persistent launch that exchange state meet here between steps (all of them are
+// resident: the launch is cooperative). `arrived` only grows: the t-th barrier of a group of n
+// blocks waits for (t + 1) * n arrivals, so a step needs one atomic and no reset.
+__device__ __forceinline__ void group_barrier(unsigned* arrived, unsigned target) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();  // this block's writes before its arrival
+    atomicAdd(arrived, 1u);
+    const volatile unsigned* seen = arrived;
+    while (*seen < target) {
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+}  // namespace voxrt::backends::cuda::ops
