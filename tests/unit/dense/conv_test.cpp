@@ -2,6 +2,7 @@
 // hand-computed and PyTorch-computed values.
 #include <cmath>
 
+#include "backends/cpu/dense/dense_common.h"
 #include "dense_test_util.h"
 
 namespace voxrt::dense_test {
@@ -93,6 +94,106 @@ TEST(Conv, DeepSpeech2FrontEnd) {
                        second);
   ASSERT_EQ(ir::sym_shape_to_string(two->node->outputs[0]->shape), "1x32x41x19");
   expect_tactics_match_reference(*two, 2e-4, 2e-4);
+}
+
+bool lists_tactic(const ir::Node& node, const std::string& name) {
+  for (const auto& t : backends::cpu::tactics_for(node))
+    if (t.name == name) return true;
+  return false;
+}
+
+// The FFT tactic: large kernels with strides, asymmetric and larger-than-input padding, a batch
+// of two (symbolic), several channels and a fused activation, each against the reference.
+TEST(Conv, FftTacticMatchesReference) {
+  struct FftCase {
+    std::string label;
+    Dims x, w;
+    ir::Attributes attrs;
+  };
+  const std::vector<FftCase> cases = {
+      {"ds2_conv0_short", {2, 1, 33, 20}, {4, 1, 41, 11},
+       attrs_of({{"strides", Ints{2, 2}}, {"pads", Ints{20, 5, 20, 5}}})},
+      {"stride_2_1", {1, 3, 17, 9}, {5, 3, 7, 5},
+       attrs_of({{"strides", Ints{2, 1}}, {"pads", Ints{3, 2, 3, 2}}})},
+      {"asymmetric_pads_stride3", {2, 2, 12, 13}, {3, 2, 5, 5},
+       attrs_of({{"strides", Ints{3, 2}}, {"pads", Ints{0, 4, 2, 1}}})},
+      {"padding_larger_than_input", {1, 2, 3, 4}, {2, 2, 9, 7},
+       attrs_of({{"pads", Ints{6, 5, 6, 5}}})},
+      {"valid_no_padding", {1, 4, 20, 30}, {6, 4, 5, 6}, {}},
+      {"clip_activation", {1, 2, 15, 15}, {3, 2, 6, 6},
+       attrs_of({{"pads", Ints{2, 2, 3, 3}},
+                 {"activation", std::string("clip")},
+                 {"activation_alpha", 0.0f},
+                 {"activation_beta", 0.5f}})},
+  };
+  std::uint32_t seed = 500;
+  for (const FftCase& c : cases) {
+    SCOPED_TRACE(c.label);
+    const bool fused = c.attrs.has("activation");
+    auto one = make_node(fused ? OpKind::kFusedConv : OpKind::kConv,
+                         {runtime(random_tensor(c.x, seed++), true),
+                          constant(random_tensor(c.w, seed++)),
+                          constant(random_tensor({c.w[0]}, seed++))},
+                         c.attrs);
+    ASSERT_TRUE(lists_tactic(*one->node, "fft"));
+    Expected<Tensor> reference = run_tactic(*one, backends::kReferenceTactic, 1);
+    ASSERT_TRUE(reference.has_value()) << reference.status().to_string();
+    for (int threads : {1, 2}) {
+      Expected<Tensor> got = run_tactic(*one, backends::cpu::dense::kTacticFftConv, threads);
+      ASSERT_TRUE(got.has_value()) << got.status().to_string();
+      EXPECT_TRUE(all_close(*reference, *got, 1e-5, 1e-4)) << threads << " threads";
+    }
+  }
+}
+
+// Not offered for small kernels, groups, dilations, runtime weights or spatial dims that are
+// not static; a kernel run at other spatial dims than planned refuses them.
+TEST(Conv, FftTacticOnlyWhereItApplies) {
+  auto small = make_node(OpKind::kConv, {runtime(random_tensor({1, 2, 9, 9}, 1)),
+                                         constant(random_tensor({2, 2, 3, 3}, 2))});
+  EXPECT_FALSE(lists_tactic(*small->node, "fft"));
+  auto grouped = make_node(OpKind::kConv,
+                           {runtime(random_tensor({1, 4, 12, 12}, 3)),
+                            constant(random_tensor({4, 2, 5, 5}, 4))},
+                           attrs_of({{"group", std::int64_t{2}}}));
+  EXPECT_FALSE(lists_tactic(*grouped->node, "fft"));
+  auto dilated = make_node(OpKind::kConv,
+                           {runtime(random_tensor({1, 2, 20, 20}, 5)),
+                            constant(random_tensor({2, 2, 5, 5}, 6))},
+                           attrs_of({{"dilations", Ints{2, 2}}}));
+  EXPECT_FALSE(lists_tactic(*dilated->node, "fft"));
+  auto runtime_weights = make_node(OpKind::kConv, {runtime(random_tensor({1, 2, 12, 12}, 7)),
+                                                   runtime(random_tensor({2, 2, 5, 5}, 8))});
+  EXPECT_FALSE(lists_tactic(*runtime_weights->node, "fft"));
+  auto dynamic_width = std::make_unique<OneNode>();
+  {
+    ir::Graph& g = dynamic_width->graph;
+    ir::Value* x = g.add_value("x", DType::kF32,
+                               {ir::Dim::known(1), ir::Dim::known(2), ir::Dim::known(12),
+                                ir::Dim::symbolic("T")});
+    g.inputs.push_back(x);
+    ir::Value* y = g.add_value("y", DType::kF32, {}, false);
+    ir::Node* n = g.add_node(OpKind::kConv, "conv", {x, g.add_constant("w", random_tensor({2, 2, 5, 5}, 9))},
+                             {y});
+    g.outputs.push_back(y);
+    ASSERT_TRUE(ir::infer_graph(g).is_ok());
+    EXPECT_FALSE(lists_tactic(*n, "fft"));
+  }
+  auto planned = make_node(OpKind::kConv, {runtime(random_tensor({1, 2, 12, 12}, 10)),
+                                           constant(random_tensor({2, 2, 5, 5}, 11))});
+  ASSERT_TRUE(lists_tactic(*planned->node, "fft"));
+  auto kernel = backends::cpu::create_kernel(*planned->node, backends::cpu::dense::kTacticFftConv);
+  ASSERT_TRUE(kernel.has_value()) << kernel.status().to_string();
+  Tensor x = random_tensor({1, 2, 12, 13}, 12);
+  Tensor w = random_tensor({2, 2, 5, 5}, 11);
+  Tensor y = Tensor::uninitialized(DType::kF32, {1, 2, 8, 9});
+  const Tensor* ins[] = {&x, &w};
+  Tensor* outs[] = {&y};
+  ThreadPool pool(1);
+  backends::KernelContext context{&pool};
+  const Status s = (*kernel)->run(ins, outs, context);
+  EXPECT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("planned for X [N, 2, 12, 12]"), std::string::npos) << s.message();
 }
 
 TEST(Conv, OutputChannelPartsOnManyThreads) {

@@ -5,6 +5,7 @@
 
 namespace voxrt::backends::cpu {
 
+using dense::kTacticFftConv;
 using dense::kTacticIm2ColOpenBlas;
 using dense::kTacticOneDnnConv;
 using dense::kTacticOneDnnConvBlocked;
@@ -37,6 +38,7 @@ std::vector<TacticInfo> dense_tactics(const ir::Node& node) {
       tactics.push_back({kTacticOneDnnConv, "onednn"});
       tactics.push_back({kTacticOneDnnConvBlocked, "onednn_blocked"});
     }
+    if (dense::conv_fft_applies(node)) tactics.push_back({kTacticFftConv, "fft"});
     return tactics;
   }
   tactics.push_back({kTacticOpenBlas, "openblas"});
@@ -57,6 +59,7 @@ Expected<std::unique_ptr<Kernel>> make_dense_kernel(const ir::Node& node, Tactic
       case kTacticIm2ColOpenBlas: return dense::make_conv_im2col_kernel(node);
       case kTacticOneDnnConv: return dense::make_conv_onednn_kernel(node, false);
       case kTacticOneDnnConvBlocked: return dense::make_conv_onednn_kernel(node, true);
+      case kTacticFftConv: return dense::make_conv_fft_kernel(node);
       default: break;
     }
   } else {
