@@ -162,8 +162,8 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_tc_kernel(RecurrentTcL
         for (int g = 0; g < G; ++g) x[i][g] = row[g * H + j];
       }
     }
-    stage_rows<W, BT>(t == 0 ? nullptr : exchange + (t % 2) * exchange_words, p.h_initial, B, H,
-                      d, b0, h_tile);
+    stage_rows<W, BT>(t == 0 ? nullptr : exchange + (t % 2) * exchange_words, p.h_initial, B, H, d,
+                      b0, h_tile);
     __syncthreads();  // also orders the R copy before the first product
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[G];

@@ -111,16 +111,26 @@ TEST(Conv, FftTacticMatchesReference) {
     ir::Attributes attrs;
   };
   const std::vector<FftCase> cases = {
-      {"ds2_conv0_short", {2, 1, 33, 20}, {4, 1, 41, 11},
+      {"ds2_conv0_short",
+       {2, 1, 33, 20},
+       {4, 1, 41, 11},
        attrs_of({{"strides", Ints{2, 2}}, {"pads", Ints{20, 5, 20, 5}}})},
-      {"stride_2_1", {1, 3, 17, 9}, {5, 3, 7, 5},
+      {"stride_2_1",
+       {1, 3, 17, 9},
+       {5, 3, 7, 5},
        attrs_of({{"strides", Ints{2, 1}}, {"pads", Ints{3, 2, 3, 2}}})},
-      {"asymmetric_pads_stride3", {2, 2, 12, 13}, {3, 2, 5, 5},
+      {"asymmetric_pads_stride3",
+       {2, 2, 12, 13},
+       {3, 2, 5, 5},
        attrs_of({{"strides", Ints{3, 2}}, {"pads", Ints{0, 4, 2, 1}}})},
-      {"padding_larger_than_input", {1, 2, 3, 4}, {2, 2, 9, 7},
+      {"padding_larger_than_input",
+       {1, 2, 3, 4},
+       {2, 2, 9, 7},
        attrs_of({{"pads", Ints{6, 5, 6, 5}}})},
       {"valid_no_padding", {1, 4, 20, 30}, {6, 4, 5, 6}, {}},
-      {"clip_activation", {1, 2, 15, 15}, {3, 2, 6, 6},
+      {"clip_activation",
+       {1, 2, 15, 15},
+       {3, 2, 6, 6},
        attrs_of({{"pads", Ints{2, 2, 3, 3}},
                  {"activation", std::string("clip")},
                  {"activation_alpha", 0.0f},
@@ -130,11 +140,11 @@ TEST(Conv, FftTacticMatchesReference) {
   for (const FftCase& c : cases) {
     SCOPED_TRACE(c.label);
     const bool fused = c.attrs.has("activation");
-    auto one = make_node(fused ? OpKind::kFusedConv : OpKind::kConv,
-                         {runtime(random_tensor(c.x, seed++), true),
-                          constant(random_tensor(c.w, seed++)),
-                          constant(random_tensor({c.w[0]}, seed++))},
-                         c.attrs);
+    auto one =
+        make_node(fused ? OpKind::kFusedConv : OpKind::kConv,
+                  {runtime(random_tensor(c.x, seed++), true), constant(random_tensor(c.w, seed++)),
+                   constant(random_tensor({c.w[0]}, seed++))},
+                  c.attrs);
     ASSERT_TRUE(lists_tactic(*one->node, "fft"));
     Expected<Tensor> reference = run_tactic(*one, backends::kReferenceTactic, 1);
     ASSERT_TRUE(reference.has_value()) << reference.status().to_string();
@@ -152,15 +162,15 @@ TEST(Conv, FftTacticOnlyWhereItApplies) {
   auto small = make_node(OpKind::kConv, {runtime(random_tensor({1, 2, 9, 9}, 1)),
                                          constant(random_tensor({2, 2, 3, 3}, 2))});
   EXPECT_FALSE(lists_tactic(*small->node, "fft"));
-  auto grouped = make_node(OpKind::kConv,
-                           {runtime(random_tensor({1, 4, 12, 12}, 3)),
-                            constant(random_tensor({4, 2, 5, 5}, 4))},
-                           attrs_of({{"group", std::int64_t{2}}}));
+  auto grouped = make_node(
+      OpKind::kConv,
+      {runtime(random_tensor({1, 4, 12, 12}, 3)), constant(random_tensor({4, 2, 5, 5}, 4))},
+      attrs_of({{"group", std::int64_t{2}}}));
   EXPECT_FALSE(lists_tactic(*grouped->node, "fft"));
-  auto dilated = make_node(OpKind::kConv,
-                           {runtime(random_tensor({1, 2, 20, 20}, 5)),
-                            constant(random_tensor({2, 2, 5, 5}, 6))},
-                           attrs_of({{"dilations", Ints{2, 2}}}));
+  auto dilated = make_node(
+      OpKind::kConv,
+      {runtime(random_tensor({1, 2, 20, 20}, 5)), constant(random_tensor({2, 2, 5, 5}, 6))},
+      attrs_of({{"dilations", Ints{2, 2}}}));
   EXPECT_FALSE(lists_tactic(*dilated->node, "fft"));
   auto runtime_weights = make_node(OpKind::kConv, {runtime(random_tensor({1, 2, 12, 12}, 7)),
                                                    runtime(random_tensor({2, 2, 5, 5}, 8))});
@@ -168,13 +178,13 @@ TEST(Conv, FftTacticOnlyWhereItApplies) {
   auto dynamic_width = std::make_unique<OneNode>();
   {
     ir::Graph& g = dynamic_width->graph;
-    ir::Value* x = g.add_value("x", DType::kF32,
-                               {ir::Dim::known(1), ir::Dim::known(2), ir::Dim::known(12),
-                                ir::Dim::symbolic("T")});
+    ir::Value* x = g.add_value(
+        "x", DType::kF32,
+        {ir::Dim::known(1), ir::Dim::known(2), ir::Dim::known(12), ir::Dim::symbolic("T")});
     g.inputs.push_back(x);
     ir::Value* y = g.add_value("y", DType::kF32, {}, false);
-    ir::Node* n = g.add_node(OpKind::kConv, "conv", {x, g.add_constant("w", random_tensor({2, 2, 5, 5}, 9))},
-                             {y});
+    ir::Node* n = g.add_node(OpKind::kConv, "conv",
+                             {x, g.add_constant("w", random_tensor({2, 2, 5, 5}, 9))}, {y});
     g.outputs.push_back(y);
     ASSERT_TRUE(ir::infer_graph(g).is_ok());
     EXPECT_FALSE(lists_tactic(*n, "fft"));

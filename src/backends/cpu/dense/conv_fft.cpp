@@ -43,24 +43,26 @@ std::int64_t round_up(std::int64_t n, std::int64_t to) {
 }
 
 // One radix-2 stage's butterflies on rows a and b (m lanes each): (a, b) <- (a + w b, a - w b).
-#define VOXRT_FFT_BUTTERFLY_BODY                                                            \
-  for (std::int64_t j = 0; j < m; ++j) {                                                    \
-    const float br = b_re[j] * wr - b_im[j] * wi, bi = b_re[j] * wi + b_im[j] * wr;         \
-    b_re[j] = a_re[j] - br;                                                                 \
-    b_im[j] = a_im[j] - bi;                                                                 \
-    a_re[j] += br;                                                                          \
-    a_im[j] += bi;                                                                          \
+#define VOXRT_FFT_BUTTERFLY_BODY                                                    \
+  for (std::int64_t j = 0; j < m; ++j) {                                            \
+    const float br = b_re[j] * wr - b_im[j] * wi, bi = b_re[j] * wi + b_im[j] * wr; \
+    b_re[j] = a_re[j] - br;                                                         \
+    b_im[j] = a_im[j] - bi;                                                         \
+    a_re[j] += br;                                                                  \
+    a_im[j] += bi;                                                                  \
   }
 // acc += x * conj(w), elementwise over n bins.
-#define VOXRT_FFT_ACCUMULATE_BODY                                              \
-  for (std::int64_t j = 0; j < n; ++j) {                                       \
-    acc_re[j] += x_re[j] * w_re[j] + x_im[j] * w_im[j];                        \
-    acc_im[j] += x_im[j] * w_re[j] - x_re[j] * w_im[j];                        \
+#define VOXRT_FFT_ACCUMULATE_BODY                       \
+  for (std::int64_t j = 0; j < n; ++j) {                \
+    acc_re[j] += x_re[j] * w_re[j] + x_im[j] * w_im[j]; \
+    acc_im[j] += x_im[j] * w_re[j] - x_re[j] * w_im[j]; \
   }
 
-__attribute__((target("avx2,fma"))) void butterfly_avx2(
-    float* __restrict a_re, float* __restrict a_im, float* __restrict b_re,
-    float* __restrict b_im, std::int64_t m, float wr, float wi) {
+__attribute__((target("avx2,fma"))) void butterfly_avx2(float* __restrict a_re,
+                                                        float* __restrict a_im,
+                                                        float* __restrict b_re,
+                                                        float* __restrict b_im, std::int64_t m,
+                                                        float wr, float wi) {
   VOXRT_FFT_BUTTERFLY_BODY
 }
 void butterfly_generic(float* __restrict a_re, float* __restrict a_im, float* __restrict b_re,
@@ -228,9 +230,8 @@ class ConvFftKernel final : public Kernel {
     const Tensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
     const Dims& xd = x.dims();
     if (xd.size() != 4 || xd[1] != p.in_channels || xd[2] != p.in_h || xd[3] != p.in_w) {
-      return invalid_argument(node_.describe(), ": fft Conv was planned for X [N, ",
-                              p.in_channels, ", ", p.in_h, ", ", p.in_w, "], got ",
-                              dims_to_string(xd));
+      return invalid_argument(node_.describe(), ": fft Conv was planned for X [N, ", p.in_channels,
+                              ", ", p.in_h, ", ", p.in_w, "], got ", dims_to_string(xd));
     }
     const std::int64_t bins = p.bins();
     const std::int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
@@ -395,8 +396,8 @@ Expected<std::unique_ptr<Kernel>> make_conv_fft_kernel(const ir::Node& node) {
     forward_spectrum(p, size_h, size_w, wd + plane * static_cast<std::size_t>(taps), p.kernel_h,
                      p.kernel_w, 0, 0, work, w_re.data() + at, w_im.data() + at);
   }
-  return std::unique_ptr<Kernel>(new ConvFftKernel(detached_node(node), activation, p,
-                                                   std::move(w_re), std::move(w_im)));
+  return std::unique_ptr<Kernel>(
+      new ConvFftKernel(detached_node(node), activation, p, std::move(w_re), std::move(w_im)));
 }
 
 }  // namespace voxrt::backends::cpu::dense
