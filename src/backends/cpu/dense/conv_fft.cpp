@@ -163,6 +163,9 @@ struct FftConvPlan {
   std::int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
   std::int64_t fft_h = 0, fft_w = 0;
   std::int64_t half_rows = 0;  // fft_h / 2 + 1
+  // The strides when they divide the transform sizes (the inverse then runs on the spectrum
+  // folded onto fft / fold rows, which yields exactly the strided samples), else 1.
+  std::int64_t fold_h = 1, fold_w = 1;
   std::int64_t bins() const { return half_rows * fft_w; }
   std::int64_t lanes_out() const { return std::min(fft_h, round_up(out_h, kLanes)); }
 };
@@ -220,6 +223,8 @@ class ConvFftKernel final : public Kernel {
         plan_(plan),
         size_h_(plan.fft_h),
         size_w_(plan.fft_w),
+        size_h_fold_(plan.fft_h / plan.fold_h),
+        size_w_fold_(plan.fft_w / plan.fold_w),
         w_re_(std::move(w_re)),
         w_im_(std::move(w_im)) {}
 
@@ -278,38 +283,58 @@ class ConvFftKernel final : public Kernel {
   // activation, into y [out_h][out_w].
   void inverse_to_output(const Work& work, float bias, float scale, float* y) const {
     const FftConvPlan& p = plan_;
-    // 1. The full spectrum from its Hermitian half: V(kh, kw) = conj(V(FH - kh, -kw)).
-    std::memcpy(work.plane_re, work.acc_re, static_cast<std::size_t>(p.bins()) * sizeof(float));
-    std::memcpy(work.plane_im, work.acc_im, static_cast<std::size_t>(p.bins()) * sizeof(float));
-    for (std::int64_t kh = p.half_rows; kh < p.fft_h; ++kh) {
-      const float* src_re = work.acc_re + (p.fft_h - kh) * p.fft_w;
-      const float* src_im = work.acc_im + (p.fft_h - kh) * p.fft_w;
-      float* dst_re = work.plane_re + kh * p.fft_w;
-      float* dst_im = work.plane_im + kh * p.fft_w;
-      for (std::int64_t kw = 0; kw < p.fft_w; ++kw) {
-        const std::int64_t mirror = kw == 0 ? 0 : p.fft_w - kw;
-        dst_re[kw] = src_re[mirror];
-        dst_im[kw] = -src_im[mirror];
+    // 1. Only every stride-th sample of the inverse is wanted, and those samples of an N-point
+    // inverse are the (N / s)-point inverse of the spectrum folded onto its first N / s rows:
+    // y[s m] = sum_{k < N/s} (sum_q V[k + q N / s]) e^{2 pi i k m / (N / s)}. So the rows of the
+    // full spectrum (rows past the stored half from its Hermitian mirror, V(kh, kw) =
+    // conj(V(FH - kh, -kw))) are summed into fft_h / fold_h rows.
+    const std::int64_t rows_h = p.fft_h / p.fold_h;
+    for (std::int64_t k = 0; k < rows_h; ++k) {
+      float* dst_re = work.plane_re + k * p.fft_w;
+      float* dst_im = work.plane_im + k * p.fft_w;
+      for (std::int64_t q = 0; q < p.fold_h; ++q) {
+        const std::int64_t kh = k + q * rows_h;
+        const bool first = q == 0;
+        if (kh < p.half_rows) {
+          const float* src_re = work.acc_re + kh * p.fft_w;
+          const float* src_im = work.acc_im + kh * p.fft_w;
+          for (std::int64_t kw = 0; kw < p.fft_w; ++kw) {
+            dst_re[kw] = first ? src_re[kw] : dst_re[kw] + src_re[kw];
+            dst_im[kw] = first ? src_im[kw] : dst_im[kw] + src_im[kw];
+          }
+        } else {
+          const float* src_re = work.acc_re + (p.fft_h - kh) * p.fft_w;
+          const float* src_im = work.acc_im + (p.fft_h - kh) * p.fft_w;
+          for (std::int64_t kw = 0; kw < p.fft_w; ++kw) {
+            const std::int64_t mirror = kw == 0 ? 0 : p.fft_w - kw;
+            dst_re[kw] = first ? src_re[mirror] : dst_re[kw] + src_re[mirror];
+            dst_im[kw] = first ? -src_im[mirror] : dst_im[kw] - src_im[mirror];
+          }
+        }
       }
     }
-    // 2. Inverse along h; 3. the rows the output samples, transposed, inverse along w.
-    fft_first_axis(size_h_, work.plane_re, work.plane_im, p.fft_w, p.fft_w, true);
+    // 2. Inverse along h: output row oh is row oh * (stride / fold), i.e. oh when folded. 3. Those
+    // rows transposed, folded along w the same way, inverse along w.
+    fft_first_axis(size_h_fold_, work.plane_re, work.plane_im, p.fft_w, p.fft_w, true);
     const std::int64_t lanes = p.lanes_out();
+    const std::int64_t rows_w = p.fft_w / p.fold_w;
     std::fill(work.narrow_re, work.narrow_re + p.fft_w * lanes, 0.0f);
     std::fill(work.narrow_im, work.narrow_im + p.fft_w * lanes, 0.0f);
     for (std::int64_t oh = 0; oh < p.out_h; ++oh) {
-      const float* row_re = work.plane_re + oh * p.stride_h * p.fft_w;
-      const float* row_im = work.plane_im + oh * p.stride_h * p.fft_w;
+      const std::int64_t h = oh * (p.stride_h / p.fold_h);
+      const float* row_re = work.plane_re + h * p.fft_w;
+      const float* row_im = work.plane_im + h * p.fft_w;
       for (std::int64_t kw = 0; kw < p.fft_w; ++kw) {
-        work.narrow_re[kw * lanes + oh] = row_re[kw];
-        work.narrow_im[kw * lanes + oh] = row_im[kw];
+        const std::int64_t k = kw % rows_w;
+        work.narrow_re[k * lanes + oh] += row_re[kw];
+        work.narrow_im[k * lanes + oh] += row_im[kw];
       }
     }
-    fft_first_axis(size_w_, work.narrow_re, work.narrow_im, lanes, lanes, true);
+    fft_first_axis(size_w_fold_, work.narrow_re, work.narrow_im, lanes, lanes, true);
     for (std::int64_t oh = 0; oh < p.out_h; ++oh) {
       float* row = y + oh * p.out_w;
       for (std::int64_t ow = 0; ow < p.out_w; ++ow)
-        row[ow] = work.narrow_re[ow * p.stride_w * lanes + oh] * scale + bias;
+        row[ow] = work.narrow_re[ow * (p.stride_w / p.fold_w) * lanes + oh] * scale + bias;
       apply_activation(activation_, row, p.out_w);
     }
   }
@@ -317,8 +342,9 @@ class ConvFftKernel final : public Kernel {
   ir::Node node_;
   Activation activation_;
   FftConvPlan plan_;
-  FftSize size_h_, size_w_;
-  std::vector<float> w_re_, w_im_;  // [out_channels][in_channels][bins]
+  FftSize size_h_, size_w_;            // forward transforms
+  FftSize size_h_fold_, size_w_fold_;  // inverse transforms of the folded spectra
+  std::vector<float> w_re_, w_im_;     // [out_channels][in_channels][bins]
 };
 
 // The plan, or why this node is not one for the FFT tactic.
@@ -356,6 +382,8 @@ Expected<FftConvPlan> plan_fft_conv(const ir::Node& node) {
   p.fft_h = std::max<std::int64_t>(2, next_power_of_two(span_h));
   p.fft_w = std::max<std::int64_t>(kLanes, next_power_of_two(span_w));
   p.half_rows = p.fft_h / 2 + 1;
+  if (p.fft_h % p.stride_h == 0) p.fold_h = p.stride_h;
+  if (p.fft_w % p.stride_w == 0) p.fold_w = p.stride_w;
   if (p.out_h <= 0 || p.out_w <= 0 || p.in_channels <= 0 || p.out_channels <= 0)
     return unsupported("fft Conv: empty tensors");
   if (p.fft_h > kMaxFftSize || p.fft_w > kMaxFftSize)
