@@ -14,6 +14,7 @@ inline constexpr TacticId kBlasTacticId = 1;
 inline constexpr TacticId kOnednnTacticId = 2;
 inline constexpr TacticId kPackedTacticId = 3;
 inline constexpr TacticId kPackedSingleThreadTacticId = 4;
+inline constexpr TacticId kPackedDirectionsInTurnTacticId = 5;  // bidirectional nodes only
 
 // Naive loops straight from the ONNX formulas: the test oracle.
 std::unique_ptr<Kernel> make_reference_kernel(const RecurrentSpec& spec);
@@ -24,10 +25,15 @@ bool onednn_can_run(const ir::Node& node, const RecurrentSpec& spec);
 Expected<std::unique_ptr<Kernel>> make_onednn_kernel(const ir::Node& node,
                                                      const RecurrentSpec& spec);
 // Hand-written AVX2/FMA kernel: gate-interleaved packed weights, the hidden dimension split
-// across threads (a StepSchedule per direction), or on the calling thread alone when
-// single_thread. Needs a CPU with AVX2 and FMA.
+// across threads (a StepSchedule per direction). Needs a CPU with AVX2 and FMA.
+enum class PackedThreading {
+  kDirectionGroups,  // the pool's threads; two directions on two thread groups at once
+  kSingleThread,     // the calling thread alone
+  kDirectionsInTurn  // every thread on one direction, then on the other
+};
 bool packed_available();
 Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
-                                                     const RecurrentSpec& spec, bool single_thread);
+                                                     const RecurrentSpec& spec,
+                                                     PackedThreading threading);
 
 }  // namespace voxrt::backends::cpu::recurrent

@@ -28,6 +28,8 @@ std::vector<TacticInfo> recurrent_tactics(const ir::Node& node) {
   if (recurrent::packed_available()) {
     tactics.push_back({recurrent::kPackedTacticId, "packed"});
     tactics.push_back({recurrent::kPackedSingleThreadTacticId, "packed_single_thread"});
+    if (spec->num_directions == 2)
+      tactics.push_back({recurrent::kPackedDirectionsInTurnTacticId, "packed_directions_in_turn"});
   }
   return tactics;
 }
@@ -46,9 +48,17 @@ Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, Ta
                            "clip, no peepholes or input_forget, and constant weights");
       }
       return recurrent::make_onednn_kernel(node, spec);
-    case recurrent::kPackedTacticId: return recurrent::make_packed_kernel(node, spec, false);
+    case recurrent::kPackedTacticId:
+      return recurrent::make_packed_kernel(node, spec,
+                                           recurrent::PackedThreading::kDirectionGroups);
     case recurrent::kPackedSingleThreadTacticId:
-      return recurrent::make_packed_kernel(node, spec, true);
+      return recurrent::make_packed_kernel(node, spec, recurrent::PackedThreading::kSingleThread);
+    case recurrent::kPackedDirectionsInTurnTacticId:
+      if (spec.num_directions != 2)
+        return unsupported(node.describe(),
+                           ": packed_directions_in_turn is for bidirectional nodes");
+      return recurrent::make_packed_kernel(node, spec,
+                                           recurrent::PackedThreading::kDirectionsInTurn);
     default: break;
   }
   return unsupported(node.describe(), ": unknown recurrent tactic ", tactic);
