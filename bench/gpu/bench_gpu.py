@@ -211,7 +211,7 @@ class Bench:
         self.last_warnings = [l[:300] for l in p.stderr.splitlines() if "warning" in l][:3]
         return p.stdout
 
-    def build(self, name, onnx_path, profiles, precision, states=()):
+    def build(self, name, onnx_path, profiles, precision, states=(), env=None):
         engine = os.path.join(self.work, f"{name}_{precision}.engine")
         cmd = ["build", "--onnx", onnx_path, "--engine", engine, "--device", self.voxrt_device,
                "--threads", str(self.args.build_threads), "--timing-iterations", "20",
@@ -223,7 +223,7 @@ class Bench:
         for pair in states:
             cmd += ["--state", pair]
         t = time.time()
-        report = self.voxrt(*cmd, timeout=max(30, int(self.left_s())))
+        report = self.voxrt(*cmd, timeout=max(30, int(self.left_s())), env=env)
         build_s = time.time() - t
         inspect = self.voxrt("inspect", engine)
         with open(os.path.join(self.args.out, "inspect.txt"), "a") as f:
@@ -240,12 +240,12 @@ class Bench:
                 f.write(f"{t['node']:<32} {t['tactic']:<34} {us:>9}{'  *' if t['chosen'] else ''}\n")
         return engine, build_s, report
 
-    def voxrt_outputs(self, engine, arrays, names):
+    def voxrt_outputs(self, engine, arrays, names, env=None):
         d = tempfile.mkdtemp(dir=self.work)
         os.makedirs(os.path.join(d, "out"))
         for i, (a, n) in enumerate(zip(arrays, names)):
             write_pb(os.path.join(d, f"input_{i}.pb"), a, n)
-        self.voxrt("run", engine, "--inputs", d, "--outputs", os.path.join(d, "out"))
+        self.voxrt("run", engine, "--inputs", d, "--outputs", os.path.join(d, "out"), env=env)
         outs, i = [], 0
         while os.path.exists(os.path.join(d, "out", f"output_{i}.pb")):
             outs.append(read_pb(os.path.join(d, "out", f"output_{i}.pb")))
@@ -261,6 +261,31 @@ class Bench:
         out = self.voxrt("bench", engine, "--shapes", shapes, "--iterations", str(iters),
                          "--warmup", "200", "--json", *extra, env=env)
         return json.loads(out)
+
+    def persistent_tc_ab(self, name, onnx_path, profiles, precision, shapes, inputs, in_names,
+                         ref, tol):
+        """The same case with the opt-in persistent_tc recurrent tactic listed
+        (VOXRT_CUDA_PERSISTENT_TC=1): its outputs against PyTorch's, then device and host time,
+        so one device call both checks the tactic and says whether it wins."""
+        env = {"VOXRT_CUDA_PERSISTENT_TC": "1"}
+        if self.left_s() < 30:
+            return {"skipped": "out of time budget"}
+        try:
+            engine, build_s, _ = self.build(f"{name}_persistent_tc", onnx_path, profiles,
+                                            precision, env=env)
+            outs = self.voxrt_outputs(engine, [x.numpy() for x in inputs], in_names, env=env)
+            errs = [rel_err(o, r) for o, r in zip(outs, ref)]
+            result = {"build_s": round(build_s, 2), "rel_err": errs,
+                      "agree": len(outs) == len(ref) and all(e <= tol for e in errs)}
+            bench = self.voxrt_bench(engine, shapes, self.args.iters, profile=True, env=env)
+            result["p50"] = bench["latency_ms"]["median"]
+            if "device_ms" in bench:
+                result["device_p50"] = bench["device_ms"]["median"]
+            result["rnn_tactics"] = sorted({l["tactic"] for l in bench.get("layers", [])
+                                            if l["op"] == "GRU"})
+            return result
+        except Exception as e:  # a failing opt-in tactic must not hide the case's numbers
+            return {"error": str(e)[-1500:]}
 
     def pool_engine(self, name, pool, pool_onnx, precision, ref, tol):
         """Builds the state-pool twin of a case (pool: see run()) and checks its outputs against
@@ -361,6 +386,9 @@ class Bench:
                     noz = self.voxrt_bench(engine, shapes, self.args.iters,
                                            env={"VOXRT_CUDA_ZERO_COPY": "0"})
                     row["voxrt_no_zero_copy_p50"] = noz["latency_ms"]["median"]
+                if self.device == "cuda" and precision in ("fp16", "bf16") and "stream16_b256" in name:
+                    row["voxrt_persistent_tc"] = self.persistent_tc_ab(
+                        name, onnx_path, profiles, precision, shapes, inputs, in_names, ref, tol)
                 if all("device_ms" in v for v in vox):
                     dev_p50 = float(np.median([v["device_ms"]["median"] for v in vox]))
                     dev_p99 = float(max(v["device_ms"]["p99"] for v in vox))
