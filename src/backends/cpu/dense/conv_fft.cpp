@@ -1,19 +1,23 @@
 // Conv / FusedConv through 2-D FFTs (tactic "fft"), for large kernels such as DeepSpeech2's
 // 41x11 and 21x11: a direct or im2col convolution costs KH*KW multiply-adds per output and
-// input channel pair, the FFT route a few per frequency bin, so conv.3 of DS2 (1.9 GFLOP
-// direct) becomes ~0.13 GFLOP of transforms and spectrum products.
+// input channel pair, the FFT route a few per frequency bin.
 //
-// Per image, with the padded input plane (Hp x Wp) inside an FH x FW power-of-two transform:
-//   1. every input channel's spectrum X_c, kept for kh in [0, FH/2] (the rest is its Hermitian
-//      mirror, the plane being real);
-//   2. per output channel, Y = sum_c X_c * conj(W_oc,c), whose inverse transform is the
-//      stride-1 cross-correlation of the padded input with the kernel; the output takes its
-//      strided samples, then bias and activation. FH >= Hp and FW >= Wp, so the circular
-//      correlation never wraps into the samples taken.
-// The weight spectra W_oc,c are computed once, when the kernel is made, so the input's spatial
-// dims must be static (the batch may vary). Each 2-D transform is two passes of 1-D transforms
-// along the first axis of a row-major plane, every row a SIMD vector of independent lanes, with
-// a transpose in between; that keeps every inner loop contiguous.
+// Overlap-save over tiles: the transform size along each axis is the power of two at or above
+// twice the kernel (64 x 32 for a 21x11 kernel), and the output is cut into tiles of the
+// samples one such window yields without wrap-around. Per image:
+//   1. each input channel's window of every tile is transformed; the spectrum is kept for
+//      kh in [0, FH/2] (the rest is its Hermitian mirror, the window being real);
+//   2. per output channel and tile, Y = sum_c X_c * conj(W_oc,c), whose inverse is the tile's
+//      stride-1 cross-correlation; the strided samples (taken by folding the spectrum when the
+//      stride divides the size), bias and activation go to the output.
+// The weight spectra W_oc,c depend only on the weights and the tile size, so they are computed
+// once, when the kernel is made, and are small (8.6 MB for DS2's conv.3, against 68 MB for one
+// transform of the whole 128 x 128 padded plane); the input's spatial dims may change per call.
+// Each 2-D transform is two passes of 1-D transforms along the first axis of a row-major plane,
+// every row a SIMD vector of independent lanes, with a transpose in between; that keeps every
+// inner loop contiguous.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -41,48 +45,6 @@ std::int64_t next_power_of_two(std::int64_t n) {
 std::int64_t round_up(std::int64_t n, std::int64_t to) {
   return (n + to - 1) / to * to;
 }
-
-// One radix-2 stage's butterflies on rows a and b (m lanes each): (a, b) <- (a + w b, a - w b).
-#define VOXRT_FFT_BUTTERFLY_BODY                                                    \
-  for (std::int64_t j = 0; j < m; ++j) {                                            \
-    const float br = b_re[j] * wr - b_im[j] * wi, bi = b_re[j] * wi + b_im[j] * wr; \
-    b_re[j] = a_re[j] - br;                                                         \
-    b_im[j] = a_im[j] - bi;                                                         \
-    a_re[j] += br;                                                                  \
-    a_im[j] += bi;                                                                  \
-  }
-// acc += x * conj(w), elementwise over n bins.
-#define VOXRT_FFT_ACCUMULATE_BODY                       \
-  for (std::int64_t j = 0; j < n; ++j) {                \
-    acc_re[j] += x_re[j] * w_re[j] + x_im[j] * w_im[j]; \
-    acc_im[j] += x_im[j] * w_re[j] - x_re[j] * w_im[j]; \
-  }
-
-__attribute__((target("avx2,fma"))) void butterfly_avx2(float* __restrict a_re,
-                                                        float* __restrict a_im,
-                                                        float* __restrict b_re,
-                                                        float* __restrict b_im, std::int64_t m,
-                                                        float wr, float wi) {
-  VOXRT_FFT_BUTTERFLY_BODY
-}
-void butterfly_generic(float* __restrict a_re, float* __restrict a_im, float* __restrict b_re,
-                       float* __restrict b_im, std::int64_t m, float wr, float wi) {
-  VOXRT_FFT_BUTTERFLY_BODY
-}
-__attribute__((target("avx2,fma"))) void accumulate_avx2(
-    float* __restrict acc_re, float* __restrict acc_im, const float* __restrict x_re,
-    const float* __restrict x_im, const float* __restrict w_re, const float* __restrict w_im,
-    std::int64_t n) {
-  VOXRT_FFT_ACCUMULATE_BODY
-}
-void accumulate_generic(float* __restrict acc_re, float* __restrict acc_im,
-                        const float* __restrict x_re, const float* __restrict x_im,
-                        const float* __restrict w_re, const float* __restrict w_im,
-                        std::int64_t n) {
-  VOXRT_FFT_ACCUMULATE_BODY
-}
-#undef VOXRT_FFT_BUTTERFLY_BODY
-#undef VOXRT_FFT_ACCUMULATE_BODY
 
 bool has_avx2() {
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -113,32 +75,127 @@ struct FftSize {
 };
 
 // In place along the first axis of [n][stride] planes (re, im): the first m lanes of each row
-// are transformed (exp(-...) forward, exp(+...) inverse, unscaled).
+// are transformed (exp(-...) forward, exp(+...) inverse, unscaled). The whole transform is one
+// function per instruction set, so the short rows of small tiles (m = 32 lanes: four AVX
+// registers) do not pay a call per butterfly.
+#define VOXRT_FFT_FIRST_AXIS_BODY                                                         \
+  const std::int64_t n = size.n;                                                          \
+  for (std::int64_t i = 0; i < n; ++i) {                                                  \
+    const std::int64_t r = size.reversed[static_cast<std::size_t>(i)];                    \
+    if (r <= i) continue;                                                                 \
+    float* __restrict a_re = re + i * stride;                                             \
+    float* __restrict a_im = im + i * stride;                                             \
+    float* __restrict b_re = re + r * stride;                                             \
+    float* __restrict b_im = im + r * stride;                                             \
+    for (std::int64_t j = 0; j < m; ++j) {                                                \
+      const float t_re = a_re[j], t_im = a_im[j];                                         \
+      a_re[j] = b_re[j];                                                                  \
+      a_im[j] = b_im[j];                                                                  \
+      b_re[j] = t_re;                                                                     \
+      b_im[j] = t_im;                                                                     \
+    }                                                                                     \
+  }                                                                                       \
+  const float sign = inverse ? -1.0f : 1.0f;                                              \
+  for (std::int64_t len = 2; len <= n; len <<= 1) {                                       \
+    const std::int64_t half = len / 2, step = n / len;                                    \
+    for (std::int64_t start = 0; start < n; start += len) {                               \
+      for (std::int64_t k = 0; k < half; ++k) {                                           \
+        const float wr = size.cos_k[static_cast<std::size_t>(k * step)];                  \
+        const float wi = sign * size.sin_k[static_cast<std::size_t>(k * step)];           \
+        float* __restrict a_re = re + (start + k) * stride;                               \
+        float* __restrict a_im = im + (start + k) * stride;                               \
+        float* __restrict b_re = re + (start + k + half) * stride;                        \
+        float* __restrict b_im = im + (start + k + half) * stride;                        \
+        for (std::int64_t j = 0; j < m; ++j) {                                            \
+          const float br = b_re[j] * wr - b_im[j] * wi, bi = b_re[j] * wi + b_im[j] * wr; \
+          b_re[j] = a_re[j] - br;                                                         \
+          b_im[j] = a_im[j] - bi;                                                         \
+          a_re[j] += br;                                                                  \
+          a_im[j] += bi;                                                                  \
+        }                                                                                 \
+      }                                                                                   \
+    }                                                                                     \
+  }
+
+__attribute__((target("avx2,fma"))) void fft_first_axis_avx2(const FftSize& size, float* re,
+                                                             float* im, std::int64_t m,
+                                                             std::int64_t stride, bool inverse) {
+  VOXRT_FFT_FIRST_AXIS_BODY
+}
+void fft_first_axis_generic(const FftSize& size, float* re, float* im, std::int64_t m,
+                            std::int64_t stride, bool inverse) {
+  VOXRT_FFT_FIRST_AXIS_BODY
+}
+#undef VOXRT_FFT_FIRST_AXIS_BODY
+
 void fft_first_axis(const FftSize& size, float* re, float* im, std::int64_t m, std::int64_t stride,
                     bool inverse) {
-  const std::int64_t n = size.n;
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t r = size.reversed[static_cast<std::size_t>(i)];
-    if (r <= i) continue;
-    std::swap_ranges(re + i * stride, re + i * stride + m, re + r * stride);
-    std::swap_ranges(im + i * stride, im + i * stride + m, im + r * stride);
+  if (has_avx2()) {
+    fft_first_axis_avx2(size, re, im, m, stride, inverse);
+  } else {
+    fft_first_axis_generic(size, re, im, m, stride, inverse);
   }
-  const bool avx2 = has_avx2();
-  for (std::int64_t len = 2; len <= n; len <<= 1) {
-    const std::int64_t half = len / 2, step = n / len;
-    for (std::int64_t start = 0; start < n; start += len) {
-      for (std::int64_t k = 0; k < half; ++k) {
-        const float wr = size.cos_k[static_cast<std::size_t>(k * step)];
-        const float wi = inverse ? -size.sin_k[static_cast<std::size_t>(k * step)]
-                                 : size.sin_k[static_cast<std::size_t>(k * step)];
-        const std::int64_t a = (start + k) * stride, b = (start + k + half) * stride;
-        if (avx2) {
-          butterfly_avx2(re + a, im + a, re + b, im + b, m, wr, wi);
-        } else {
-          butterfly_generic(re + a, im + a, re + b, im + b, m, wr, wi);
-        }
+}
+
+// Per tile, the product spectra of up to kOutputBlock output channels summed over the input
+// channels: acc[o] = sum_c x[c] * conj(w[o][c]) (re at [0, bins), im at [bins, 2 bins)). The
+// sums stay in registers across the channels, so each bin of acc is written once and each x[c]
+// is read once for all the block's outputs. x[c] = x + c * x_stride, w[o][c] = w[o] + c * w_stride.
+constexpr std::int64_t kOutputBlock = 4;
+
+template <int kCount>
+__attribute__((target("avx2,fma"))) void sum_products_avx2(
+    float* const* acc, const float* x, std::int64_t x_stride, const float* const* w,
+    std::int64_t w_stride, std::int64_t channels, std::int64_t bins) {
+  for (std::int64_t j = 0; j < bins; j += 8) {
+    __m256 re[kCount], im[kCount];
+    for (int o = 0; o < kCount; ++o) re[o] = im[o] = _mm256_setzero_ps();
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const float* xc = x + c * x_stride + j;
+      const __m256 xr = _mm256_loadu_ps(xc), xi = _mm256_loadu_ps(xc + bins);
+      for (int o = 0; o < kCount; ++o) {
+        const float* wc = w[o] + c * w_stride + j;
+        const __m256 wr = _mm256_loadu_ps(wc), wi = _mm256_loadu_ps(wc + bins);
+        re[o] = _mm256_fmadd_ps(xr, wr, _mm256_fmadd_ps(xi, wi, re[o]));
+        im[o] = _mm256_fmsub_ps(xi, wr, _mm256_fmsub_ps(xr, wi, im[o]));
       }
     }
+    for (int o = 0; o < kCount; ++o) {
+      _mm256_storeu_ps(acc[o] + j, re[o]);
+      _mm256_storeu_ps(acc[o] + bins + j, im[o]);
+    }
+  }
+}
+
+void sum_products_generic(float* const* acc, int count, const float* x, std::int64_t x_stride,
+                          const float* const* w, std::int64_t w_stride, std::int64_t channels,
+                          std::int64_t bins) {
+  for (int o = 0; o < count; ++o) {
+    std::fill(acc[o], acc[o] + 2 * bins, 0.0f);
+    for (std::int64_t c = 0; c < channels; ++c) {
+      const float* xc = x + c * x_stride;
+      const float* wc = w[o] + c * w_stride;
+      for (std::int64_t j = 0; j < bins; ++j) {
+        acc[o][j] += xc[j] * wc[j] + xc[bins + j] * wc[bins + j];
+        acc[o][bins + j] += xc[bins + j] * wc[j] - xc[j] * wc[bins + j];
+      }
+    }
+  }
+}
+
+// bins is a multiple of 8 (fft_w is a power of two >= 8).
+void sum_products(float* const* acc, int count, const float* x, std::int64_t x_stride,
+                  const float* const* w, std::int64_t w_stride, std::int64_t channels,
+                  std::int64_t bins) {
+  if (!has_avx2()) {
+    sum_products_generic(acc, count, x, x_stride, w, w_stride, channels, bins);
+    return;
+  }
+  switch (count) {
+    case 1: sum_products_avx2<1>(acc, x, x_stride, w, w_stride, channels, bins); break;
+    case 2: sum_products_avx2<2>(acc, x, x_stride, w, w_stride, channels, bins); break;
+    case 3: sum_products_avx2<3>(acc, x, x_stride, w, w_stride, channels, bins); break;
+    default: sum_products_avx2<4>(acc, x, x_stride, w, w_stride, channels, bins); break;
   }
 }
 
@@ -155,19 +212,21 @@ void transpose(const float* src, std::int64_t rows, std::int64_t cols, std::int6
   }
 }
 
-// Everything fixed when the kernel is made: the geometry at the node's static spatial dims,
-// the transform sizes and the weight spectra.
-struct FftConvPlan {
-  std::int64_t in_channels = 0, out_channels = 0;
-  std::int64_t in_h = 0, in_w = 0, kernel_h = 0, kernel_w = 0, out_h = 0, out_w = 0;
-  std::int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0;
+// Fixed when the kernel is made, from the weights and attributes alone: the tile transform
+// sizes and how many outputs a tile yields. The input's spatial dims (and so the padding of an
+// auto_pad node and the tile counts) are taken per call.
+struct FftTilePlan {
+  std::int64_t in_channels = 0, out_channels = 0, kernel_h = 0, kernel_w = 0;
+  std::int64_t stride_h = 1, stride_w = 1;
   std::int64_t fft_h = 0, fft_w = 0;
   std::int64_t half_rows = 0;  // fft_h / 2 + 1
+  // Outputs per tile: the strided samples of the tile's valid (unwrapped) correlation.
+  std::int64_t tile_out_h = 0, tile_out_w = 0;
   // The strides when they divide the transform sizes (the inverse then runs on the spectrum
   // folded onto fft / fold rows, which yields exactly the strided samples), else 1.
   std::int64_t fold_h = 1, fold_w = 1;
   std::int64_t bins() const { return half_rows * fft_w; }
-  std::int64_t lanes_out() const { return std::min(fft_h, round_up(out_h, kLanes)); }
+  std::int64_t lanes_out() const { return std::min(fft_h, round_up(tile_out_h, kLanes)); }
 };
 
 // Per-thread buffers of one transform (thread_scratch slots 1 to 3; slot 0 holds the input
@@ -177,38 +236,43 @@ struct Work {
   float* plane_im;
   float* narrow_re;  // [fft_w][lanes], lanes <= fft_h
   float* narrow_im;
-  float* acc_re;  // [bins]
-  float* acc_im;
+  float* acc;  // kOutputBlock accumulators of [tiles][2][bins]
 };
 
-Work thread_work(const FftConvPlan& p) {
+Work thread_work(const FftTilePlan& p, std::int64_t tiles) {
   const auto plane = static_cast<std::size_t>(p.fft_h * p.fft_w);
-  const auto narrow = plane;  // the weights' lanes can exceed the input's (large padding)
-  const auto bins = static_cast<std::size_t>(p.bins());
   float* a = thread_scratch_floats(2 * plane, 1);
-  float* b = thread_scratch_floats(2 * narrow, 2);
-  float* c = thread_scratch_floats(2 * bins, 3);
-  return {a, a + plane, b, b + narrow, c, c + bins};
+  float* b = thread_scratch_floats(2 * plane, 2);
+  float* c =
+      thread_scratch_floats(static_cast<std::size_t>(kOutputBlock * tiles * 2 * p.bins()), 3);
+  return {a, a + plane, b, b + plane, c};
 }
 
-// The half spectrum ([half_rows][fft_w], re and im) of a real plane src [src_h][src_w] placed at
-// (off_h, off_w) in an otherwise zero fft_h x fft_w plane.
-void forward_spectrum(const FftConvPlan& p, const FftSize& size_h, const FftSize& size_w,
-                      const float* src, std::int64_t src_h, std::int64_t src_w, std::int64_t off_h,
-                      std::int64_t off_w, const Work& work, float* out_re, float* out_im) {
-  const std::int64_t lanes = std::min(p.fft_h, round_up(off_h + src_h, kLanes));
-  // 1. Transposed: narrow[w][h] = plane(h, w), h < lanes; then the transform along w.
+// The half spectrum ([half_rows][fft_w], re and im) of the fft_h x fft_w window of a real plane
+// src [src_h][src_w] whose corner is at (y0, x0) in src's coordinates (negative: the window
+// starts in the padding); samples outside src are zeros.
+void forward_spectrum(const FftTilePlan& p, const FftSize& size_h, const FftSize& size_w,
+                      const float* src, std::int64_t src_h, std::int64_t src_w, std::int64_t y0,
+                      std::int64_t x0, const Work& work, float* out_re, float* out_im) {
+  const std::int64_t h_begin = std::max<std::int64_t>(0, y0);
+  const std::int64_t h_end = std::min(src_h, y0 + p.fft_h);
+  const std::int64_t w_begin = std::max<std::int64_t>(0, x0);
+  const std::int64_t w_end = std::min(src_w, x0 + p.fft_w);
+  const std::int64_t lanes =
+      h_end > h_begin ? std::min(p.fft_h, round_up(h_end - y0, kLanes)) : kLanes;
+  // 1. Transposed: narrow[w][h] = window(h, w), h < lanes; then the transform along w.
   std::fill(work.narrow_re, work.narrow_re + p.fft_w * lanes, 0.0f);
   std::fill(work.narrow_im, work.narrow_im + p.fft_w * lanes, 0.0f);
-  for (std::int64_t h = 0; h < src_h; ++h)
-    for (std::int64_t w = 0; w < src_w; ++w)
-      work.narrow_re[(off_w + w) * lanes + off_h + h] = src[h * src_w + w];
+  for (std::int64_t h = h_begin; h < h_end; ++h)
+    for (std::int64_t w = w_begin; w < w_end; ++w)
+      work.narrow_re[(w - x0) * lanes + (h - y0)] = src[h * src_w + w];
   fft_first_axis(size_w, work.narrow_re, work.narrow_im, lanes, lanes, false);
   // 2. Back to [h][kw] (rows past `lanes` are zero), then the transform along h.
-  std::fill(work.plane_re + lanes * p.fft_w, work.plane_re + p.fft_h * p.fft_w, 0.0f);
-  std::fill(work.plane_im + lanes * p.fft_w, work.plane_im + p.fft_h * p.fft_w, 0.0f);
-  transpose(work.narrow_re, p.fft_w, lanes, lanes, work.plane_re, p.fft_w);
-  transpose(work.narrow_im, p.fft_w, lanes, lanes, work.plane_im, p.fft_w);
+  const std::int64_t rows = std::min(lanes, p.fft_h);
+  std::fill(work.plane_re + rows * p.fft_w, work.plane_re + p.fft_h * p.fft_w, 0.0f);
+  std::fill(work.plane_im + rows * p.fft_w, work.plane_im + p.fft_h * p.fft_w, 0.0f);
+  transpose(work.narrow_re, p.fft_w, rows, lanes, work.plane_re, p.fft_w);
+  transpose(work.narrow_im, p.fft_w, rows, lanes, work.plane_im, p.fft_w);
   fft_first_axis(size_h, work.plane_re, work.plane_im, p.fft_w, p.fft_w, false);
   std::memcpy(out_re, work.plane_re, static_cast<std::size_t>(p.bins()) * sizeof(float));
   std::memcpy(out_im, work.plane_im, static_cast<std::size_t>(p.bins()) * sizeof(float));
@@ -216,8 +280,7 @@ void forward_spectrum(const FftConvPlan& p, const FftSize& size_h, const FftSize
 
 class ConvFftKernel final : public Kernel {
  public:
-  ConvFftKernel(ir::Node node, Activation activation, FftConvPlan plan, std::vector<float> w_re,
-                std::vector<float> w_im)
+  ConvFftKernel(ir::Node node, Activation activation, FftTilePlan plan, std::vector<float> w)
       : node_(std::move(node)),
         activation_(activation),
         plan_(plan),
@@ -225,53 +288,72 @@ class ConvFftKernel final : public Kernel {
         size_w_(plan.fft_w),
         size_h_fold_(plan.fft_h / plan.fold_h),
         size_w_fold_(plan.fft_w / plan.fold_w),
-        w_re_(std::move(w_re)),
-        w_im_(std::move(w_im)) {}
+        w_(std::move(w)) {}
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
              KernelContext& context) const override {
-    const FftConvPlan& p = plan_;
+    const FftTilePlan& p = plan_;
     const Tensor& x = *inputs[0];
     const Tensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
-    const Dims& xd = x.dims();
-    if (xd.size() != 4 || xd[1] != p.in_channels || xd[2] != p.in_h || xd[3] != p.in_w) {
-      return invalid_argument(node_.describe(), ": fft Conv was planned for X [N, ", p.in_channels,
-                              ", ", p.in_h, ", ", p.in_w, "], got ", dims_to_string(xd));
-    }
+    VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry g,
+                           ir::resolve_conv_geometry(node_, x.dims(), inputs[1]->dims()));
+    if (g.input.size() != 2 || g.in_channels != p.in_channels)
+      return invalid_argument(node_.describe(), ": fft Conv expects X [N, ", p.in_channels,
+                              ", H, W], got ", dims_to_string(x.dims()));
+    const std::int64_t in_h = g.input[0], in_w = g.input[1];
+    const std::int64_t out_h = g.output[0], out_w = g.output[1];
+    if (out_h <= 0 || out_w <= 0) return Status::ok();
+    const std::int64_t tiles_h = (out_h + p.tile_out_h - 1) / p.tile_out_h;
+    const std::int64_t tiles_w = (out_w + p.tile_out_w - 1) / p.tile_out_w;
+    const std::int64_t tiles = tiles_h * tiles_w;
     const std::int64_t bins = p.bins();
-    const std::int64_t in_plane = p.in_h * p.in_w, out_plane = p.out_h * p.out_w;
-    float* spectra = thread_scratch_floats(static_cast<std::size_t>(2 * p.in_channels * bins), 0);
-    float* x_re = spectra;
-    float* x_im = spectra + p.in_channels * bins;
+    const std::int64_t in_plane = in_h * in_w, out_plane = out_h * out_w;
+    // Input spectra [channel][tile][re, im][bins].
+    float* spectra =
+        thread_scratch_floats(static_cast<std::size_t>(p.in_channels * tiles * 2 * bins), 0);
     const float* bd = bias ? bias->data<float>() : nullptr;
     const float scale = 1.0f / static_cast<float>(p.fft_h * p.fft_w);
-    const bool avx2 = has_avx2();
-    for (std::int64_t n = 0; n < xd[0]; ++n) {
+    const std::int64_t blocks = (p.out_channels + kOutputBlock - 1) / kOutputBlock;
+    for (std::int64_t n = 0; n < g.batch; ++n) {
       const float* image = x.data<float>() + n * p.in_channels * in_plane;
       float* y_image = outputs[0]->data<float>() + n * p.out_channels * out_plane;
-      context.pool->parallel_for(p.in_channels, 1, [&](std::int64_t begin, std::int64_t end) {
-        const Work work = thread_work(p);
-        for (std::int64_t c = begin; c < end; ++c) {
-          forward_spectrum(p, size_h_, size_w_, image + c * in_plane, p.in_h, p.in_w, p.pad_top,
-                           p.pad_left, work, x_re + c * bins, x_im + c * bins);
-        }
-      });
-      context.pool->parallel_for(p.out_channels, 1, [&](std::int64_t begin, std::int64_t end) {
-        const Work work = thread_work(p);
-        for (std::int64_t oc = begin; oc < end; ++oc) {
-          std::fill(work.acc_re, work.acc_re + bins, 0.0f);
-          std::fill(work.acc_im, work.acc_im + bins, 0.0f);
-          for (std::int64_t c = 0; c < p.in_channels; ++c) {
-            const std::int64_t wo = (oc * p.in_channels + c) * bins;
-            if (avx2) {
-              accumulate_avx2(work.acc_re, work.acc_im, x_re + c * bins, x_im + c * bins,
-                              w_re_.data() + wo, w_im_.data() + wo, bins);
-            } else {
-              accumulate_generic(work.acc_re, work.acc_im, x_re + c * bins, x_im + c * bins,
-                                 w_re_.data() + wo, w_im_.data() + wo, bins);
+      context.pool->parallel_for(
+          p.in_channels * tiles, 1, [&](std::int64_t begin, std::int64_t end) {
+            const Work work = thread_work(p, tiles);
+            for (std::int64_t unit = begin; unit < end; ++unit) {
+              const std::int64_t c = unit / tiles, tile = unit % tiles;
+              const std::int64_t y0 =
+                  (tile / tiles_w) * p.tile_out_h * p.stride_h - g.pads_begin[0];
+              const std::int64_t x0 =
+                  (tile % tiles_w) * p.tile_out_w * p.stride_w - g.pads_begin[1];
+              float* out = spectra + unit * 2 * bins;
+              forward_spectrum(p, size_h_, size_w_, image + c * in_plane, in_h, in_w, y0, x0, work,
+                               out, out + bins);
+            }
+          });
+      context.pool->parallel_for(blocks, 1, [&](std::int64_t begin, std::int64_t end) {
+        const Work work = thread_work(p, tiles);
+        for (std::int64_t block = begin; block < end; ++block) {
+          const std::int64_t oc0 = block * kOutputBlock;
+          const std::int64_t count = std::min(kOutputBlock, p.out_channels - oc0);
+          for (std::int64_t tile = 0; tile < tiles; ++tile) {
+            float* acc[kOutputBlock];
+            const float* ws[kOutputBlock];
+            for (std::int64_t o = 0; o < count; ++o) {
+              acc[o] = work.acc + (o * tiles + tile) * 2 * bins;
+              ws[o] = w_.data() + (oc0 + o) * p.in_channels * 2 * bins;
+            }
+            sum_products(acc, static_cast<int>(count), spectra + tile * 2 * bins, tiles * 2 * bins,
+                         ws, 2 * bins, p.in_channels, bins);
+          }
+          for (std::int64_t o = 0; o < count; ++o) {
+            for (std::int64_t tile = 0; tile < tiles; ++tile) {
+              const float* acc = work.acc + (o * tiles + tile) * 2 * bins;
+              inverse_to_output(work, acc, acc + bins, bd ? bd[oc0 + o] : 0.0f, scale,
+                                (tile / tiles_w) * p.tile_out_h, (tile % tiles_w) * p.tile_out_w,
+                                out_h, out_w, y_image + (oc0 + o) * out_plane);
             }
           }
-          inverse_to_output(work, bd ? bd[oc] : 0.0f, scale, y_image + oc * out_plane);
         }
       });
     }
@@ -279,10 +361,13 @@ class ConvFftKernel final : public Kernel {
   }
 
  private:
-  // work.acc (a half spectrum) -> strided samples of its inverse transform, plus bias, then the
-  // activation, into y [out_h][out_w].
-  void inverse_to_output(const Work& work, float bias, float scale, float* y) const {
-    const FftConvPlan& p = plan_;
+  // One tile's product spectrum (a half spectrum) -> the strided samples of its inverse
+  // transform, plus bias, then the activation, into the outputs y [out_h][out_w] the tile
+  // covers (from row oh0, column ow0).
+  void inverse_to_output(const Work& work, const float* acc_re, const float* acc_im, float bias,
+                         float scale, std::int64_t oh0, std::int64_t ow0, std::int64_t out_h,
+                         std::int64_t out_w, float* y) const {
+    const FftTilePlan& p = plan_;
     // 1. Only every stride-th sample of the inverse is wanted, and those samples of an N-point
     // inverse are the (N / s)-point inverse of the spectrum folded onto its first N / s rows:
     // y[s m] = sum_{k < N/s} (sum_q V[k + q N / s]) e^{2 pi i k m / (N / s)}. So the rows of the
@@ -296,15 +381,15 @@ class ConvFftKernel final : public Kernel {
         const std::int64_t kh = k + q * rows_h;
         const bool first = q == 0;
         if (kh < p.half_rows) {
-          const float* src_re = work.acc_re + kh * p.fft_w;
-          const float* src_im = work.acc_im + kh * p.fft_w;
+          const float* src_re = acc_re + kh * p.fft_w;
+          const float* src_im = acc_im + kh * p.fft_w;
           for (std::int64_t kw = 0; kw < p.fft_w; ++kw) {
             dst_re[kw] = first ? src_re[kw] : dst_re[kw] + src_re[kw];
             dst_im[kw] = first ? src_im[kw] : dst_im[kw] + src_im[kw];
           }
         } else {
-          const float* src_re = work.acc_re + (p.fft_h - kh) * p.fft_w;
-          const float* src_im = work.acc_im + (p.fft_h - kh) * p.fft_w;
+          const float* src_re = acc_re + (p.fft_h - kh) * p.fft_w;
+          const float* src_im = acc_im + (p.fft_h - kh) * p.fft_w;
           for (std::int64_t kw = 0; kw < p.fft_w; ++kw) {
             const std::int64_t mirror = kw == 0 ? 0 : p.fft_w - kw;
             dst_re[kw] = first ? src_re[mirror] : dst_re[kw] + src_re[mirror];
@@ -313,79 +398,97 @@ class ConvFftKernel final : public Kernel {
         }
       }
     }
-    // 2. Inverse along h: output row oh is row oh * (stride / fold), i.e. oh when folded. 3. Those
-    // rows transposed, folded along w the same way, inverse along w.
+    // 2. Inverse along h: the tile's output row r is row r * (stride / fold), i.e. r when
+    // folded. 3. Those rows transposed, folded along w the same way, inverse along w.
     fft_first_axis(size_h_fold_, work.plane_re, work.plane_im, p.fft_w, p.fft_w, true);
+    const std::int64_t rows = std::min(p.tile_out_h, out_h - oh0);
+    const std::int64_t cols = std::min(p.tile_out_w, out_w - ow0);
     const std::int64_t lanes = p.lanes_out();
     const std::int64_t rows_w = p.fft_w / p.fold_w;
     std::fill(work.narrow_re, work.narrow_re + p.fft_w * lanes, 0.0f);
     std::fill(work.narrow_im, work.narrow_im + p.fft_w * lanes, 0.0f);
-    for (std::int64_t oh = 0; oh < p.out_h; ++oh) {
-      const std::int64_t h = oh * (p.stride_h / p.fold_h);
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t h = r * (p.stride_h / p.fold_h);
       const float* row_re = work.plane_re + h * p.fft_w;
       const float* row_im = work.plane_im + h * p.fft_w;
       for (std::int64_t kw = 0; kw < p.fft_w; ++kw) {
         const std::int64_t k = kw % rows_w;
-        work.narrow_re[k * lanes + oh] += row_re[kw];
-        work.narrow_im[k * lanes + oh] += row_im[kw];
+        work.narrow_re[k * lanes + r] += row_re[kw];
+        work.narrow_im[k * lanes + r] += row_im[kw];
       }
     }
     fft_first_axis(size_w_fold_, work.narrow_re, work.narrow_im, lanes, lanes, true);
-    for (std::int64_t oh = 0; oh < p.out_h; ++oh) {
-      float* row = y + oh * p.out_w;
-      for (std::int64_t ow = 0; ow < p.out_w; ++ow)
-        row[ow] = work.narrow_re[ow * (p.stride_w / p.fold_w) * lanes + oh] * scale + bias;
-      apply_activation(activation_, row, p.out_w);
+    const std::int64_t sample_w = p.stride_w / p.fold_w;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      float* row = y + (oh0 + r) * out_w + ow0;
+      for (std::int64_t q = 0; q < cols; ++q)
+        row[q] = work.narrow_re[q * sample_w * lanes + r] * scale + bias;
+      apply_activation(activation_, row, cols);
     }
   }
 
   ir::Node node_;
   Activation activation_;
-  FftConvPlan plan_;
+  FftTilePlan plan_;
   FftSize size_h_, size_w_;            // forward transforms
   FftSize size_h_fold_, size_w_fold_;  // inverse transforms of the folded spectra
-  std::vector<float> w_re_, w_im_;     // [out_channels][in_channels][bins]
+  std::vector<float> w_;               // [out_channels][in_channels][re, im][bins]
 };
 
+// The transform size along one axis: the power of two at or above `factor` times the kernel
+// (factor 2: at least half of each tile's correlation is valid output; larger tiles waste less
+// on the overlap but make bigger weight spectra), at least kLanes, and no larger than the padded
+// input when that is known at build time (`span`, or -1).
+std::int64_t tile_size(std::int64_t kernel, int factor, std::int64_t span) {
+  std::int64_t size = std::max(kLanes, next_power_of_two(factor * kernel));
+  if (span > 0) size = std::min(size, std::max(kLanes, next_power_of_two(span)));
+  return size;
+}
+
 // The plan, or why this node is not one for the FFT tactic.
-Expected<FftConvPlan> plan_fft_conv(const ir::Node& node) {
-  const ir::Value* x = node.input(0);
+Expected<FftTilePlan> plan_fft_conv(const ir::Node& node, int tile_factor) {
   const ir::Value* w = node.input(1);
-  if (!x || !w || !w->is_constant() || w->constant->dims().size() != 4)
+  if (!w || !w->is_constant() || w->constant->dims().size() != 4)
     return unsupported("fft Conv: needs constant 2-D weights");
-  if (!x->rank_known || x->shape.size() != 4 || !x->shape[1].is_known() ||
-      !x->shape[2].is_known() || !x->shape[3].is_known())
-    return unsupported("fft Conv: X's channels and spatial dims must be static");
-  const Dims x_dims = {1, x->shape[1].value, x->shape[2].value, x->shape[3].value};
-  VOXRT_ASSIGN_OR_RETURN(ir::ConvGeometry g,
-                         ir::resolve_conv_geometry(node, x_dims, w->constant->dims()));
-  if (g.group != 1 || g.dilations[0] != 1 || g.dilations[1] != 1)
+  const Dims& wd = w->constant->dims();
+  const std::int64_t group = node.attrs.get_int("group", 1);
+  const auto dilations = node.attrs.get_ints("dilations", {1, 1});
+  const auto strides = node.attrs.get_ints("strides", {1, 1});
+  if (group != 1 || dilations.size() != 2 || dilations[0] != 1 || dilations[1] != 1)
     return unsupported("fft Conv: group 1 and dilation 1 only");
-  FftConvPlan p;
-  p.in_channels = g.in_channels;
-  p.out_channels = g.out_channels;
-  p.in_h = g.input[0];
-  p.in_w = g.input[1];
-  p.kernel_h = g.kernel[0];
-  p.kernel_w = g.kernel[1];
-  p.out_h = g.output[0];
-  p.out_w = g.output[1];
-  p.stride_h = g.strides[0];
-  p.stride_w = g.strides[1];
-  p.pad_top = g.pads_begin[0];
-  p.pad_left = g.pads_begin[1];
-  // The transform must hold every input sample the strided outputs read (padding included), so
-  // the circular correlation does not wrap into them.
-  const std::int64_t span_h = std::max((p.out_h - 1) * p.stride_h + p.kernel_h, p.pad_top + p.in_h);
-  const std::int64_t span_w =
-      std::max((p.out_w - 1) * p.stride_w + p.kernel_w, p.pad_left + p.in_w);
-  p.fft_h = std::max<std::int64_t>(2, next_power_of_two(span_h));
-  p.fft_w = std::max<std::int64_t>(kLanes, next_power_of_two(span_w));
+  if (strides.size() != 2 || strides[0] < 1 || strides[1] < 1)
+    return unsupported("fft Conv: two positive strides");
+  FftTilePlan p;
+  p.out_channels = wd[0];
+  p.in_channels = wd[1];
+  p.kernel_h = wd[2];
+  p.kernel_w = wd[3];
+  p.stride_h = strides[0];
+  p.stride_w = strides[1];
+  if (p.out_channels <= 0 || p.in_channels <= 0 || p.kernel_h <= 0 || p.kernel_w <= 0)
+    return unsupported("fft Conv: empty weights");
+  // The padded extent the outputs read, when X's spatial dims are static.
+  std::int64_t span_h = -1, span_w = -1;
+  const ir::Value* x = node.input(0);
+  if (x && x->rank_known && x->shape.size() == 4 && x->shape[2].is_known() &&
+      x->shape[3].is_known()) {
+    auto g = ir::resolve_conv_geometry(
+        node, {1, p.in_channels, x->shape[2].value, x->shape[3].value}, wd);
+    if (g && g->output.size() == 2) {
+      span_h =
+          std::max((g->output[0] - 1) * p.stride_h + p.kernel_h, g->pads_begin[0] + g->input[0]);
+      span_w =
+          std::max((g->output[1] - 1) * p.stride_w + p.kernel_w, g->pads_begin[1] + g->input[1]);
+    }
+  }
+  p.fft_h = tile_size(p.kernel_h, tile_factor, span_h);
+  p.fft_w = tile_size(p.kernel_w, tile_factor, span_w);
+  // A stride longer than the tile's spare length would leave a tile one output.
+  p.tile_out_h = (p.fft_h - p.kernel_h) / p.stride_h + 1;
+  p.tile_out_w = (p.fft_w - p.kernel_w) / p.stride_w + 1;
   p.half_rows = p.fft_h / 2 + 1;
   if (p.fft_h % p.stride_h == 0) p.fold_h = p.stride_h;
   if (p.fft_w % p.stride_w == 0) p.fold_w = p.stride_w;
-  if (p.out_h <= 0 || p.out_w <= 0 || p.in_channels <= 0 || p.out_channels <= 0)
-    return unsupported("fft Conv: empty tensors");
   if (p.fft_h > kMaxFftSize || p.fft_w > kMaxFftSize)
     return unsupported("fft Conv: a ", p.fft_h, "x", p.fft_w, " transform is over the ",
                        kMaxFftSize, " limit");
@@ -398,34 +501,34 @@ Expected<FftConvPlan> plan_fft_conv(const ir::Node& node) {
 
 }  // namespace
 
-bool conv_fft_applies(const ir::Node& node) {
+bool conv_fft_applies(const ir::Node& node, int tile_factor) {
+  const ir::Value* x = node.input(0);
   const ir::Value* w = node.input(1);
   if (!w || !w->is_constant() || w->constant->dims().size() != 4) return false;
+  if (x && x->rank_known && x->shape.size() != 4) return false;
   const Dims& wd = w->constant->dims();
   if (wd[2] * wd[3] < kConvFftMinKernelArea) return false;
-  return plan_fft_conv(node).has_value();
+  return plan_fft_conv(node, tile_factor).has_value();
 }
 
-Expected<std::unique_ptr<Kernel>> make_conv_fft_kernel(const ir::Node& node) {
+Expected<std::unique_ptr<Kernel>> make_conv_fft_kernel(const ir::Node& node, int tile_factor) {
   VOXRT_ASSIGN_OR_RETURN(Activation activation, read_activation(node));
-  VOXRT_ASSIGN_OR_RETURN(FftConvPlan p, plan_fft_conv(node));
+  VOXRT_ASSIGN_OR_RETURN(FftTilePlan p, plan_fft_conv(node, tile_factor));
   const std::int64_t bins = p.bins();
   const auto planes = static_cast<std::size_t>(p.out_channels * p.in_channels);
-  std::vector<float> w_re(planes * static_cast<std::size_t>(bins));
-  std::vector<float> w_im(w_re.size());
+  std::vector<float> w(planes * 2 * static_cast<std::size_t>(bins));
   const FftSize size_h(p.fft_h), size_w(p.fft_w);
   const float* wd = node.input(1)->constant->data<float>();
   const std::int64_t taps = p.kernel_h * p.kernel_w;
-  // One plane's work buffers; the weight planes are few enough (and this runs once) that the
-  // calling thread does them alone.
-  const Work work = thread_work(p);
+  // The calling thread does the weight planes alone: this runs once per kernel.
+  const Work work = thread_work(p, 0);
   for (std::size_t plane = 0; plane < planes; ++plane) {
-    const auto at = plane * static_cast<std::size_t>(bins);
+    float* out = w.data() + plane * 2 * static_cast<std::size_t>(bins);
     forward_spectrum(p, size_h, size_w, wd + plane * static_cast<std::size_t>(taps), p.kernel_h,
-                     p.kernel_w, 0, 0, work, w_re.data() + at, w_im.data() + at);
+                     p.kernel_w, 0, 0, work, out, out + bins);
   }
   return std::unique_ptr<Kernel>(
-      new ConvFftKernel(detached_node(node), activation, p, std::move(w_re), std::move(w_im)));
+      new ConvFftKernel(detached_node(node), activation, p, std::move(w)));
 }
 
 }  // namespace voxrt::backends::cpu::dense

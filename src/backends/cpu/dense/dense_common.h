@@ -18,6 +18,7 @@ inline constexpr TacticId kTacticIm2ColOpenBlas = 3;     // Conv, FusedConv
 inline constexpr TacticId kTacticOneDnnConv = 4;         // Conv, FusedConv (plain activations)
 inline constexpr TacticId kTacticOneDnnConvBlocked = 5;  // Conv, FusedConv (oneDNN's layouts)
 inline constexpr TacticId kTacticFftConv = 6;            // Conv, FusedConv (2-D, large kernels)
+inline constexpr TacticId kTacticFftConvLargeTiles = 7;  // the same over tiles twice as long
 
 enum class ActivationKind { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kTanh, kGeluErf };
 

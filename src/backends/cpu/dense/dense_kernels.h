@@ -16,11 +16,12 @@ Expected<std::unique_ptr<Kernel>> make_conv_im2col_kernel(const ir::Node& node);
 // blocked_activations: let oneDNN choose the layouts of X and Y too, reordering around the call.
 Expected<std::unique_ptr<Kernel>> make_conv_onednn_kernel(const ir::Node& node,
                                                           bool blocked_activations);
-// 2-D FFT convolution (conv_fft.cpp): offered for constant 2-D weights of at least 25 taps,
-// group 1, dilation 1, and an X whose channels and spatial dims are static (the weight spectra
-// are computed when the kernel is made).
-bool conv_fft_applies(const ir::Node& node);
-Expected<std::unique_ptr<Kernel>> make_conv_fft_kernel(const ir::Node& node);
+// 2-D FFT convolution over tiles (conv_fft.cpp): offered for constant 2-D weights of at least 25
+// taps, group 1 and dilation 1. The tile transforms are the power of two at or above
+// tile_factor times the kernel (capped by the padded input when its dims are static): tactic
+// "fft" takes 2, "fft_large_tiles" 4.
+bool conv_fft_applies(const ir::Node& node, int tile_factor);
+Expected<std::unique_ptr<Kernel>> make_conv_fft_kernel(const ir::Node& node, int tile_factor);
 
 // Gemm, MatMul and FusedMatMul share one implementation per tactic.
 Expected<std::unique_ptr<Kernel>> make_matmul_reference_kernel(const ir::Node& node);

@@ -6,6 +6,7 @@
 namespace voxrt::backends::cpu {
 
 using dense::kTacticFftConv;
+using dense::kTacticFftConvLargeTiles;
 using dense::kTacticIm2ColOpenBlas;
 using dense::kTacticOneDnnConv;
 using dense::kTacticOneDnnConvBlocked;
@@ -38,7 +39,9 @@ std::vector<TacticInfo> dense_tactics(const ir::Node& node) {
       tactics.push_back({kTacticOneDnnConv, "onednn"});
       tactics.push_back({kTacticOneDnnConvBlocked, "onednn_blocked"});
     }
-    if (dense::conv_fft_applies(node)) tactics.push_back({kTacticFftConv, "fft"});
+    if (dense::conv_fft_applies(node, 2)) tactics.push_back({kTacticFftConv, "fft"});
+    if (dense::conv_fft_applies(node, 4))
+      tactics.push_back({kTacticFftConvLargeTiles, "fft_large_tiles"});
     return tactics;
   }
   tactics.push_back({kTacticOpenBlas, "openblas"});
@@ -59,7 +62,8 @@ Expected<std::unique_ptr<Kernel>> make_dense_kernel(const ir::Node& node, Tactic
       case kTacticIm2ColOpenBlas: return dense::make_conv_im2col_kernel(node);
       case kTacticOneDnnConv: return dense::make_conv_onednn_kernel(node, false);
       case kTacticOneDnnConvBlocked: return dense::make_conv_onednn_kernel(node, true);
-      case kTacticFftConv: return dense::make_conv_fft_kernel(node);
+      case kTacticFftConv: return dense::make_conv_fft_kernel(node, 2);
+      case kTacticFftConvLargeTiles: return dense::make_conv_fft_kernel(node, 4);
       default: break;
     }
   } else {
