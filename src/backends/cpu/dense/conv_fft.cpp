@@ -137,65 +137,101 @@ void fft_first_axis(const FftSize& size, float* re, float* im, std::int64_t m, s
   }
 }
 
-// Per tile, the product spectra of up to kOutputBlock output channels summed over the input
-// channels: acc[o] = sum_c x[c] * conj(w[o][c]) (re at [0, bins), im at [bins, 2 bins)). The
-// sums stay in registers across the channels, so each bin of acc is written once and each x[c]
-// is read once for all the block's outputs. x[c] = x + c * x_stride, w[o][c] = w[o] + c * w_stride.
+// Spectra are stored channel-interleaved for the products: a group (one tile of the input, or
+// one output channel of the weights) is [bins / 8][channel][re, im][8], so the 8-bin slice j of
+// every channel is one contiguous run of channels * 64 bytes.
+inline std::int64_t interleaved_floats(std::int64_t channels, std::int64_t bins) {
+  return channels * 2 * bins;
+}
+// Writes channel c of a group from a plain half spectrum (re [bins], im [bins]).
+void store_interleaved(const float* re, const float* im, std::int64_t bins, std::int64_t channels,
+                       std::int64_t c, float* group) {
+  for (std::int64_t j = 0; j < bins; j += 8) {
+    float* dst = group + ((j / 8) * channels + c) * 16;
+    std::memcpy(dst, re + j, 8 * sizeof(float));
+    std::memcpy(dst + 8, im + j, 8 * sizeof(float));
+  }
+}
+
+// The product spectra of up to kOutputBlock output channels, every tile, summed over the input
+// channels: acc(o, tile) = sum_c x(tile)[c] * conj(w(o)[c]), written to acc + o * acc_o_stride +
+// tile * acc_tile_stride as re [bins] then im [bins]. The sums stay in registers across the
+// channels; for each 8-bin slice the block's weight slices (kOutputBlock * channels * 64 bytes)
+// stay in L1 while every tile uses them, so the weight spectra are read from memory once.
 constexpr std::int64_t kOutputBlock = 4;
 
+struct ProductArgs {
+  float* acc;
+  std::int64_t acc_o_stride, acc_tile_stride;
+  const float* x;  // tile 0's group; tile t at x + t * x_tile_stride
+  std::int64_t x_tile_stride;
+  const float* w;  // output channel o's group at w + o * w_o_stride
+  std::int64_t w_o_stride;
+  std::int64_t channels, bins, tiles;
+};
+
 template <int kCount>
-__attribute__((target("avx2,fma"))) void sum_products_avx2(
-    float* const* acc, const float* x, std::int64_t x_stride, const float* const* w,
-    std::int64_t w_stride, std::int64_t channels, std::int64_t bins) {
-  for (std::int64_t j = 0; j < bins; j += 8) {
-    __m256 re[kCount], im[kCount];
-    for (int o = 0; o < kCount; ++o) re[o] = im[o] = _mm256_setzero_ps();
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const float* xc = x + c * x_stride + j;
-      const __m256 xr = _mm256_loadu_ps(xc), xi = _mm256_loadu_ps(xc + bins);
-      for (int o = 0; o < kCount; ++o) {
-        const float* wc = w[o] + c * w_stride + j;
-        const __m256 wr = _mm256_loadu_ps(wc), wi = _mm256_loadu_ps(wc + bins);
-        re[o] = _mm256_fmadd_ps(xr, wr, _mm256_fmadd_ps(xi, wi, re[o]));
-        im[o] = _mm256_fmsub_ps(xi, wr, _mm256_fmsub_ps(xr, wi, im[o]));
+__attribute__((target("avx2,fma"))) void sum_products_avx2(const ProductArgs& a) {
+  const std::int64_t slice = a.channels * 16;
+  for (std::int64_t j = 0; j < a.bins; j += 8) {
+    const float* wj = a.w + (j / 8) * slice;
+    for (std::int64_t tile = 0; tile < a.tiles; ++tile) {
+      const float* xj = a.x + tile * a.x_tile_stride + (j / 8) * slice;
+      __m256 re[kCount], im[kCount];
+      for (int o = 0; o < kCount; ++o) re[o] = im[o] = _mm256_setzero_ps();
+      for (std::int64_t c = 0; c < a.channels; ++c) {
+        const __m256 xr = _mm256_loadu_ps(xj + c * 16), xi = _mm256_loadu_ps(xj + c * 16 + 8);
+        for (int o = 0; o < kCount; ++o) {
+          const float* wc = wj + o * a.w_o_stride + c * 16;
+          const __m256 wr = _mm256_loadu_ps(wc), wi = _mm256_loadu_ps(wc + 8);
+          re[o] = _mm256_fmadd_ps(xr, wr, _mm256_fmadd_ps(xi, wi, re[o]));
+          im[o] = _mm256_fmsub_ps(xi, wr, _mm256_fmsub_ps(xr, wi, im[o]));
+        }
       }
-    }
-    for (int o = 0; o < kCount; ++o) {
-      _mm256_storeu_ps(acc[o] + j, re[o]);
-      _mm256_storeu_ps(acc[o] + bins + j, im[o]);
+      for (int o = 0; o < kCount; ++o) {
+        float* out = a.acc + o * a.acc_o_stride + tile * a.acc_tile_stride;
+        _mm256_storeu_ps(out + j, re[o]);
+        _mm256_storeu_ps(out + a.bins + j, im[o]);
+      }
     }
   }
 }
 
-void sum_products_generic(float* const* acc, int count, const float* x, std::int64_t x_stride,
-                          const float* const* w, std::int64_t w_stride, std::int64_t channels,
-                          std::int64_t bins) {
-  for (int o = 0; o < count; ++o) {
-    std::fill(acc[o], acc[o] + 2 * bins, 0.0f);
-    for (std::int64_t c = 0; c < channels; ++c) {
-      const float* xc = x + c * x_stride;
-      const float* wc = w[o] + c * w_stride;
-      for (std::int64_t j = 0; j < bins; ++j) {
-        acc[o][j] += xc[j] * wc[j] + xc[bins + j] * wc[bins + j];
-        acc[o][bins + j] += xc[bins + j] * wc[j] - xc[j] * wc[bins + j];
+void sum_products_generic(const ProductArgs& a, int count) {
+  const std::int64_t slice = a.channels * 16;
+  for (std::int64_t j = 0; j < a.bins; j += 8) {
+    for (std::int64_t tile = 0; tile < a.tiles; ++tile) {
+      const float* xj = a.x + tile * a.x_tile_stride + (j / 8) * slice;
+      for (int o = 0; o < count; ++o) {
+        const float* wj = a.w + o * a.w_o_stride + (j / 8) * slice;
+        float* out = a.acc + o * a.acc_o_stride + tile * a.acc_tile_stride;
+        for (int l = 0; l < 8; ++l) {
+          float re = 0.0f, im = 0.0f;
+          for (std::int64_t c = 0; c < a.channels; ++c) {
+            const float xr = xj[c * 16 + l], xi = xj[c * 16 + 8 + l];
+            const float wr = wj[c * 16 + l], wi = wj[c * 16 + 8 + l];
+            re += xr * wr + xi * wi;
+            im += xi * wr - xr * wi;
+          }
+          out[j + l] = re;
+          out[a.bins + j + l] = im;
+        }
       }
     }
   }
 }
 
 // bins is a multiple of 8 (fft_w is a power of two >= 8).
-void sum_products(float* const* acc, int count, const float* x, std::int64_t x_stride,
-                  const float* const* w, std::int64_t w_stride, std::int64_t channels,
-                  std::int64_t bins) {
+void sum_products(const ProductArgs& a, int count) {
   if (!has_avx2()) {
-    sum_products_generic(acc, count, x, x_stride, w, w_stride, channels, bins);
+    sum_products_generic(a, count);
     return;
   }
   switch (count) {
-    case 1: sum_products_avx2<1>(acc, x, x_stride, w, w_stride, channels, bins); break;
-    case 2: sum_products_avx2<2>(acc, x, x_stride, w, w_stride, channels, bins); break;
-    case 3: sum_products_avx2<3>(acc, x, x_stride, w, w_stride, channels, bins); break;
-    default: sum_products_avx2<4>(acc, x, x_stride, w, w_stride, channels, bins); break;
+    case 1: sum_products_avx2<1>(a); break;
+    case 2: sum_products_avx2<2>(a); break;
+    case 3: sum_products_avx2<3>(a); break;
+    default: sum_products_avx2<4>(a); break;
   }
 }
 
@@ -248,12 +284,12 @@ Work thread_work(const FftTilePlan& p, std::int64_t tiles) {
   return {a, a + plane, b, b + plane, c};
 }
 
-// The half spectrum ([half_rows][fft_w], re and im) of the fft_h x fft_w window of a real plane
-// src [src_h][src_w] whose corner is at (y0, x0) in src's coordinates (negative: the window
-// starts in the padding); samples outside src are zeros.
+// The half spectrum of the fft_h x fft_w window of a real plane src [src_h][src_w] whose corner
+// is at (y0, x0) in src's coordinates (negative: the window starts in the padding); samples
+// outside src are zeros. The result is the first bins() values of work.plane_re / plane_im.
 void forward_spectrum(const FftTilePlan& p, const FftSize& size_h, const FftSize& size_w,
                       const float* src, std::int64_t src_h, std::int64_t src_w, std::int64_t y0,
-                      std::int64_t x0, const Work& work, float* out_re, float* out_im) {
+                      std::int64_t x0, const Work& work) {
   const std::int64_t h_begin = std::max<std::int64_t>(0, y0);
   const std::int64_t h_end = std::min(src_h, y0 + p.fft_h);
   const std::int64_t w_begin = std::max<std::int64_t>(0, x0);
@@ -274,8 +310,6 @@ void forward_spectrum(const FftTilePlan& p, const FftSize& size_h, const FftSize
   transpose(work.narrow_re, p.fft_w, rows, lanes, work.plane_re, p.fft_w);
   transpose(work.narrow_im, p.fft_w, rows, lanes, work.plane_im, p.fft_w);
   fft_first_axis(size_h, work.plane_re, work.plane_im, p.fft_w, p.fft_w, false);
-  std::memcpy(out_re, work.plane_re, static_cast<std::size_t>(p.bins()) * sizeof(float));
-  std::memcpy(out_im, work.plane_im, static_cast<std::size_t>(p.bins()) * sizeof(float));
 }
 
 class ConvFftKernel final : public Kernel {
@@ -308,7 +342,7 @@ class ConvFftKernel final : public Kernel {
     const std::int64_t tiles = tiles_h * tiles_w;
     const std::int64_t bins = p.bins();
     const std::int64_t in_plane = in_h * in_w, out_plane = out_h * out_w;
-    // Input spectra [channel][tile][re, im][bins].
+    // Input spectra, one channel-interleaved group per tile.
     float* spectra =
         thread_scratch_floats(static_cast<std::size_t>(p.in_channels * tiles * 2 * bins), 0);
     const float* bd = bias ? bias->data<float>() : nullptr;
@@ -326,9 +360,9 @@ class ConvFftKernel final : public Kernel {
                   (tile / tiles_w) * p.tile_out_h * p.stride_h - g.pads_begin[0];
               const std::int64_t x0 =
                   (tile % tiles_w) * p.tile_out_w * p.stride_w - g.pads_begin[1];
-              float* out = spectra + unit * 2 * bins;
-              forward_spectrum(p, size_h_, size_w_, image + c * in_plane, in_h, in_w, y0, x0, work,
-                               out, out + bins);
+              forward_spectrum(p, size_h_, size_w_, image + c * in_plane, in_h, in_w, y0, x0, work);
+              store_interleaved(work.plane_re, work.plane_im, bins, p.in_channels, c,
+                                spectra + tile * interleaved_floats(p.in_channels, bins));
             }
           });
       context.pool->parallel_for(blocks, 1, [&](std::int64_t begin, std::int64_t end) {
@@ -336,16 +370,18 @@ class ConvFftKernel final : public Kernel {
         for (std::int64_t block = begin; block < end; ++block) {
           const std::int64_t oc0 = block * kOutputBlock;
           const std::int64_t count = std::min(kOutputBlock, p.out_channels - oc0);
-          for (std::int64_t tile = 0; tile < tiles; ++tile) {
-            float* acc[kOutputBlock];
-            const float* ws[kOutputBlock];
-            for (std::int64_t o = 0; o < count; ++o) {
-              acc[o] = work.acc + (o * tiles + tile) * 2 * bins;
-              ws[o] = w_.data() + (oc0 + o) * p.in_channels * 2 * bins;
-            }
-            sum_products(acc, static_cast<int>(count), spectra + tile * 2 * bins, tiles * 2 * bins,
-                         ws, 2 * bins, p.in_channels, bins);
-          }
+          ProductArgs args;
+          args.acc = work.acc;
+          args.acc_o_stride = tiles * 2 * bins;
+          args.acc_tile_stride = 2 * bins;
+          args.x = spectra;
+          args.x_tile_stride = interleaved_floats(p.in_channels, bins);
+          args.w = w_.data() + oc0 * interleaved_floats(p.in_channels, bins);
+          args.w_o_stride = interleaved_floats(p.in_channels, bins);
+          args.channels = p.in_channels;
+          args.bins = bins;
+          args.tiles = tiles;
+          sum_products(args, static_cast<int>(count));
           for (std::int64_t o = 0; o < count; ++o) {
             for (std::int64_t tile = 0; tile < tiles; ++tile) {
               const float* acc = work.acc + (o * tiles + tile) * 2 * bins;
@@ -405,18 +441,23 @@ class ConvFftKernel final : public Kernel {
     const std::int64_t cols = std::min(p.tile_out_w, out_w - ow0);
     const std::int64_t lanes = p.lanes_out();
     const std::int64_t rows_w = p.fft_w / p.fold_w;
-    std::fill(work.narrow_re, work.narrow_re + p.fft_w * lanes, 0.0f);
-    std::fill(work.narrow_im, work.narrow_im + p.fft_w * lanes, 0.0f);
+    // Each wanted row folded along w in place (its first rows_w values), then the rows_w x rows
+    // block transposed into narrow [rows_w][lanes] (lanes past `rows` zero).
+    const std::int64_t row_step = p.stride_h / p.fold_h;
     for (std::int64_t r = 0; r < rows; ++r) {
-      const std::int64_t h = r * (p.stride_h / p.fold_h);
-      const float* row_re = work.plane_re + h * p.fft_w;
-      const float* row_im = work.plane_im + h * p.fft_w;
-      for (std::int64_t kw = 0; kw < p.fft_w; ++kw) {
-        const std::int64_t k = kw % rows_w;
-        work.narrow_re[k * lanes + r] += row_re[kw];
-        work.narrow_im[k * lanes + r] += row_im[kw];
+      float* row_re = work.plane_re + r * row_step * p.fft_w;
+      float* row_im = work.plane_im + r * row_step * p.fft_w;
+      for (std::int64_t q = 1; q < p.fold_w; ++q) {
+        for (std::int64_t k = 0; k < rows_w; ++k) {
+          row_re[k] += row_re[q * rows_w + k];
+          row_im[k] += row_im[q * rows_w + k];
+        }
       }
     }
+    std::fill(work.narrow_re, work.narrow_re + rows_w * lanes, 0.0f);
+    std::fill(work.narrow_im, work.narrow_im + rows_w * lanes, 0.0f);
+    transpose(work.plane_re, rows, rows_w, row_step * p.fft_w, work.narrow_re, lanes);
+    transpose(work.plane_im, rows, rows_w, row_step * p.fft_w, work.narrow_im, lanes);
     fft_first_axis(size_w_fold_, work.narrow_re, work.narrow_im, lanes, lanes, true);
     const std::int64_t sample_w = p.stride_w / p.fold_w;
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -432,7 +473,7 @@ class ConvFftKernel final : public Kernel {
   FftTilePlan plan_;
   FftSize size_h_, size_w_;            // forward transforms
   FftSize size_h_fold_, size_w_fold_;  // inverse transforms of the folded spectra
-  std::vector<float> w_;               // [out_channels][in_channels][re, im][bins]
+  std::vector<float> w_;               // one channel-interleaved group per output channel
 };
 
 // The transform size along one axis: the power of two at or above `factor` times the kernel
@@ -522,10 +563,13 @@ Expected<std::unique_ptr<Kernel>> make_conv_fft_kernel(const ir::Node& node, int
   const std::int64_t taps = p.kernel_h * p.kernel_w;
   // The calling thread does the weight planes alone: this runs once per kernel.
   const Work work = thread_work(p, 0);
-  for (std::size_t plane = 0; plane < planes; ++plane) {
-    float* out = w.data() + plane * 2 * static_cast<std::size_t>(bins);
-    forward_spectrum(p, size_h, size_w, wd + plane * static_cast<std::size_t>(taps), p.kernel_h,
-                     p.kernel_w, 0, 0, work, out, out + bins);
+  for (std::int64_t oc = 0; oc < p.out_channels; ++oc) {
+    for (std::int64_t c = 0; c < p.in_channels; ++c) {
+      forward_spectrum(p, size_h, size_w, wd + (oc * p.in_channels + c) * taps, p.kernel_h,
+                       p.kernel_w, 0, 0, work);
+      store_interleaved(work.plane_re, work.plane_im, bins, p.in_channels, c,
+                        w.data() + oc * interleaved_floats(p.in_channels, bins));
+    }
   }
   return std::unique_ptr<Kernel>(
       new ConvFftKernel(detached_node(node), activation, p, std::move(w)));
