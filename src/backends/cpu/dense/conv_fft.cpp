@@ -1,17 +1,18 @@
-// Conv / FusedConv through 2-D FFTs (tactic "fft"), for large kernels such as DeepSpeech2's
-// 41x11 and 21x11: a direct or im2col convolution costs KH*KW multiply-adds per output and
-// input channel pair, the FFT route a few per frequency bin.
+// Conv / FusedConv through 2-D FFTs (tactics "fft", "fft_large_tiles"), for large kernels such
+// as DeepSpeech2's 41x11 and 21x11: a direct or im2col convolution costs KH*KW multiply-adds per
+// output and input channel pair, the FFT route a few per frequency bin.
 //
 // Overlap-save over tiles: the transform size along each axis is the power of two at or above
-// twice the kernel (64 x 32 for a 21x11 kernel), and the output is cut into tiles of the
-// samples one such window yields without wrap-around. Per image:
+// twice ("fft") or four times ("fft_large_tiles") the kernel, capped by the padded input when
+// its dims are static (64 x 32 for a 21x11 kernel with "fft"), and the output is cut into tiles
+// of the samples one such window yields without wrap-around. Per image:
 //   1. each input channel's window of every tile is transformed; the spectrum is kept for
 //      kh in [0, FH/2] (the rest is its Hermitian mirror, the window being real);
 //   2. per output channel and tile, Y = sum_c X_c * conj(W_oc,c), whose inverse is the tile's
 //      stride-1 cross-correlation; the strided samples (taken by folding the spectrum when the
 //      stride divides the size), bias and activation go to the output.
 // The weight spectra W_oc,c depend only on the weights and the tile size, so they are computed
-// once, when the kernel is made, and are small (8.6 MB for DS2's conv.3, against 68 MB for one
+// once, when the kernel is made (8.6 MB for DS2's conv.3 with "fft", against 68 MB for one
 // transform of the whole 128 x 128 padded plane); the input's spatial dims may change per call.
 // Each 2-D transform is two passes of 1-D transforms along the first axis of a row-major plane,
 // every row a SIMD vector of independent lanes, with a transpose in between; that keeps every
@@ -20,7 +21,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <complex>
 #include <cstring>
 
 #include "backends/cpu/dense/dense_common.h"
@@ -34,7 +34,8 @@ namespace {
 constexpr std::int64_t kMaxFftSize = 1024;
 constexpr std::int64_t kLanes = 8;  // lane counts are padded to this (one AVX register)
 constexpr std::size_t kMaxWeightSpectrumBytes = std::size_t{512} << 20;
-// Below ~25 taps the FFT's per-bin work does not pay for itself against a direct product.
+// Smaller kernels are left to the direct tactics (a judgement, not measured: the autotuner
+// would drop a losing fft tactic anyway, at the cost of build time).
 constexpr std::int64_t kConvFftMinKernelArea = 25;
 
 std::int64_t next_power_of_two(std::int64_t n) {
