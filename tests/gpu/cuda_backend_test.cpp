@@ -522,32 +522,18 @@ TEST(CudaOps, ConvEveryPrecision) {
   }
 }
 
+GraphCase direct_conv_case(Dims x_dims, std::int64_t out_channels, std::vector<std::int64_t> kernel,
+                           std::vector<std::int64_t> strides, std::vector<std::int64_t> pads,
+                           std::vector<std::int64_t> dilations, std::string activation);
+
 // A convolution with few input channels, as DS2's first layer: x [batch, channels, 21, 16],
 // w [8, channels, kernel], bias and Clip(0, 2) fused when `fused`.
 GraphCase few_channel_conv_case(std::int64_t batch, std::int64_t channels,
                                 std::vector<std::int64_t> kernel, std::vector<std::int64_t> strides,
                                 std::vector<std::int64_t> pads, std::vector<std::int64_t> dilations,
                                 bool fused) {
-  return [=](ir::Graph& g, std::mt19937& rng) {
-    std::vector<Tensor> ins;
-    ir::Value* x = input(g, ins, "x", random_tensor({batch, channels, 21, 16}, rng));
-    std::vector<ir::Value*> conv_ins = {
-        x, g.add_constant("w", random_tensor({8, channels, kernel[0], kernel[1]}, rng, 0.3f))};
-    if (fused) conv_ins.push_back(g.add_constant("b", random_tensor({8}, rng)));
-    ir::Value* y = out(g, "y");
-    ir::Node* conv = node(g, fused ? ir::OpKind::kFusedConv : ir::OpKind::kConv, "conv",
-                          std::move(conv_ins), {y});
-    conv->attrs.set("strides", strides);
-    conv->attrs.set("pads", pads);
-    conv->attrs.set("dilations", dilations);
-    if (fused) {
-      conv->attrs.set("activation", std::string("clip"));
-      conv->attrs.set("activation_alpha", 0.0f);
-      conv->attrs.set("activation_beta", 2.0f);
-    }
-    g.outputs = {y};
-    return ins;
-  };
+  return direct_conv_case({batch, channels, 21, 16}, 8, std::move(kernel), std::move(strides),
+                          std::move(pads), std::move(dilations), fused ? "clip" : "");
 }
 
 // Every conv tactic on few input channels: C = 1 with a fused Clip (DS2's first layer, smaller),

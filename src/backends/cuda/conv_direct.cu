@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/operand_convert.cuh"
 #include "backends/cuda/shared_memory_opt_in.cuh"
 #include "backends/cuda/unary_apply.cuh"
 
@@ -51,17 +52,6 @@ __device__ __forceinline__ unsigned pack_pair<__nv_bfloat16>(float lo, float hi)
   return *reinterpret_cast<const unsigned*>(&v);
 }
 
-template <typename T>
-__device__ __forceinline__ T to_operand(float v);
-template <>
-__device__ __forceinline__ __half to_operand<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_operand<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
-
 // kRegion: the region path (conv_direct.h, DirectConvRegion) stages each tile's input rows in
 // shared memory and gathers A from there; otherwise A is gathered from x with bounds checks.
 template <typename T, bool kRegion>
@@ -91,7 +81,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   if constexpr (kRegion) {
     for (int k = tid; k < l.taps; k += kThreads) region_taps[k] = direct_conv_region_tap(s, g, k);
-    if (tid == 0) region_s[zero] = to_operand<T>(0.0f);  // what taps past K read
+    if (tid == 0) region_s[zero] = from_float<T>(0.0f);  // what taps past K read
   } else {
     for (int k = tid; k < l.taps; k += kThreads) taps[k] = direct_conv_tap(s, k);
   }
@@ -123,7 +113,7 @@ __global__ void __launch_bounds__(kThreads)
       // The tile's region, coalesced along iw. The previous tile ended with a __syncthreads, so
       // no warp still reads its region.
       for (int e = tid; e < zero; e += kThreads)
-        region_s[e] = to_operand<T>(direct_conv_region_value(s, g, x_image, oh_first, e));
+        region_s[e] = from_float<T>(direct_conv_region_value(s, g, x_image, oh_first, e));
       __syncthreads();
     }
 

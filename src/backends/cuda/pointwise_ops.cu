@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/operand_convert.cuh"
 #include "backends/cuda/unary_apply.cuh"
 
 namespace voxrt::backends::cuda::ops {
@@ -226,21 +227,6 @@ __global__ void layer_norm_kernel(const float* x, const float* scale, const floa
   for (std::int64_t i = threadIdx.x; i < cols; i += blockDim.x) {
     out[i] = (row[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
   }
-}
-
-template <typename T>
-__device__ __forceinline__ T from_float(float v);
-template <>
-__device__ __forceinline__ float from_float<float>(float v) {
-  return v;
-}
-template <>
-__device__ __forceinline__ __half from_float<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
 }
 
 template <typename T>

@@ -100,18 +100,24 @@ class RecurrentCall final : public CudaCall {
     // 2. Initial states.
     const DevTensor* initial_h = in.size() > 5 && in[5].data ? &in[5] : nullptr;
     const DevTensor* initial_c = in.size() > 6 && in[6].data ? &in[6] : nullptr;
+    ops::RecurrentStep step;
+    step.gates = static_cast<int>(G);
+    step.directions = static_cast<int>(D);
+    step.reverse_only = spec_.reverse_only;
+    step.linear_before_reset = spec_.linear_before_reset;
+    step.seq = seq_;
+    step.batch = batch_;
+    step.hidden = H;
+    step.xw = xw;
+    step.hr = hr;
+    step.c = c;
+    step.y = out.size() > 0 ? out[0].as<float>() : nullptr;
+    step.rbn = weights_.rbn;
+    step.low_type = weights_.operand;
     if (tactic_ == kRecurrentPersistentTensorCore) {
       // Reads the initial states and writes Y, Y_h and Y_c itself; h travels in h_low.
       ops::RecurrentTcLaunch launch;
-      launch.step.gates = static_cast<int>(G);
-      launch.step.directions = static_cast<int>(D);
-      launch.step.reverse_only = spec_.reverse_only;
-      launch.step.seq = seq_;
-      launch.step.batch = batch_;
-      launch.step.hidden = H;
-      launch.step.xw = xw;
-      launch.step.y = out.size() > 0 ? out[0].as<float>() : nullptr;
-      launch.step.rbn = weights_.rbn;
+      launch.step = step;
       launch.r = weights_.r;
       launch.h_initial = initial_h ? initial_h->as<const float>() : nullptr;
       launch.c_initial = initial_c ? initial_c->as<const float>() : nullptr;
@@ -142,21 +148,7 @@ class RecurrentCall final : public CudaCall {
       VOXRT_CUDA_TRY(ops::convert_from_f32(h[0], h_low, weights_.operand, D * batch_ * H, stream));
     }
     // 3. The time loop.
-    ops::RecurrentStep step;
-    step.gates = static_cast<int>(G);
-    step.directions = static_cast<int>(D);
-    step.reverse_only = spec_.reverse_only;
-    step.linear_before_reset = spec_.linear_before_reset;
-    step.seq = seq_;
-    step.batch = batch_;
-    step.hidden = H;
-    step.xw = xw;
-    step.hr = hr;
-    step.c = c;
-    step.y = out.size() > 0 ? out[0].as<float>() : nullptr;
-    step.rbn = weights_.rbn;
     step.h_next_low = lt_low ? h_low : nullptr;
-    step.low_type = weights_.operand;
     if (tactic_ == kRecurrentPersistent) {
       auto* barrier = reinterpret_cast<ops::GridBarrier*>(base + scratch_.barrier);
       VOXRT_CUDA_TRY(ops::recurrent_persistent(step, weights_.r, weights_.operand, h[0], h[1],

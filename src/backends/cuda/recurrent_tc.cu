@@ -21,6 +21,7 @@
 #include <mma.h>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/operand_convert.cuh"
 #include "backends/cuda/recurrent_cell.cuh"
 #include "backends/cuda/shared_memory_opt_in.cuh"
 
@@ -33,17 +34,6 @@ constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kUnits = kRecurrentTcUnits;  // units per block: one 16-column tile per gate
 constexpr int kPad = 8;                    // elements after each shared row (bank spread)
-
-template <typename W>
-__device__ __forceinline__ W to_operand(float v);
-template <>
-__device__ __forceinline__ __half to_operand<__half>(float v) {
-  return __float2half_rn(v);
-}
-template <>
-__device__ __forceinline__ __nv_bfloat16 to_operand<__nv_bfloat16>(float v) {
-  return __float2bfloat16_rn(v);
-}
 
 struct TcLayout {
   std::size_t r_offset = 0, h_offset = 0, acc_offset = 0, bytes = 0;
@@ -84,14 +74,14 @@ __device__ __forceinline__ void stage_rows(const W* exchange, const float* initi
         const float4 lo = *reinterpret_cast<const float4*>(initial + at);
         const float4 hi = *reinterpret_cast<const float4*>(initial + at + 4);
         W* e = reinterpret_cast<W*>(&packed);
-        e[0] = to_operand<W>(lo.x);
-        e[1] = to_operand<W>(lo.y);
-        e[2] = to_operand<W>(lo.z);
-        e[3] = to_operand<W>(lo.w);
-        e[4] = to_operand<W>(hi.x);
-        e[5] = to_operand<W>(hi.y);
-        e[6] = to_operand<W>(hi.z);
-        e[7] = to_operand<W>(hi.w);
+        e[0] = from_float<W>(lo.x);
+        e[1] = from_float<W>(lo.y);
+        e[2] = from_float<W>(lo.z);
+        e[3] = from_float<W>(lo.w);
+        e[4] = from_float<W>(hi.x);
+        e[5] = from_float<W>(hi.y);
+        e[6] = from_float<W>(hi.z);
+        e[7] = from_float<W>(hi.w);
       }
     }
     *reinterpret_cast<uint4*>(tile + row * ld + k) = packed;
@@ -205,7 +195,7 @@ __global__ void __launch_bounds__(kThreads, 1) persistent_tc_kernel(RecurrentTcL
       h_own[i] = h;
       const std::int64_t state = (d * B + b) * H + j;
       if (s.y) s.y[((tt * D + d) * B + b) * H + j] = h;
-      if (t + 1 < T) next[state] = to_operand<W>(h);
+      if (t + 1 < T) next[state] = from_float<W>(h);
     }
     // Other blocks read this step's h after the barrier; this block's h_tile and partial are
     // rewritten only after it (the barrier starts with __syncthreads). The last step needs none.
