@@ -126,6 +126,29 @@ TEST(RecurrentTactics, LargerLayersAndThreadCounts) {
   expect_tactics_match_reference(lstm, {1, 2, 3});
 }
 
+TEST(RecurrentTactics, ProjectionInSeveralSlices) {
+  // The packed tactics split the input projection into slices of about 1 MiB of W: 300 inputs x
+  // 4 gates x 8 lanes x 4 bytes = 37.5 KiB per unit block gives slices of 27 blocks, so the
+  // 33 blocks of 260 units make a full slice and a partial one (on one thread), with the bias and
+  // the output offset of each slice in play; more threads cut the range elsewhere.
+  RecurrentCase lstm;
+  lstm.op = ir::OpKind::kLSTM;
+  lstm.direction = "bidirectional";
+  lstm.hidden = 260;
+  lstm.input = 300;
+  lstm.seq = 5;
+  lstm.batch = 2;
+  lstm.seed = 940;
+  expect_tactics_match_reference(lstm, {1, 2, 3});
+  RecurrentCase gru = lstm;
+  gru.op = ir::OpKind::kGRU;
+  gru.direction = "forward";
+  gru.input = 700;  // 65.6 KiB per block: slices of 15 blocks
+  gru.linear_before_reset = 1;
+  gru.seed = 941;
+  expect_tactics_match_reference(gru, {1, 2});
+}
+
 TEST(RecurrentTactics, OversubscribedThreadsStealBlocks) {
   // More threads than cores and odd block counts: the packed tactic's threads steal blocks from
   // each other and sleep when a step waits long; long sequences make many phases of both GRU
