@@ -241,6 +241,9 @@ TEST(CudaBackendNoDevice, CudnnTacticsFollowTheLibrary) {
     std::cout << "[ note ] " << cuda::cudnn_fingerprint()
               << " loaded; Conv tactics: " << conv_tactics << "\n";
     EXPECT_NE(conv_tactics.find("cudnn_implicit_precomp_gemm"), std::string::npos) << conv_tactics;
+    if (cuda::cudnn_graph_api()) {
+      EXPECT_NE(conv_tactics.find("cudnn_graph_0"), std::string::npos) << conv_tactics;
+    }
     EXPECT_NE(cuda::cudnn_fingerprint().find("cudnn=9"), std::string::npos);
   } else {
     EXPECT_EQ(conv_tactics.find("cudnn"), std::string::npos) << conv_tactics;
@@ -633,6 +636,34 @@ TEST(CudaOps, ConvDirectTensorCoreEveryPrecision) {
   REQUIRE_CUDA_DEVICE();
   for (Precision p : kAllPrecisions)
     for (const auto& [name, make] : direct_conv_cases()) check_all_tactics(name, make, p);
+}
+
+// cuDNN's graph-API tactics must make a plan for DS2's conv.3 shape (the case they exist for)
+// and agree with the CPU: check_all_tactics would only note a declined cuDNN tactic.
+TEST(CudaOps, ConvCudnnGraphTacticRunsDs2Conv3) {
+  REQUIRE_CUDA_DEVICE();
+  if (!cuda::cudnn_graph_api()) GTEST_SKIP() << cuda::cudnn_graph_api().status().message();
+  const GraphCase make =
+      direct_conv_case({4, 32, 41, 8}, 32, {21, 11}, {2, 1}, {10, 5, 10, 5}, {1, 1}, "clip");
+  for (Precision p : kAllPrecisions) {
+    SCOPED_TRACE(precision_name(p));
+    std::mt19937 rng(7);
+    ir::Graph graph;
+    const std::vector<Tensor> inputs = make(graph, rng);
+    ASSERT_TRUE(ir::infer_graph(graph).is_ok());
+    const auto reference = run_cpu_reference(graph, inputs);
+    graph.nodes().front()->attrs.set(runtime::kTacticAttr,
+                                     static_cast<std::int64_t>(cuda::kConvCudnnGraphFirst));
+    auto exe = cuda::compile_graph(graph, p);
+    ASSERT_TRUE(exe) << exe.status().message();
+    auto session = (*exe)->create_session();
+    ASSERT_TRUE(session) << session.status().message();
+    std::vector<Tensor> outputs;
+    const Status s = (*session)->run(inputs, outputs);
+    ASSERT_TRUE(s.is_ok()) << s.message();
+    ASSERT_EQ(outputs.size(), 1u);
+    EXPECT_LE(relative_error(outputs[0], reference[0]), tolerance(p));
+  }
 }
 
 GraphCase recurrent_case(ir::OpKind op, const std::string& direction, int batch, bool states,

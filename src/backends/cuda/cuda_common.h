@@ -169,6 +169,10 @@ inline constexpr TacticId kConvCudnnNhwcImplicitPrecompGemm = 16;
 // Our own implicit-GEMM convolution on WMMA tensor cores (conv_direct.h; 2-D, group 1,
 // C * KH * KW <= 1024, OC a multiple of 16 up to 64; FP16/BF16 only). Needs no cuDNN.
 inline constexpr TacticId kConvDirectTensorCore = 20;
+// cuDNN's graph API (backends/cuda/cudnn_graph_conv.h): the k-th engine configuration its
+// heuristic ranks, NHWC for FP16/BF16 and NCHW for FP32/TF32; listed when the API loads.
+inline constexpr TacticId kConvCudnnGraphFirst = 21;
+inline constexpr int kConvCudnnGraphCandidates = 4;
 // Recurrent tactics.
 inline constexpr TacticId kRecurrentLt = 1;          // cuBLASLt recurrent GEMM + gate kernel
 inline constexpr TacticId kRecurrentFused = 2;       // fused mat-vec + gates, one launch per step

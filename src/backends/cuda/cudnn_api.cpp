@@ -15,6 +15,8 @@ struct Loaded {
   std::string error;  // empty when api is complete
   CudnnRnnApi rnn{};
   std::string rnn_error;  // empty when rnn is complete (and api is)
+  CudnnGraphApi graph{};
+  std::string graph_error;  // empty when graph is complete (and api is)
 };
 
 // Binds `symbol` of `library` into `slot`, or leaves `error` saying which one is missing.
@@ -73,8 +75,19 @@ Loaded load() {
   }
   if (!loaded.error.empty()) {
     loaded.rnn_error = loaded.error;
+    loaded.graph_error = loaded.error;
     return loaded;
   }
+  auto bind_graph = [&](auto& slot, const char* symbol) {
+    bind_symbol(library, slot, symbol, loaded.graph_error);
+  };
+  CudnnGraphApi& g = loaded.graph;
+  bind_graph(g.create_descriptor, "cudnnBackendCreateDescriptor");
+  bind_graph(g.destroy_descriptor, "cudnnBackendDestroyDescriptor");
+  bind_graph(g.set_attribute, "cudnnBackendSetAttribute");
+  bind_graph(g.get_attribute, "cudnnBackendGetAttribute");
+  bind_graph(g.finalize, "cudnnBackendFinalize");
+  bind_graph(g.execute, "cudnnBackendExecute");
   auto bind_rnn = [&](auto& slot, const char* symbol) {
     bind_symbol(library, slot, symbol, loaded.rnn_error);
   };
@@ -125,6 +138,12 @@ Expected<const CudnnRnnApi*> cudnn_rnn_api() {
   return &l.rnn;
 }
 
+Expected<const CudnnGraphApi*> cudnn_graph_api() {
+  const Loaded& l = loaded();
+  if (!l.graph_error.empty()) return unsupported(l.graph_error);
+  return &l.graph;
+}
+
 std::string cudnn_fingerprint() {
   const Loaded& l = loaded();
   return l.error.empty() ? str_cat("cudnn=", l.api.get_version()) : std::string("cudnn=none");
@@ -137,6 +156,10 @@ Expected<const CudnnApi*> cudnn_api() {
 }
 
 Expected<const CudnnRnnApi*> cudnn_rnn_api() {
+  return unsupported("this build has no cuDNN support (cudnn.h was not found at configure time)");
+}
+
+Expected<const CudnnGraphApi*> cudnn_graph_api() {
   return unsupported("this build has no cuDNN support (cudnn.h was not found at configure time)");
 }
 

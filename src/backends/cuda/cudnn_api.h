@@ -57,11 +57,23 @@ struct CudnnRnnApi {
   decltype(&cudnnDestroyDropoutDescriptor) destroy_dropout;
 };
 
+// The graph (backend) API: the engine configurations cuDNN's heuristics rank for an operation
+// graph, many more kernels than the legacy convolution algorithms reach (cudnn_graph_conv.h).
+struct CudnnGraphApi {
+  decltype(&cudnnBackendCreateDescriptor) create_descriptor;
+  decltype(&cudnnBackendDestroyDescriptor) destroy_descriptor;
+  decltype(&cudnnBackendSetAttribute) set_attribute;
+  decltype(&cudnnBackendGetAttribute) get_attribute;
+  decltype(&cudnnBackendFinalize) finalize;
+  decltype(&cudnnBackendExecute) execute;
+};
+
 // Status from a cuDNN call (`what`: the call, for the message).
 Status cudnn_status(const CudnnApi& api, cudnnStatus_t status, const char* what);
 #else
 struct CudnnApi;
 struct CudnnRnnApi;
+struct CudnnGraphApi;
 #endif
 
 // The loaded API (once per process), or an unsupported status saying why not (library not
@@ -69,6 +81,8 @@ struct CudnnRnnApi;
 Expected<const CudnnApi*> cudnn_api();
 // The RNN entry points, or why not (cudnn_api() failed, or the library lacks one of them).
 Expected<const CudnnRnnApi*> cudnn_rnn_api();
+// The graph API entry points, or why not.
+Expected<const CudnnGraphApi*> cudnn_graph_api();
 // "cudnn=<version>" for the engine fingerprint, or "cudnn=none".
 std::string cudnn_fingerprint();
 

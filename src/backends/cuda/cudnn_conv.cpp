@@ -1,6 +1,7 @@
 #include "backends/cuda/cudnn_conv.h"
 
 #include "backends/cuda/cudnn_api.h"
+#include "backends/cuda/cudnn_graph_conv.h"
 
 namespace voxrt::backends::cuda {
 
@@ -27,6 +28,7 @@ cudnnConvolutionFwdAlgo_t fixed_algorithm(CudnnConvAlgo algo) {
     case CudnnConvAlgo::kFftTiling: return CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
     case CudnnConvAlgo::kWinogradNonfused: return CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED;
     case CudnnConvAlgo::kHeuristic:
+    case CudnnConvAlgo::kGraph:
     case CudnnConvAlgo::kImplicitPrecompGemm: break;
   }
   return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
@@ -45,7 +47,7 @@ class CudnnConvCall final : public CudaCall {
     if (handle_) api_.destroy(handle_);
   }
 
-  Status init(CudnnConvAlgo algo) {
+  Status init(CudnnConvAlgo algo, int graph_rank) {
     const CudnnConvShape& s = shape_;
     auto check = [&](cudnnStatus_t status, const char* what) {
       return cudnn_status(api_, status, what);
@@ -53,6 +55,12 @@ class CudnnConvCall final : public CudaCall {
     // One handle per prepared call: a session's calls run on its one stream, so nothing is
     // shared between threads.
     VOXRT_RETURN_IF_ERROR(check(api_.create(&handle_), "cudnnCreate"));
+    if (algo == CudnnConvAlgo::kGraph) {
+      VOXRT_ASSIGN_OR_RETURN(graph_,
+                             make_cudnn_graph_conv(handle_, s, graph_rank, kMaxWorkspaceBytes));
+      workspace_bytes_ = graph_->workspace_bytes();
+      return Status::ok();
+    }
     const cudnnDataType_t type = cudnn_type(s.data_type);
     if (s.nhwc && s.data_type == ops::LowType::kF32)
       return unsupported("cuDNN NHWC tactics are for FP16/BF16 data only");
@@ -153,12 +161,17 @@ class CudnnConvCall final : public CudaCall {
     void* y = low ? static_cast<void*>(scratch + low_bytes(in_elements())) : out[0].data;
     void* workspace = scratch + low_bytes(in_elements()) + low_bytes(out_elements());
     const float one = 1.0f, zero = 0.0f;
-    VOXRT_RETURN_IF_ERROR(
-        cudnn_status(api_,
-                     api_.convolution_forward(handle_, &one, x_, x, w_, weight_, conv_, algo_,
-                                              workspace_bytes_ ? workspace : nullptr,
-                                              workspace_bytes_, &zero, y_, y),
-                     "cudnnConvolutionForward"));
+    if (graph_) {
+      VOXRT_RETURN_IF_ERROR(
+          graph_->execute(handle_, x, weight_, y, workspace_bytes_ ? workspace : nullptr));
+    } else {
+      VOXRT_RETURN_IF_ERROR(
+          cudnn_status(api_,
+                       api_.convolution_forward(handle_, &one, x_, x, w_, weight_, conv_, algo_,
+                                                workspace_bytes_ ? workspace : nullptr,
+                                                workspace_bytes_, &zero, y_, y),
+                       "cudnnConvolutionForward"));
+    }
     if (shape_.nhwc) {
       VOXRT_CUDA_TRY(ops::nhwc_bias_activation(y, shape_.data_type, epilogue_.bias, shape_.batch,
                                                shape_.out_channels, shape_.out_h * shape_.out_w,
@@ -183,6 +196,7 @@ class CudnnConvCall final : public CudaCall {
   cudnnFilterDescriptor_t w_ = nullptr;
   cudnnConvolutionDescriptor_t conv_ = nullptr;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  std::unique_ptr<CudnnGraphConv> graph_;  // kGraph: the plan instead of the descriptors above
   std::size_t workspace_bytes_ = 0;
 };
 
@@ -190,17 +204,17 @@ class CudnnConvCall final : public CudaCall {
 
 Expected<std::unique_ptr<CudaCall>> make_cudnn_conv_call(const CudnnConvShape& shape,
                                                          CudnnConvAlgo algo, const void* weight,
-                                                         ConvEpilogue epilogue) {
+                                                         ConvEpilogue epilogue, int graph_rank) {
   VOXRT_ASSIGN_OR_RETURN(const CudnnApi* api, cudnn_api());
   auto call = std::make_unique<CudnnConvCall>(*api, shape, weight, epilogue);
-  VOXRT_RETURN_IF_ERROR(call->init(algo));
+  VOXRT_RETURN_IF_ERROR(call->init(algo, graph_rank));
   return std::unique_ptr<CudaCall>(std::move(call));
 }
 
 #else
 
 Expected<std::unique_ptr<CudaCall>> make_cudnn_conv_call(const CudnnConvShape&, CudnnConvAlgo,
-                                                         const void*, ConvEpilogue) {
+                                                         const void*, ConvEpilogue, int) {
   VOXRT_ASSIGN_OR_RETURN(const CudnnApi* api, cudnn_api());
   (void)api;
   return unsupported("no cuDNN");

@@ -30,7 +30,8 @@ enum class CudnnConvAlgo {
   kImplicitPrecompGemm,  // CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM
   kGemm,                 // CUDNN_CONVOLUTION_FWD_ALGO_GEMM (explicit im2col in the workspace)
   kFftTiling,            // CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING (not for strict FP32)
-  kWinogradNonfused      // CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED (not for strict FP32)
+  kWinogradNonfused,     // CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED (not for strict FP32)
+  kGraph                 // the graph API's graph_rank-th configuration (cudnn_graph_conv.h)
 };
 
 struct ConvEpilogue {
@@ -44,6 +45,6 @@ struct ConvEpilogue {
 // Unsupported status when cuDNN is not loaded or does not take the shape with `algo`.
 Expected<std::unique_ptr<CudaCall>> make_cudnn_conv_call(const CudnnConvShape& shape,
                                                          CudnnConvAlgo algo, const void* weight,
-                                                         ConvEpilogue epilogue);
+                                                         ConvEpilogue epilogue, int graph_rank = 0);
 
 }  // namespace voxrt::backends::cuda

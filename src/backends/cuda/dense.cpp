@@ -220,10 +220,18 @@ struct ConvAttrs {
   std::vector<std::int64_t> strides, pads, dilations;
 };
 
-bool is_cudnn_tactic(TacticId tactic) {
-  return tactic >= kConvCudnnHeuristic && tactic <= kConvCudnnNhwcImplicitPrecompGemm;
+bool is_cudnn_graph_tactic(TacticId tactic) {
+  return tactic >= kConvCudnnGraphFirst &&
+         tactic < kConvCudnnGraphFirst + kConvCudnnGraphCandidates;
 }
-bool is_nhwc_tactic(TacticId tactic) {
+bool is_cudnn_tactic(TacticId tactic) {
+  return (tactic >= kConvCudnnHeuristic && tactic <= kConvCudnnNhwcImplicitPrecompGemm) ||
+         is_cudnn_graph_tactic(tactic);
+}
+// The graph tactics run FP16/BF16 data in NHWC (what Hopper's tensor-core kernels want).
+bool is_nhwc_tactic(TacticId tactic, Precision precision) {
+  if (is_cudnn_graph_tactic(tactic))
+    return precision == Precision::kFp16 || precision == Precision::kBf16;
   return tactic >= kConvCudnnNhwcHeuristic && tactic <= kConvCudnnNhwcImplicitPrecompGemm;
 }
 CudnnConvAlgo cudnn_algo(TacticId tactic) {
@@ -235,7 +243,9 @@ CudnnConvAlgo cudnn_algo(TacticId tactic) {
     case kConvCudnnGemm: return CudnnConvAlgo::kGemm;
     case kConvCudnnFftTiling: return CudnnConvAlgo::kFftTiling;
     case kConvCudnnWinogradNonfused: return CudnnConvAlgo::kWinogradNonfused;
-    default: break;
+    default:
+      if (is_cudnn_graph_tactic(tactic)) return CudnnConvAlgo::kGraph;
+      break;
   }
   return CudnnConvAlgo::kHeuristic;
 }
@@ -458,8 +468,10 @@ class ConvKernel final : public CudaKernel {
       epilogue.alpha = act_.alpha;
       epilogue.beta = act_.beta;
     }
-    s.nhwc = is_nhwc_tactic(tactic_);
-    return make_cudnn_conv_call(s, cudnn_algo(tactic_), weight_, epilogue);
+    s.nhwc = is_nhwc_tactic(tactic_, precision_);
+    return make_cudnn_conv_call(
+        s, cudnn_algo(tactic_), weight_, epilogue,
+        is_cudnn_graph_tactic(tactic_) ? static_cast<int>(tactic_ - kConvCudnnGraphFirst) : 0);
   }
 
   TacticId tactic_;
@@ -574,8 +586,9 @@ Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, Ta
     }
     if (is_cudnn_tactic(tactic)) {
       const std::vector<float> channels_last =
-          is_nhwc_tactic(tactic) ? filter_to_channels_last(w.span<float>(), out_channels, w.dim(1))
-                                 : std::vector<float>();
+          is_nhwc_tactic(tactic, build.precision())
+              ? filter_to_channels_last(w.span<float>(), out_channels, w.dim(1))
+              : std::vector<float>();
       VOXRT_ASSIGN_OR_RETURN(
           void* weight,
           build.upload_f32(channels_last.empty() ? std::span<const float>(w.span<float>())

@@ -47,6 +47,11 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
           tactics.push_back(
               {kConvCudnnNhwcImplicitPrecompGemm, "cudnn_nhwc_implicit_precomp_gemm"});
         }
+        if (cudnn_graph_api()) {
+          for (int i = 0; i < kConvCudnnGraphCandidates; ++i)
+            tactics.push_back(
+                {kConvCudnnGraphFirst + static_cast<TacticId>(i), str_cat("cudnn_graph_", i)});
+        }
       }
       if (conv && direct_conv_applies_to(node, precision))
         tactics.push_back({kConvDirectTensorCore, "direct_tc"});
