@@ -50,6 +50,14 @@ std::vector<ConvCase> conv_cases() {
       {"pointwise_1x1", {2, 16, 5, 7}, {8, 16, 1, 1}, {}},
       {"conv3d", {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, attrs_of({{"pads", Ints{1, 1, 1, 1, 1, 1}}})},
       {"kernel_shape_attr", {1, 3, 6, 6}, {2, 3, 3, 3}, attrs_of({{"kernel_shape", Ints{3, 3}}})},
+      // direct_avx2's edges: two 32-channel blocks (the second partial), output widths 5 and 1
+      // (register blocks of 3 plus a remainder of 2 or 1), dilation, strides, asymmetric pads
+      // and a stride that leaves input columns unread.
+      {"direct_two_channel_blocks",
+       {2, 2, 9, 8},
+       {40, 2, 3, 4},
+       attrs_of({{"strides", Ints{1, 2}}, {"dilations", Ints{2, 1}}, {"pads", Ints{1, 2, 0, 3}}})},
+      {"direct_one_column", {1, 1, 7, 4}, {33, 1, 2, 4}, attrs_of({{"strides", Ints{3, 3}}})},
   };
 }
 
@@ -100,6 +108,24 @@ bool lists_tactic(const ir::Node& node, const std::string& name) {
   for (const auto& t : backends::cpu::tactics_for(node))
     if (t.name == name) return true;
   return false;
+}
+
+TEST(Conv, DirectTacticOnlyWhereItApplies) {
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  auto plain = make_node(OpKind::kConv, {runtime(random_tensor({1, 1, 9, 9}, 1)),
+                                         constant(random_tensor({32, 1, 5, 5}, 2))});
+  EXPECT_EQ(lists_tactic(*plain->node, "direct_avx2"), avx2);
+  auto grouped =
+      make_node(OpKind::kConv,
+                {runtime(random_tensor({1, 4, 9, 9}, 3)), constant(random_tensor({4, 2, 3, 3}, 4))},
+                attrs_of({{"group", std::int64_t{2}}}));
+  EXPECT_FALSE(lists_tactic(*grouped->node, "direct_avx2"));
+  auto one_d = make_node(OpKind::kConv, {runtime(random_tensor({1, 2, 20}, 5)),
+                                         constant(random_tensor({4, 2, 5}, 6))});
+  EXPECT_FALSE(lists_tactic(*one_d->node, "direct_avx2"));
+  auto runtime_weights = make_node(OpKind::kConv, {runtime(random_tensor({1, 1, 9, 9}, 7)),
+                                                   runtime(random_tensor({8, 1, 3, 3}, 8))});
+  EXPECT_FALSE(lists_tactic(*runtime_weights->node, "direct_avx2"));
 }
 
 // The FFT tactic: large kernels with strides, asymmetric and larger-than-input padding, a batch

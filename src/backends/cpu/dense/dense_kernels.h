@@ -22,6 +22,10 @@ Expected<std::unique_ptr<Kernel>> make_conv_onednn_kernel(const ir::Node& node,
 // "fft" takes 2, "fft_large_tiles" 4.
 bool conv_fft_applies(const ir::Node& node, int tile_factor);
 Expected<std::unique_ptr<Kernel>> make_conv_fft_kernel(const ir::Node& node, int tile_factor);
+// Direct AVX2 convolution (conv_direct.cpp): constant 4-D weights, group 1, on a CPU with
+// AVX2 and FMA. Meant for few input channels and large kernels, where im2col's GEMM is thin.
+bool conv_direct_applies(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_conv_direct_kernel(const ir::Node& node);
 
 // Gemm, MatMul and FusedMatMul share one implementation per tactic.
 Expected<std::unique_ptr<Kernel>> make_matmul_reference_kernel(const ir::Node& node);

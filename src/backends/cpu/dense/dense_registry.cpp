@@ -5,6 +5,7 @@
 
 namespace voxrt::backends::cpu {
 
+using dense::kTacticDirectConv;
 using dense::kTacticFftConv;
 using dense::kTacticFftConvLargeTiles;
 using dense::kTacticIm2ColOpenBlas;
@@ -42,6 +43,7 @@ std::vector<TacticInfo> dense_tactics(const ir::Node& node) {
     if (dense::conv_fft_applies(node, 2)) tactics.push_back({kTacticFftConv, "fft"});
     if (dense::conv_fft_applies(node, 4))
       tactics.push_back({kTacticFftConvLargeTiles, "fft_large_tiles"});
+    if (dense::conv_direct_applies(node)) tactics.push_back({kTacticDirectConv, "direct_avx2"});
     return tactics;
   }
   tactics.push_back({kTacticOpenBlas, "openblas"});
@@ -64,6 +66,7 @@ Expected<std::unique_ptr<Kernel>> make_dense_kernel(const ir::Node& node, Tactic
       case kTacticOneDnnConvBlocked: return dense::make_conv_onednn_kernel(node, true);
       case kTacticFftConv: return dense::make_conv_fft_kernel(node, 2);
       case kTacticFftConvLargeTiles: return dense::make_conv_fft_kernel(node, 4);
+      case kTacticDirectConv: return dense::make_conv_direct_kernel(node);
       default: break;
     }
   } else {
