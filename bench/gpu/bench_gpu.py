@@ -262,16 +262,23 @@ class Bench:
                          "--warmup", "200", "--json", *extra, env=env)
         return json.loads(out)
 
-    def persistent_tc_ab(self, name, onnx_path, profiles, precision, shapes, inputs, in_names,
-                         ref, tol):
-        """The same case with the opt-in persistent_tc recurrent tactic listed
-        (VOXRT_CUDA_PERSISTENT_TC=1): its outputs against PyTorch's, then device and host time,
-        so one device call both checks the tactic and says whether it wins."""
-        env = {"VOXRT_CUDA_PERSISTENT_TC": "1"}
+    # Code written in sessions without a device stays opt-in until it has run on one; each
+    # switch is built and timed on the batch-256 chunk on its own, then all together.
+    OPT_INS = {
+        "persistent_tc": {"VOXRT_CUDA_PERSISTENT_TC": "1"},  # recurrent tactic 7
+        "cudnn_graph": {"VOXRT_CUDA_CUDNN_GRAPH": "1"},  # conv tactics cudnn_graph_0..3
+        "step_graph_timing": {"VOXRT_CUDA_STEP_GRAPH_TIMING": "1"},  # autotuner timing
+    }
+
+    def opt_in_ab(self, label, env, name, onnx_path, profiles, precision, shapes, inputs,
+                  in_names, ref, tol):
+        """The same case built with opt-in switches `env` set: its outputs against PyTorch's,
+        then device and host time and the tactics chosen, so one device call both checks the
+        code and says whether it wins."""
         if self.left_s() < 30:
             return {"skipped": "out of time budget"}
         try:
-            engine, build_s, _ = self.build(f"{name}_persistent_tc", onnx_path, profiles,
+            engine, build_s, _ = self.build(f"{name}_{label}", onnx_path, profiles,
                                             precision, env=env)
             outs = self.voxrt_outputs(engine, [x.numpy() for x in inputs], in_names, env=env)
             errs = [rel_err(o, r) for o, r in zip(outs, ref)]
@@ -283,6 +290,10 @@ class Bench:
                 result["device_p50"] = bench["device_ms"]["median"]
             result["rnn_tactics"] = sorted({l["tactic"] for l in bench.get("layers", [])
                                             if l["op"] == "GRU"})
+            result["conv_tactics"] = [l["tactic"] for l in bench.get("layers", [])
+                                      if "Conv" in l["op"]]
+            result["layers_sum_us"] = round(sum(l["median_us"]
+                                                for l in bench.get("layers", [])), 1)
             return result
         except Exception as e:  # a failing opt-in tactic must not hide the case's numbers
             return {"error": str(e)[-1500:]}
@@ -387,8 +398,15 @@ class Bench:
                                            env={"VOXRT_CUDA_ZERO_COPY": "0"})
                     row["voxrt_no_zero_copy_p50"] = noz["latency_ms"]["median"]
                 if self.device == "cuda" and precision in ("fp16", "bf16") and "stream16_b256" in name:
-                    row["voxrt_persistent_tc"] = self.persistent_tc_ab(
-                        name, onnx_path, profiles, precision, shapes, inputs, in_names, ref, tol)
+                    every = {}
+                    for label, env in self.OPT_INS.items():
+                        every.update(env)
+                        row[f"voxrt_{label}"] = self.opt_in_ab(
+                            label, env, name, onnx_path, profiles, precision, shapes, inputs,
+                            in_names, ref, tol)
+                    row["voxrt_all_opt_ins"] = self.opt_in_ab(
+                        "all_opt_ins", every, name, onnx_path, profiles, precision, shapes,
+                        inputs, in_names, ref, tol)
                 if all("device_ms" in v for v in vox):
                     dev_p50 = float(np.median([v["device_ms"]["median"] for v in vox]))
                     dev_p99 = float(max(v["device_ms"]["p99"] for v in vox))

@@ -241,8 +241,13 @@ TEST(CudaBackendNoDevice, CudnnTacticsFollowTheLibrary) {
     std::cout << "[ note ] " << cuda::cudnn_fingerprint()
               << " loaded; Conv tactics: " << conv_tactics << "\n";
     EXPECT_NE(conv_tactics.find("cudnn_implicit_precomp_gemm"), std::string::npos) << conv_tactics;
+    // The graph-API tactics are opt-in (VOXRT_CUDA_CUDNN_GRAPH=1) until verified on a device.
+    EXPECT_EQ(conv_tactics.find("cudnn_graph"), std::string::npos) << conv_tactics;
     if (cuda::cudnn_graph_api()) {
-      EXPECT_NE(conv_tactics.find("cudnn_graph_0"), std::string::npos) << conv_tactics;
+      setenv("VOXRT_CUDA_CUDNN_GRAPH", "1", 1);
+      const std::string opted_in = names(cuda::tactics_for(*conv, Precision::kFp16));
+      unsetenv("VOXRT_CUDA_CUDNN_GRAPH");
+      EXPECT_NE(opted_in.find("cudnn_graph_3"), std::string::npos) << opted_in;
     }
     EXPECT_NE(cuda::cudnn_fingerprint().find("cudnn=9"), std::string::npos);
   } else {
@@ -638,11 +643,17 @@ TEST(CudaOps, ConvDirectTensorCoreEveryPrecision) {
     for (const auto& [name, make] : direct_conv_cases()) check_all_tactics(name, make, p);
 }
 
-// cuDNN's graph-API tactics must make a plan for DS2's conv.3 shape (the case they exist for)
-// and agree with the CPU: check_all_tactics would only note a declined cuDNN tactic.
+// cuDNN's graph-API tactics (opt-in, VOXRT_CUDA_CUDNN_GRAPH=1, until they pass here) must make
+// a plan for DS2's conv.3 shape (the case they exist for) and agree with the CPU:
+// check_all_tactics would only note a declined cuDNN tactic. Then every rank on the other conv
+// cases, at every precision.
 TEST(CudaOps, ConvCudnnGraphTacticRunsDs2Conv3) {
   REQUIRE_CUDA_DEVICE();
   if (!cuda::cudnn_graph_api()) GTEST_SKIP() << cuda::cudnn_graph_api().status().message();
+  setenv("VOXRT_CUDA_CUDNN_GRAPH", "1", 1);
+  struct OptOut {
+    ~OptOut() { unsetenv("VOXRT_CUDA_CUDNN_GRAPH"); }
+  } opt_out;
   const GraphCase make =
       direct_conv_case({4, 32, 41, 8}, 32, {21, 11}, {2, 1}, {10, 5, 10, 5}, {1, 1}, "clip");
   for (Precision p : kAllPrecisions) {
@@ -664,6 +675,8 @@ TEST(CudaOps, ConvCudnnGraphTacticRunsDs2Conv3) {
     ASSERT_EQ(outputs.size(), 1u);
     EXPECT_LE(relative_error(outputs[0], reference[0]), tolerance(p));
   }
+  for (Precision p : kAllPrecisions)
+    for (const auto& [name, make_case] : direct_conv_cases()) check_all_tactics(name, make_case, p);
 }
 
 GraphCase recurrent_case(ir::OpKind op, const std::string& direction, int batch, bool states,
@@ -992,6 +1005,40 @@ TEST(CudaModels, Ds2StreamingGruChunksMatchCpu) {
       }
     }
   }
+}
+
+// VOXRT_CUDA_STEP_GRAPH_TIMING=1 (opt-in until it has passed here): the autotuner times each
+// step as its own replayed CUDA graph. Every recurrent and dense node still gets a time for its
+// chosen tactic, and the engine it picks agrees with the CPU.
+TEST(CudaModels, StepGraphTimingTimesEveryChosenTactic) {
+  REQUIRE_CUDA_DEVICE();
+  setenv("VOXRT_CUDA_STEP_GRAPH_TIMING", "1", 1);
+  struct OptOut {
+    ~OptOut() { unsetenv("VOXRT_CUDA_STEP_GRAPH_TIMING"); }
+  } opt_out;
+  std::mt19937 rng_cpu(3), rng_gpu(3);
+  BuildReport report;
+  auto cpu = build_and_load(ds2_streaming_graph(rng_cpu, 5), DeviceKind::kCpu, Precision::kFp32);
+  auto gpu = build_and_load(ds2_streaming_graph(rng_gpu, 5), DeviceKind::kCuda, Precision::kFp16,
+                            {}, &report);
+  ASSERT_TRUE(cpu && gpu);
+  int chosen = 0;
+  for (const TacticTiming& t : report.tactic_timings) {
+    if (!t.chosen) continue;
+    ++chosen;
+    EXPECT_GT(t.time_us, 0.0) << t.node << " " << t.tactic;
+  }
+  EXPECT_GT(chosen, 0);
+  auto cpu_ctx = cpu->create_context(1);
+  auto gpu_ctx = gpu->create_context(1);
+  ASSERT_TRUE(cpu_ctx && gpu_ctx);
+  std::mt19937 rng(9);
+  std::vector<Tensor> in = {random_tensor({5, 1, 40, 16}, rng),
+                            Tensor::zeros(DType::kF32, {1, 5, 64})};
+  auto co = (*cpu_ctx)->run(in);
+  auto go = (*gpu_ctx)->run(in);
+  ASSERT_TRUE(co && go);
+  EXPECT_LE(relative_error((*go)[0], (*co)[0]), tolerance(Precision::kFp16) * 4);
 }
 
 TEST(CudaModels, BiLstmMatchesCpuAndTheTimingCacheReproducesThePlan) {

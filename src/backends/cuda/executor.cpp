@@ -175,6 +175,8 @@ class CudaSession final : public DeviceSession {
   explicit CudaSession(const CudaExecutable& exe) : exe_(exe) {
     const char* graphs = std::getenv("VOXRT_CUDA_GRAPHS");
     graphs_enabled_ = !(graphs && std::string(graphs) == "0");
+    const char* step_timing = std::getenv("VOXRT_CUDA_STEP_GRAPH_TIMING");
+    step_graph_timing_ = step_timing && std::string(step_timing) == "1";
     const char* zero_copy = std::getenv("VOXRT_CUDA_ZERO_COPY");
     zero_copy_enabled_ = !(zero_copy && std::string(zero_copy) == "0");
     // Tests: fill new arenas and scratch with NaN bytes, so an output no kernel wrote shows.
@@ -389,12 +391,13 @@ class CudaSession final : public DeviceSession {
       if (plan->calls[s] && !failed[s]) failed[s] = !enqueue_step(*plan, s).is_ok();
     }
     VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
-    // Each step is timed as a CUDA graph of its own, replayed, as the runtime replays a plan.
-    // Timed eagerly, a tactic with host work per call (cuDNN's RNN) was charged for the gaps that
-    // work leaves on the GPU, gaps a replayed graph does not have. A step that cannot be
-    // captured is timed eagerly.
+    // With VOXRT_CUDA_STEP_GRAPH_TIMING=1 each step is timed as a CUDA graph of its own,
+    // replayed, as the runtime replays a plan. Timed eagerly, a tactic with host work per call
+    // (cuDNN's RNN) is charged for the gaps that work leaves on the GPU, gaps a replayed graph
+    // does not have. A step that cannot be captured is timed eagerly. Opt-in until it has run
+    // on a device (written in a session without one).
     std::vector<cudaGraphExec_t> step_graphs(n, nullptr);
-    if (graphs_enabled_) {
+    if (graphs_enabled_ && step_graph_timing_) {
       for (std::size_t s = 0; s < n; ++s)
         if (plan->calls[s] && !failed[s]) step_graphs[s] = capture_step(*plan, s);
       VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
@@ -933,6 +936,7 @@ class CudaSession final : public DeviceSession {
 
   const CudaExecutable& exe_;
   bool graphs_enabled_ = true;
+  bool step_graph_timing_ = false;  // run_profiled: each step as its own replayed graph
   // Inputs and outputs of at most kZeroCopyMaxBytes per direction move by one copy_spans kernel
   // instead of one memcpy each (VOXRT_CUDA_ZERO_COPY=0: always memcpy).
   bool zero_copy_enabled_ = true;
