@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "backends/cuda/cuda_ops.h"
 #include "voxrt/status.h"
 
 #if VOXRT_HAVE_CUDNN
@@ -70,6 +71,15 @@ struct CudnnGraphApi {
 
 // Status from a cuDNN call (`what`: the call, for the message).
 Status cudnn_status(const CudnnApi& api, cudnnStatus_t status, const char* what);
+// cuDNN's data type for the operand type of a call (float, half, bfloat16).
+inline cudnnDataType_t cudnn_data_type(ops::LowType type) {
+  switch (type) {
+    case ops::LowType::kF16: return CUDNN_DATA_HALF;
+    case ops::LowType::kBF16: return CUDNN_DATA_BFLOAT16;
+    case ops::LowType::kF32: break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
 #else
 struct CudnnApi;
 struct CudnnRnnApi;

@@ -12,15 +12,6 @@ namespace {
 // More workspace than this and an algorithm is passed over (the scratch is per plan).
 constexpr std::size_t kMaxWorkspaceBytes = 512u << 20;
 
-cudnnDataType_t cudnn_type(ops::LowType type) {
-  switch (type) {
-    case ops::LowType::kF16: return CUDNN_DATA_HALF;
-    case ops::LowType::kBF16: return CUDNN_DATA_BFLOAT16;
-    case ops::LowType::kF32: break;
-  }
-  return CUDNN_DATA_FLOAT;
-}
-
 cudnnConvolutionFwdAlgo_t fixed_algorithm(CudnnConvAlgo algo) {
   switch (algo) {
     case CudnnConvAlgo::kImplicitGemm: return CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
@@ -61,7 +52,7 @@ class CudnnConvCall final : public CudaCall {
       workspace_bytes_ = graph_->workspace_bytes();
       return Status::ok();
     }
-    const cudnnDataType_t type = cudnn_type(s.data_type);
+    const cudnnDataType_t type = cudnn_data_type(s.data_type);
     if (s.nhwc && s.data_type == ops::LowType::kF32)
       return unsupported("cuDNN NHWC tactics are for FP16/BF16 data only");
     const cudnnTensorFormat_t format = s.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;

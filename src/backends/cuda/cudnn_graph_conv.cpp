@@ -73,15 +73,6 @@ Expected<Descriptor> make_tensor(const Apis& a, std::int64_t id, cudnnDataType_t
   return t;
 }
 
-cudnnDataType_t graph_data_type(ops::LowType type) {
-  switch (type) {
-    case ops::LowType::kF16: return CUDNN_DATA_HALF;
-    case ops::LowType::kBF16: return CUDNN_DATA_BFLOAT16;
-    case ops::LowType::kF32: break;
-  }
-  return CUDNN_DATA_FLOAT;
-}
-
 // The notes of the engine behind an engine configuration.
 struct EngineNotes {
   std::int64_t global_index = -1;
@@ -176,7 +167,7 @@ Expected<std::unique_ptr<CudnnGraphConv>> make_cudnn_graph_conv(cudnnHandle_t ha
   const Apis a{*api, *graph_api};
   if (s.nhwc && s.data_type == ops::LowType::kF32)
     return unsupported("cuDNN NHWC tactics are for FP16/BF16 data only");
-  const cudnnDataType_t type = graph_data_type(s.data_type);
+  const cudnnDataType_t type = cudnn_data_type(s.data_type);
   VOXRT_ASSIGN_OR_RETURN(
       Descriptor x, make_tensor(a, kXId, type, {s.batch, s.channels, s.height, s.width}, s.nhwc));
   VOXRT_ASSIGN_OR_RETURN(

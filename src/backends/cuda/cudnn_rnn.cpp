@@ -27,15 +27,6 @@ int onnx_gate(int gates, int g) {
   return gates == 3 ? kGru[g] : kLstm[g];
 }
 
-cudnnDataType_t rnn_data_type(ops::LowType type) {
-  switch (type) {
-    case ops::LowType::kF16: return CUDNN_DATA_HALF;
-    case ops::LowType::kBF16: return CUDNN_DATA_BFLOAT16;
-    case ops::LowType::kF32: break;
-  }
-  return CUDNN_DATA_FLOAT;
-}
-
 struct RnnConfig {
   rec::RecurrentSpec spec;
   ops::LowType data_type = ops::LowType::kF32;
@@ -72,7 +63,7 @@ class RnnDescriptor {
     return check(
         rnn_.set_rnn(desc_, algo, s.gates == 3 ? CUDNN_GRU : CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
                      s.num_directions == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
-                     CUDNN_LINEAR_INPUT, rnn_data_type(config.data_type), CUDNN_DATA_FLOAT, math,
+                     CUDNN_LINEAR_INPUT, cudnn_data_type(config.data_type), CUDNN_DATA_FLOAT, math,
                      static_cast<std::int32_t>(s.input_size), hidden, hidden, 1, dropout_,
                      CUDNN_RNN_PADDED_IO_DISABLED),
         "cudnnSetRNNDescriptor_v8");
@@ -181,7 +172,7 @@ class CudnnRnnCall final : public CudaCall {
     const auto check = [&](cudnnStatus_t status, const char* what) {
       return descriptor_.check(status, what);
     };
-    const cudnnDataType_t type = rnn_data_type(config_.data_type);
+    const cudnnDataType_t type = cudnn_data_type(config_.data_type);
     const std::vector<int> lengths(static_cast<std::size_t>(batch), static_cast<int>(seq));
     VOXRT_RETURN_IF_ERROR(check(rnn_.create_rnn_data(&x_), "cudnnCreateRNNDataDescriptor"));
     VOXRT_RETURN_IF_ERROR(
