@@ -397,11 +397,6 @@ class CudaSession final : public DeviceSession {
     // does not have. A step that cannot be captured is timed eagerly. Opt-in until it has run
     // on a device (written in a session without one).
     std::vector<cudaGraphExec_t> step_graphs(n, nullptr);
-    if (graphs_enabled_ && step_graph_timing_) {
-      for (std::size_t s = 0; s < n; ++s)
-        if (plan->calls[s] && !failed[s]) step_graphs[s] = capture_step(*plan, s);
-      VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
-    }
     struct GraphsGone {
       std::vector<cudaGraphExec_t>& graphs;
       ~GraphsGone() {
@@ -409,6 +404,11 @@ class CudaSession final : public DeviceSession {
           if (g) cudaGraphExecDestroy(g);
       }
     } graphs_gone{step_graphs};
+    if (graphs_enabled_ && step_graph_timing_) {
+      for (std::size_t s = 0; s < n; ++s)
+        if (plan->calls[s] && !failed[s]) step_graphs[s] = capture_step(*plan, s);
+      VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
+    }
     std::vector<cudaEvent_t> events(n + 1, nullptr);
     for (auto& e : events) VOXRT_CUDA_TRY(cudaEventCreate(&e));
     std::vector<std::vector<double>> samples(n);
@@ -881,7 +881,6 @@ class CudaSession final : public DeviceSession {
     return outputs.flush(kZeroCopyMaxBytes);
   }
 
-  // Records the whole run into a CUDA graph; on any failure the plan runs eagerly from then on.
   // Step s alone as an instantiated graph, or null when it cannot be captured.
   cudaGraphExec_t capture_step(const ShapePlan& plan, std::size_t s) {
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
@@ -900,6 +899,7 @@ class CudaSession final : public DeviceSession {
     return exec;
   }
 
+  // Records the whole run into a CUDA graph; on any failure the plan runs eagerly from then on.
   Status capture(ShapePlan& plan) {
     VOXRT_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     const Status enqueued = enqueue_all(plan);
