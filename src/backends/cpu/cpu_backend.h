@@ -4,6 +4,8 @@
 
 #include "backends/kernel.h"
 
+#define VOXRT_AVX2 __attribute__((target("avx2,fma")))
+
 namespace voxrt::backends::cpu {
 
 // Tactics that can run `node` with its input dtypes and attributes; empty = unsupported.
@@ -14,6 +16,9 @@ bool supports(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node, TacticId tactic);
 // "AVX-512 VNNI ..." summary of the CPU, for the engine fingerprint.
 std::string cpu_fingerprint();
+// Whether this CPU runs AVX2 and FMA (once per process). The library is built for baseline
+// x86-64: a function marked VOXRT_AVX2 is only called after this said yes.
+bool cpu_has_avx2_fma();
 
 // One pair per op family (one translation unit per family; STYLE.md 5).
 std::vector<TacticInfo> elementwise_tactics(const ir::Node& node);

@@ -34,6 +34,11 @@ Expected<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node, TacticId t
   return unsupported(node.describe(), ": the CPU backend has no kernel for this op");
 }
 
+bool cpu_has_avx2_fma() {
+  static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return available;
+}
+
 std::string cpu_fingerprint() {
   // The model name and the ISA flags that kernels dispatch on; an engine built for one CPU may
   // pick tactics that are slow or illegal on another.

@@ -111,7 +111,7 @@ bool lists_tactic(const ir::Node& node, const std::string& name) {
 }
 
 TEST(Conv, DirectTacticOnlyWhereItApplies) {
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx2 = backends::cpu::cpu_has_avx2_fma();
   auto plain = make_node(OpKind::kConv, {runtime(random_tensor({1, 1, 9, 9}, 1)),
                                          constant(random_tensor({32, 1, 5, 5}, 2))});
   EXPECT_EQ(lists_tactic(*plain->node, "direct_avx2"), avx2);

@@ -16,23 +16,17 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dense/dense_common.h"
 #include "backends/cpu/dense/dense_kernels.h"
 #include "core/thread_pool.h"
 #include "ir/shape_inference/dense.h"
-
-#define VOXRT_CONV_AVX2 __attribute__((target("avx2,fma")))
 
 namespace voxrt::backends::cpu::dense {
 namespace {
 
 constexpr std::int64_t kLanes = 32;  // output channels per register block (4 x 8 floats)
 constexpr int kPositions = 3;        // output positions per register block
-
-bool has_avx2_fma() {
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return avx2;
-}
 
 struct DirectGeometry {
   std::int64_t channels, in_h, in_w, kernel_h, kernel_w, out_h, out_w;
@@ -43,9 +37,8 @@ struct DirectGeometry {
 // Output positions ow0 .. ow0 + 2 of output row `row` (the padded input row oh * stride_h) for
 // one 32-channel block, into out [3][32]. The accumulators are named variables: as an array GCC
 // stored all twelve to the stack on every tap.
-VOXRT_CONV_AVX2 void block_positions(const DirectGeometry& g, const float* image,
-                                     const float* weights, std::int64_t row, std::int64_t ow0,
-                                     float* out) {
+VOXRT_AVX2 void block_positions(const DirectGeometry& g, const float* image, const float* weights,
+                                std::int64_t row, std::int64_t ow0, float* out) {
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0,
          a8 = a0, a9 = a0, a10 = a0, a11 = a0;
   const std::int64_t plane = g.padded_h * g.padded_w, sw = g.stride_w, dw = g.dilation_w;
@@ -200,7 +193,7 @@ class ConvDirectKernel final : public Kernel {
 }  // namespace
 
 bool conv_direct_applies(const ir::Node& node) {
-  if (!has_avx2_fma()) return false;
+  if (!cpu_has_avx2_fma()) return false;
   const ir::Value* x = node.input(0);
   const ir::Value* w = node.input(1);
   if (!w || !w->is_constant() || w->constant->dims().size() != 4) return false;

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dense/dense_common.h"
 #include "backends/cpu/dense/dense_kernels.h"
 #include "core/thread_pool.h"
@@ -45,11 +46,6 @@ std::int64_t next_power_of_two(std::int64_t n) {
 }
 std::int64_t round_up(std::int64_t n, std::int64_t to) {
   return (n + to - 1) / to * to;
-}
-
-bool has_avx2() {
-  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return avx2;
 }
 
 // The twiddles exp(-2 pi i k / n), k < n / 2, and the bit-reversal permutation of one size.
@@ -118,9 +114,8 @@ struct FftSize {
     }                                                                                     \
   }
 
-__attribute__((target("avx2,fma"))) void fft_first_axis_avx2(const FftSize& size, float* re,
-                                                             float* im, std::int64_t m,
-                                                             std::int64_t stride, bool inverse) {
+VOXRT_AVX2 void fft_first_axis_avx2(const FftSize& size, float* re, float* im, std::int64_t m,
+                                    std::int64_t stride, bool inverse) {
   VOXRT_FFT_FIRST_AXIS_BODY
 }
 void fft_first_axis_generic(const FftSize& size, float* re, float* im, std::int64_t m,
@@ -131,7 +126,7 @@ void fft_first_axis_generic(const FftSize& size, float* re, float* im, std::int6
 
 void fft_first_axis(const FftSize& size, float* re, float* im, std::int64_t m, std::int64_t stride,
                     bool inverse) {
-  if (has_avx2()) {
+  if (cpu_has_avx2_fma()) {
     fft_first_axis_avx2(size, re, im, m, stride, inverse);
   } else {
     fft_first_axis_generic(size, re, im, m, stride, inverse);
@@ -172,7 +167,7 @@ struct ProductArgs {
 };
 
 template <int kCount>
-__attribute__((target("avx2,fma"))) void sum_products_avx2(const ProductArgs& a) {
+VOXRT_AVX2 void sum_products_avx2(const ProductArgs& a) {
   const std::int64_t slice = a.channels * 16;
   for (std::int64_t j = 0; j < a.bins; j += 8) {
     const float* wj = a.w + (j / 8) * slice;
@@ -224,7 +219,7 @@ void sum_products_generic(const ProductArgs& a, int count) {
 
 // bins is a multiple of 8 (fft_w is a power of two >= 8).
 void sum_products(const ProductArgs& a, int count) {
-  if (!has_avx2()) {
+  if (!cpu_has_avx2_fma()) {
     sum_products_generic(a, count);
     return;
   }

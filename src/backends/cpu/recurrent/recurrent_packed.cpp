@@ -600,7 +600,7 @@ bool is_constant_input(const ir::Node& node, std::size_t index) {
 }  // namespace
 
 bool packed_available() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return cpu_has_avx2_fma();
 }
 
 Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,

@@ -8,9 +8,8 @@
 
 #include <cstdint>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/recurrent/recurrent_spec.h"
-
-#define VOXRT_AVX2 __attribute__((target("avx2,fma")))
 
 namespace voxrt::backends::cpu::recurrent {
 
