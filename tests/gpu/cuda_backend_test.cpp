@@ -21,6 +21,7 @@
 #include "builder/build_graph.h"
 #include "builder/pass_pipeline.h"
 #include "core/thread_pool.h"
+#include "ir/pointwise_program.h"
 #include "ir/shape_inference.h"
 #include "ir/view_ops.h"
 #include "onnx_import/importer.h"
@@ -307,6 +308,94 @@ TEST(CudaOps, Elementwise) {
         },
         Precision::kFp32);
   }
+}
+
+// FusedPointwise programs run as NVRTC-compiled kernels (compiled at load here, since the op
+// tests skip the builder): the flat kernel (inputs of the output's shape and single elements)
+// and the strided one (numpy broadcasting), against the CPU's register-program interpreter.
+ir::Node* fused_pointwise(ir::Graph& g, const std::string& name, std::vector<ir::Value*> ins,
+                          ir::Value* y, const ir::PointwiseProgram& program) {
+  ir::Node* n = node(g, ir::OpKind::kFusedPointwise, name, std::move(ins), {y});
+  ir::encode_pointwise_program(program, n->attrs);
+  return n;
+}
+
+TEST(CudaOps, FusedPointwiseNvrtcMatchesCpu) {
+  REQUIRE_CUDA_DEVICE();
+  using K = ir::OpKind;
+  const auto op = [](K k) { return static_cast<std::int64_t>(k); };
+  // y = clip(a * sigmoid(b) + c, -0.5, 2) - tanh(softplus(a)) / 1.5
+  ir::PointwiseProgram program;
+  program.input_count = 3;
+  program.constants = {-0.5f, 2.0f, 1.5f};
+  program.code = {{op(K::kSigmoid), 1, -1, -1},
+                  {op(K::kMul), 0, 3, -1},
+                  {op(K::kAdd), 4, 2, -1},
+                  {op(K::kClip), 5, -1, 0},
+                  {op(K::kSoftplus), 0, -1, -1},
+                  {op(K::kTanh), 7, -1, -1},
+                  {0, -1, -1, 2},
+                  {op(K::kDiv), 8, 9, -1},
+                  {op(K::kSub), 6, 10, -1}};
+  struct Shapes {
+    const char* name;
+    Dims a, b, c;
+  };
+  for (const Shapes& shapes :
+       {Shapes{"flat", {4, 33, 7}, {4, 33, 7}, {1}}, Shapes{"flat_all_scalars", {1}, {1}, {1}},
+        Shapes{"broadcast", {2, 3, 5, 7}, {3, 1, 7}, {5, 1}},
+        Shapes{"broadcast_rank6", {2, 1, 3, 1, 2, 5}, {4, 1, 1, 1}, {5}}}) {
+    check_all_tactics(
+        str_cat("FusedPointwise ", shapes.name),
+        [&](ir::Graph& g, std::mt19937& rng) {
+          std::vector<Tensor> ins;
+          ir::Value* a = input(g, ins, "a", random_tensor(shapes.a, rng, 2.0f));
+          ir::Value* b = input(g, ins, "b", random_tensor(shapes.b, rng, 2.0f));
+          ir::Value* c = g.add_constant("c", random_tensor(shapes.c, rng));
+          ir::Value* y = out(g, "y");
+          fused_pointwise(g, "fused", {a, b, c}, y, program);
+          g.outputs = {y};
+          return ins;
+        },
+        Precision::kFp32);
+  }
+}
+
+// Through the builder: the fusion pass makes FusedPointwise nodes of plain ops (SiLU, GELU in its
+// erf form, a bias-add and ReLU chain), the CUDA backend compiles each with NVRTC at build time
+// and stores the code in the engine, and the loaded engine (which compiles nothing) matches the
+// CPU engine.
+std::unique_ptr<ir::Graph> pointwise_chain_graph(std::mt19937& rng) {
+  auto g = std::make_unique<ir::Graph>();
+  std::vector<Tensor> unused;
+  ir::Value* x = input(*g, unused, "x", random_tensor({3, 40, 64}, rng));
+  ir::Value* w = g->add_constant("w", random_tensor({64, 64}, rng, 0.125f));
+  ir::Value* h = out(*g, "h");
+  node(*g, ir::OpKind::kMatMul, "mm", {x, w}, {h});
+  ir::Value* s = out(*g, "s");
+  node(*g, ir::OpKind::kSigmoid, "silu_sigmoid", {h}, {s});
+  ir::Value* silu = out(*g, "silu");
+  node(*g, ir::OpKind::kMul, "silu_mul", {h, s}, {silu});
+  ir::Value* d = out(*g, "d");
+  node(*g, ir::OpKind::kDiv, "gelu_div",
+       {silu, g->add_constant("sqrt2", Tensor::scalar_f32(1.4142135f))}, {d});
+  ir::Value* e = out(*g, "e");
+  node(*g, ir::OpKind::kErf, "gelu_erf", {d}, {e});
+  ir::Value* e1 = out(*g, "e1");
+  node(*g, ir::OpKind::kAdd, "gelu_add", {e, g->add_constant("one", Tensor::scalar_f32(1.0f))},
+       {e1});
+  ir::Value* m = out(*g, "m");
+  node(*g, ir::OpKind::kMul, "gelu_mul", {silu, e1}, {m});
+  ir::Value* gelu = out(*g, "gelu");
+  node(*g, ir::OpKind::kMul, "gelu_half", {m, g->add_constant("half", Tensor::scalar_f32(0.5f))},
+       {gelu});
+  ir::Value* b = out(*g, "b");
+  node(*g, ir::OpKind::kAdd, "bias", {gelu, g->add_constant("bias", random_tensor({64}, rng))},
+       {b});
+  ir::Value* y = out(*g, "y");
+  node(*g, ir::OpKind::kRelu, "relu", {b}, {y});
+  g->outputs = {y};
+  return g;
 }
 
 TEST(CudaOps, DataMovement) {
@@ -1088,6 +1177,29 @@ TEST(CudaModels, BiLstmMatchesCpuAndTheTimingCacheReproducesThePlan) {
   }
 }
 
+TEST(CudaModels, PointwiseChainsAreFusedCompiledAtBuildAndStoredInTheEngine) {
+  REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng_cpu(8), rng_gpu(8), rng_x(2);
+  auto cpu = build_and_load(pointwise_chain_graph(rng_cpu), DeviceKind::kCpu, Precision::kFp32);
+  auto gpu = build_and_load(pointwise_chain_graph(rng_gpu), DeviceKind::kCuda, Precision::kFp32);
+  ASSERT_TRUE(cpu && gpu);
+  int fused = 0;
+  for (const auto& [node, tactic] : gpu->impl().device_executable->tactics()) {
+    if (node->op != ir::OpKind::kFusedPointwise) continue;
+    ++fused;
+    EXPECT_EQ(tactic, "nvrtc");
+    // The SASS travelled in the engine file.
+    EXPECT_GT(node->attrs.get_string("voxrt.cuda_cubin", "").size(), 1000u) << node->describe();
+  }
+  EXPECT_GE(fused, 1) << "the fusion pass made no FusedPointwise node";
+  Tensor x = random_tensor({3, 40, 64}, rng_x);
+  std::vector<Tensor> in = {x};
+  auto co = (*cpu->create_context(1))->run(in);
+  auto go = (*gpu->create_context(1))->run(in);
+  ASSERT_TRUE(co && go);
+  EXPECT_LE(relative_error((*go)[0], (*co)[0]), tolerance(Precision::kFp32) * 4);
+}
+
 // The device-resident slot pool: streams run in changing batch compositions, their states
 // gathered and scattered on the device, give what each stream gives alone with host states.
 TEST(CudaSlots, DevicePoolMatchesHostStatesInAnyBatch) {
@@ -1292,7 +1404,8 @@ TEST(CudaBackendNoDevice, ModelsHaveACudaKernelForEveryNode) {
   std::mt19937 rng(1);
   graphs.push_back(ds2_streaming_graph(rng, 2));
   graphs.push_back(bilstm_graph(rng, 5, 2));
-  std::vector<std::string> names = {"ds2_streaming_graph", "bilstm_graph"};
+  graphs.push_back(pointwise_chain_graph(rng));  // FusedPointwise after the passes
+  std::vector<std::string> names = {"ds2_streaming_graph", "bilstm_graph", "pointwise_chain_graph"};
   {
     // The symbolic-batch form (the slot-pool test's) runs on the CPU at any batch.
     std::mt19937 rng_s(3);

@@ -105,7 +105,12 @@ class CudaBackend final : public DeviceBackend {
                         bool autotune, int iterations, TacticTimingStore& store,
                         TacticSelectionStats& stats) const override {
     VOXRT_ASSIGN_OR_RETURN(std::vector<ir::Node*> order, graph.topological_order());
-    std::vector<ir::Node*> tunable;
+    // Generated kernels are compiled once, here, and travel in the engine (the runtime never
+    // compiles); the timing runs below already use them.
+    for (ir::Node* node : order) {
+      if (node->op == ir::OpKind::kFusedPointwise)
+        VOXRT_RETURN_IF_ERROR(attach_fused_pointwise_code(*node));
+    }
     std::map<const ir::Node*, std::vector<TacticInfo>> tactics;
     std::size_t variants = 1;
     for (ir::Node* node : order) {

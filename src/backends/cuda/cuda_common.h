@@ -130,6 +130,14 @@ Expected<std::unique_ptr<CudaKernel>> create_kernel(const ir::Node& node, Tactic
 // Per family (one translation unit each).
 std::string elementwise_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_elementwise_kernel(const ir::Node& node);
+// Element strides of `dims` right-aligned to `out` (0 on broadcast dims); out.size() entries.
+void broadcast_strides(const Dims& dims, const Dims& out, std::int64_t* strides);
+// FusedPointwise (fused_pointwise.cpp): NVRTC-compiled code per node.
+std::string fused_pointwise_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_fused_pointwise_kernel(const ir::Node& node);
+// Build time: compiles the node's program for the current device and stores the code in its
+// attributes (kept in the engine file); a no-op when code for this SM is there already.
+Status attach_fused_pointwise_code(ir::Node& node);
 std::string data_movement_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_data_movement_kernel(const ir::Node& node,
                                                                 KernelBuildContext& build);

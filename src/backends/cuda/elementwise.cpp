@@ -108,22 +108,6 @@ class BinaryCall final : public CudaCall {
   ops::BroadcastIndex index_;
 };
 
-// Element strides of `dims` right-aligned to `out` (0 on broadcast dims).
-void broadcast_strides(const Dims& dims, const Dims& out, std::int64_t* strides) {
-  const std::size_t rank = out.size();
-  std::int64_t stride = 1;
-  for (std::size_t i = 0; i < rank; ++i) {
-    const std::size_t d = rank - 1 - i;
-    if (i < dims.size()) {
-      const std::int64_t size = dims[dims.size() - 1 - i];
-      strides[d] = size == 1 && out[d] != 1 ? 0 : stride;
-      stride *= size;
-    } else {
-      strides[d] = 0;
-    }
-  }
-}
-
 class BinaryKernel final : public CudaKernel {
  public:
   explicit BinaryKernel(ops::BinaryOp op) : op_(op) {}
@@ -147,7 +131,23 @@ class BinaryKernel final : public CudaKernel {
 
 }  // namespace
 
+void broadcast_strides(const Dims& dims, const Dims& out, std::int64_t* strides) {
+  const std::size_t rank = out.size();
+  std::int64_t stride = 1;
+  for (std::size_t i = 0; i < rank; ++i) {
+    const std::size_t d = rank - 1 - i;
+    if (i < dims.size()) {
+      const std::int64_t size = dims[dims.size() - 1 - i];
+      strides[d] = size == 1 && out[d] != 1 ? 0 : stride;
+      stride *= size;
+    } else {
+      strides[d] = 0;
+    }
+  }
+}
+
 std::string elementwise_unsupported(const ir::Node& node) {
+  if (node.op == ir::OpKind::kFusedPointwise) return fused_pointwise_unsupported(node);
   if (!all_f32(node)) return "the CUDA backend runs elementwise ops on f32 tensors only";
   if (find_binary(node.op)) {
     if (node.inputs.size() != 2 || !node.input(0) || !node.input(1))
@@ -169,6 +169,7 @@ std::string elementwise_unsupported(const ir::Node& node) {
 Expected<std::unique_ptr<CudaKernel>> make_elementwise_kernel(const ir::Node& node) {
   const std::string why = elementwise_unsupported(node);
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
+  if (node.op == ir::OpKind::kFusedPointwise) return make_fused_pointwise_kernel(node);
   if (const BinaryInfo* b = find_binary(node.op))
     return std::unique_ptr<CudaKernel>(new BinaryKernel(b->code));
   const UnaryInfo* u = find_unary(node.op);

@@ -76,7 +76,10 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
         tactics.push_back({kRecurrentPersistentTensorCore, "persistent_tc"});
       return tactics;
     }
-    default: return {{kReferenceTactic, "cuda"}};
+    default:
+      // A FusedPointwise node runs the kernel NVRTC compiled for its program (fused_pointwise.cpp).
+      if (node.op == ir::OpKind::kFusedPointwise) return {{kReferenceTactic, "nvrtc"}};
+      return {{kReferenceTactic, "cuda"}};
   }
 }
 
