@@ -7,6 +7,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
@@ -132,6 +133,22 @@ int main(int argc, char** argv) {
          {false, true, true},
          a,
          2.0 * t * 1312 * 1536});
+  }
+  // Streaming front ends: a short-time Fourier transform as a strided 1-D convolution on one
+  // chunk (openWakeWord's melspectrogram: 1280 samples, 257 x 512 taps, hop 160, 5 frames; Silero
+  // VAD v5: 576 samples, 258 x 256 taps, hop 128, 4 frames).
+  for (const auto& [label, samples, rows, taps, hop] :
+       {std::tuple{"stft_melspec [1,1,1280] 257x512/160", 1280, 257, 512, 160},
+        std::tuple{"stft_silero [1,1,576] 258x256/128", 576, 258, 256, 128}}) {
+    voxrt::ir::Attributes a;
+    a.set("strides", std::vector<std::int64_t>{hop});
+    const std::int64_t frames_out = (samples - taps) / hop + 1;
+    cases.push_back({label,
+                     voxrt::ir::OpKind::kConv,
+                     {random_tensor({1, 1, samples}, 10), random_tensor({rows, 1, taps}, 11)},
+                     {false, true},
+                     a,
+                     2.0 * rows * taps * frames_out});
   }
   // Conformer (d_model 256, 4x feed-forward), 64 frames: FFN projection with SiLU-free GELU form.
   {

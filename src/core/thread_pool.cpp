@@ -1,10 +1,37 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "core/thread_name.h"
 
 namespace voxrt {
+namespace {
+
+void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Returns when done() holds or after about kSpinMicroseconds.
+template <typename Done>
+void spin_until(const Done& done) {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicroseconds);
+  for (int i = 1; !done(); ++i) {
+    spin_pause();
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > until) return;
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   const int extra = std::max(threads, 1) - 1;
@@ -19,6 +46,7 @@ ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   work_ready_.notify_all();
   for (auto& w : workers_) w.join();
@@ -49,6 +77,7 @@ void ThreadPool::parallel_for(std::int64_t count, std::int64_t grain,
     next_range_ = 0;
     finished_ranges_ = 0;
     job_ = &fn;
+    generation_.fetch_add(1, std::memory_order_release);
   }
   if (parts == 2)
     work_ready_.notify_one();
@@ -60,17 +89,33 @@ void ThreadPool::parallel_for(std::int64_t count, std::int64_t grain,
     lock.unlock();
     fn(range.first, range.second);
     lock.lock();
-    ++finished_ranges_;
+    finished_ranges_.fetch_add(1, std::memory_order_release);
   }
-  work_done_.wait(lock, [this] { return finished_ranges_ == ranges_.size(); });
+  const std::size_t total = ranges_.size();
+  if (finished_ranges_.load(std::memory_order_acquire) != total) {
+    // The workers' ranges are running: watch them without the lock for a while, then sleep.
+    lock.unlock();
+    spin_until([&] { return finished_ranges_.load(std::memory_order_acquire) == total; });
+    lock.lock();
+    work_done_.wait(lock, [&] { return finished_ranges_.load() == total; });
+  }
   job_ = nullptr;
 }
 
 void ThreadPool::worker_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    work_ready_.wait(
-        lock, [&] { return stopping_ || (job_ != nullptr && next_range_ < ranges_.size()); });
+    const auto has_work = [&] {
+      return stopping_ || (job_ != nullptr && next_range_ < ranges_.size());
+    };
+    if (!has_work()) {
+      // Watch for the next job without the lock for a while, then sleep.
+      const std::uint64_t seen = generation_.load(std::memory_order_acquire);
+      lock.unlock();
+      spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; });
+      lock.lock();
+      work_ready_.wait(lock, has_work);
+    }
     if (stopping_) return;
     std::pair<std::int64_t, std::int64_t> range;
     while (claim(range)) {
@@ -78,7 +123,8 @@ void ThreadPool::worker_loop() {
       lock.unlock();
       (*job)(range.first, range.second);
       lock.lock();
-      if (++finished_ranges_ == ranges_.size()) work_done_.notify_one();
+      if (finished_ranges_.fetch_add(1, std::memory_order_release) + 1 == ranges_.size())
+        work_done_.notify_one();
     }
   }
 }

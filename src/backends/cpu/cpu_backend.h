@@ -5,6 +5,7 @@
 #include "backends/kernel.h"
 
 #define VOXRT_AVX2 __attribute__((target("avx2,fma")))
+#define VOXRT_AVX512 __attribute__((target("avx512f,avx2,fma")))
 
 namespace voxrt::backends::cpu {
 
@@ -19,6 +20,9 @@ std::string cpu_fingerprint();
 // Whether this CPU runs AVX2 and FMA (once per process). The library is built for baseline
 // x86-64: a function marked VOXRT_AVX2 is only called after this said yes.
 bool cpu_has_avx2_fma();
+// Whether this CPU runs AVX-512F (besides AVX2/FMA); a function marked VOXRT_AVX512 is only called
+// after this said yes. VOXRT_CPU_AVX512=0 says no, to time or test the AVX2 code on such a CPU.
+bool cpu_has_avx512f();
 
 // One pair per op family (one translation unit per family; STYLE.md 5).
 std::vector<TacticInfo> elementwise_tactics(const ir::Node& node);

@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <fstream>
 
 #include "backends/cpu/cpu_backend.h"
@@ -36,6 +37,15 @@ Expected<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node, TacticId t
 
 bool cpu_has_avx2_fma() {
   static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return available;
+}
+
+bool cpu_has_avx512f() {
+  static const bool available = [] {
+    const char* allowed = std::getenv("VOXRT_CPU_AVX512");
+    if (allowed && allowed[0] == '0') return false;
+    return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f");
+  }();
   return available;
 }
 

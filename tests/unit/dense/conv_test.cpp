@@ -58,6 +58,16 @@ std::vector<ConvCase> conv_cases() {
        {40, 2, 3, 4},
        attrs_of({{"strides", Ints{1, 2}}, {"dilations", Ints{2, 1}}, {"pads", Ints{1, 2, 0, 3}}})},
       {"direct_one_column", {1, 1, 7, 4}, {33, 1, 2, 4}, attrs_of({{"strides", Ints{3, 3}}})},
+      // few_positions' edges: a short-time Fourier transform as a strided 1-D convolution (the
+      // openWakeWord melspectrogram's shape, 5 frames, 257 rows: a partial row block), two
+      // images with dilation and padding (fields reaching past the input), 7 positions (a
+      // block of 5 or 4 and a remainder), and a depth that is no multiple of 16.
+      {"few_positions_stft", {1, 1, 1280}, {257, 1, 512}, attrs_of({{"strides", Ints{160}}})},
+      {"few_positions_dilated_padded",
+       {2, 3, 40},
+       {6, 3, 9},
+       attrs_of({{"strides", Ints{16}}, {"dilations", Ints{2}}, {"pads", Ints{4, 11}}})},
+      {"few_positions_seven", {1, 2, 3, 9}, {9, 2, 3, 3}, attrs_of({{"pads", Ints{0, 0, 0, 1}}})},
   };
 }
 
@@ -126,6 +136,23 @@ TEST(Conv, DirectTacticOnlyWhereItApplies) {
   auto runtime_weights = make_node(OpKind::kConv, {runtime(random_tensor({1, 1, 9, 9}, 7)),
                                                    runtime(random_tensor({8, 1, 3, 3}, 8))});
   EXPECT_FALSE(lists_tactic(*runtime_weights->node, "direct_avx2"));
+}
+
+TEST(Conv, FewPositionsTacticOnlyWhereItApplies) {
+  const bool avx2 = backends::cpu::cpu_has_avx2_fma();
+  auto stft =
+      make_node(OpKind::kConv,
+                {runtime(random_tensor({1, 1, 600}, 1)), constant(random_tensor({10, 1, 256}, 2))},
+                attrs_of({{"strides", Ints{128}}}));
+  EXPECT_EQ(lists_tactic(*stft->node, "few_positions"), avx2);
+  auto grouped =
+      make_node(OpKind::kConv,
+                {runtime(random_tensor({1, 4, 9, 9}, 3)), constant(random_tensor({4, 2, 3, 3}, 4))},
+                attrs_of({{"group", std::int64_t{2}}}));
+  EXPECT_FALSE(lists_tactic(*grouped->node, "few_positions"));
+  auto runtime_weights = make_node(
+      OpKind::kConv, {runtime(random_tensor({1, 1, 30}, 7)), runtime(random_tensor({8, 1, 3}, 8))});
+  EXPECT_FALSE(lists_tactic(*runtime_weights->node, "few_positions"));
 }
 
 // The FFT tactic: large kernels with strides, asymmetric and larger-than-input padding, a batch

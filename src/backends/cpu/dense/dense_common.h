@@ -19,7 +19,8 @@ inline constexpr TacticId kTacticOneDnnConv = 4;         // Conv, FusedConv (pla
 inline constexpr TacticId kTacticOneDnnConvBlocked = 5;  // Conv, FusedConv (oneDNN's layouts)
 inline constexpr TacticId kTacticFftConv = 6;            // Conv, FusedConv (2-D, large kernels)
 inline constexpr TacticId kTacticFftConvLargeTiles = 7;  // the same over tiles twice as long
-inline constexpr TacticId kTacticDirectConv = 8;  // Conv, FusedConv (2-D, AVX2, few channels)
+inline constexpr TacticId kTacticDirectConv = 8;        // Conv, FusedConv (2-D, AVX2, few channels)
+inline constexpr TacticId kTacticFewPositionsConv = 9;  // Conv, FusedConv (few output positions)
 
 enum class ActivationKind { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kTanh, kGeluErf };
 

@@ -26,6 +26,11 @@ Expected<std::unique_ptr<Kernel>> make_conv_fft_kernel(const ir::Node& node, int
 // AVX2 and FMA. Meant for few input channels and large kernels, where im2col's GEMM is thin.
 bool conv_direct_applies(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_conv_direct_kernel(const ir::Node& node);
+// Few output positions per image (conv_few_positions.cpp): constant 3-D to 5-D weights, group 1,
+// on a CPU with AVX2 and FMA (AVX-512 used where present). Meant for a strided STFT-like
+// convolution over one streaming chunk, where im2col's GEMM has only a handful of columns.
+bool conv_few_positions_applies(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_conv_few_positions_kernel(const ir::Node& node);
 
 // Gemm, MatMul and FusedMatMul share one implementation per tactic.
 Expected<std::unique_ptr<Kernel>> make_matmul_reference_kernel(const ir::Node& node);

@@ -6,6 +6,7 @@
 namespace voxrt::backends::cpu {
 
 using dense::kTacticDirectConv;
+using dense::kTacticFewPositionsConv;
 using dense::kTacticFftConv;
 using dense::kTacticFftConvLargeTiles;
 using dense::kTacticIm2ColOpenBlas;
@@ -44,6 +45,8 @@ std::vector<TacticInfo> dense_tactics(const ir::Node& node) {
     if (dense::conv_fft_applies(node, 4))
       tactics.push_back({kTacticFftConvLargeTiles, "fft_large_tiles"});
     if (dense::conv_direct_applies(node)) tactics.push_back({kTacticDirectConv, "direct_avx2"});
+    if (dense::conv_few_positions_applies(node))
+      tactics.push_back({kTacticFewPositionsConv, "few_positions"});
     return tactics;
   }
   tactics.push_back({kTacticOpenBlas, "openblas"});
@@ -67,6 +70,7 @@ Expected<std::unique_ptr<Kernel>> make_dense_kernel(const ir::Node& node, Tactic
       case kTacticFftConv: return dense::make_conv_fft_kernel(node, 2);
       case kTacticFftConvLargeTiles: return dense::make_conv_fft_kernel(node, 4);
       case kTacticDirectConv: return dense::make_conv_direct_kernel(node);
+      case kTacticFewPositionsConv: return dense::make_conv_few_positions_kernel(node);
       default: break;
     }
   } else {
