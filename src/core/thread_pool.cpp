@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -20,11 +21,12 @@ void spin_pause() {
 #endif
 }
 
-// Returns when done() holds or after about kSpinMicroseconds.
+// Returns when done() holds or after about ThreadPool::spin_microseconds().
 template <typename Done>
 void spin_until(const Done& done) {
-  const auto until =
-      std::chrono::steady_clock::now() + std::chrono::microseconds(ThreadPool::kSpinMicroseconds);
+  const int spin_us = ThreadPool::spin_microseconds();
+  if (spin_us <= 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
   for (int i = 1; !done(); ++i) {
     spin_pause();
     if (i % 64 == 0 && std::chrono::steady_clock::now() > until) return;
@@ -32,6 +34,15 @@ void spin_until(const Done& done) {
 }
 
 }  // namespace
+
+int ThreadPool::spin_microseconds() {
+  static const int spin_us = [] {
+    const char* text = std::getenv("VOXRT_POOL_SPIN_US");
+    if (!text || !*text) return kDefaultSpinMicroseconds;
+    return std::clamp(std::atoi(text), 0, 100000);
+  }();
+  return spin_us;
+}
 
 ThreadPool::ThreadPool(int threads) {
   const int extra = std::max(threads, 1) - 1;

@@ -6,7 +6,7 @@
 // caller's own speed instead of stalling every call; kernels must not make one range wait for
 // another (ranges may run one after the other on one thread).
 //
-// A worker that finishes a job watches for the next one for a short while (kSpinMicroseconds)
+// A worker that finishes a job watches for the next one for a short while (spin_microseconds())
 // before it sleeps on the condition variable, and a caller whose ranges are done watches the
 // workers' for as long before it sleeps: an inference runs its layers' parallel_for calls
 // microseconds apart, and waking a sleeping thread costs tens of microseconds on a VM, more
@@ -33,8 +33,10 @@ class ThreadPool {
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
   // How long an idle worker watches for new work, and a caller for the workers' ranges, before
-  // it sleeps.
-  static constexpr int kSpinMicroseconds = 200;
+  // it sleeps: kDefaultSpinMicroseconds, or VOXRT_POOL_SPIN_US (0 = sleep at once, for cores
+  // shared with other busy processes, where spinning takes time from them).
+  static constexpr int kDefaultSpinMicroseconds = 200;
+  static int spin_microseconds();
   // fn(begin, end) for disjoint ranges covering [0, count); ranges are at least `grain` long,
   // and there are at most threads() of them.
   void parallel_for(std::int64_t count, std::int64_t grain,
