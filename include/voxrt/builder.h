@@ -45,6 +45,13 @@ struct BuildProgress {
 
 struct BuilderConfig {
   Precision precision = Precision::kFp32;
+  // Per-layer precision overrides (trtexec's --layerPrecisions), keyed by ONNX node name: a layer
+  // runs at the precision of the nodes it was made from that are named here (the most precise
+  // one if several are, fp32 > tf32 > fp16/bf16), the others at `precision`. The usual use is
+  // keeping a numerically touchy layer (a final projection, a normalization) in fp32 in an fp16
+  // engine. Every name must be a node of the model. The CPU backend is fp32 throughout, so there
+  // only fp32 may be named (a no-op that is still checked and recorded).
+  std::map<std::string, Precision> layer_precisions;
   DeviceKind device = DeviceKind::kCpu;
   std::vector<OptimizationProfile> profiles;
   std::vector<StatePair> states;

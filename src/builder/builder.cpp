@@ -6,6 +6,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/device_backend.h"
 #include "builder/build_graph.h"
+#include "builder/layer_precision.h"
 #include "builder/pass_pipeline.h"
 #include "builder/tactic_selector.h"
 #include "ir/shape_inference.h"
@@ -181,8 +182,14 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
   VOXRT_RETURN_IF_ERROR(ir::infer_graph(*graph));
 
   progress(config, "optimize", 0, 1);
+  const std::set<std::string> original_names = builder::node_names(*graph);
   VOXRT_RETURN_IF_ERROR(builder::optimize_graph(*graph, report.pass_changes));
   progress(config, "optimize", 1, 1, str_cat(report.pass_changes.size(), " rewrites"));
+
+  std::vector<std::string> precision_warnings;
+  VOXRT_RETURN_IF_ERROR(
+      builder::apply_layer_precisions(*graph, config, original_names, precision_warnings));
+  for (auto& w : precision_warnings) report.pass_changes.push_back("warning: " + w);
 
   std::vector<std::string> warnings;
   VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> opt_inputs,
@@ -215,9 +222,10 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
     }
     std::unordered_map<const ir::Node*, const builder::ProfilingRun::Record*> record_of;
     for (const auto& r : run.records) record_of.emplace(r.node, &r);
-    const std::string key_target =
-        str_cat(fingerprint, " precision=", precision_name(config.precision));
     auto key_for = [&](const ir::Node& node, const backends::TacticInfo& tactic) {
+      const std::string key_target =
+          str_cat(fingerprint,
+                  " precision=", precision_name(backends::layer_precision(node, config.precision)));
       std::vector<const Tensor*> ins;
       auto it = record_of.find(&node);
       if (it != record_of.end()) {

@@ -39,6 +39,15 @@ Status BuilderConfig::validate() const {
     if (precision == Precision::kInt8)
       return unsupported("precision int8 is not available on the CUDA backend yet");
   }
+  for (const auto& [layer, layer_precision] : layer_precisions) {
+    if (layer.empty()) return invalid_argument("layer precision with an empty layer name");
+    if (device == DeviceKind::kCpu && layer_precision != Precision::kFp32) {
+      return unsupported("layer '", layer, "' at ", precision_name(layer_precision),
+                         ": the CPU backend runs every layer in fp32");
+    }
+    if (layer_precision == Precision::kInt8)
+      return unsupported("layer '", layer, "' at int8: int8 layers are not available yet");
+  }
   if (threads < 1 || threads > 256)
     return invalid_argument("threads must be 1..256, got ", threads);
   if (timing_iterations < 1)
@@ -73,6 +82,8 @@ std::string BuilderConfig::describe() const {
       << " autotune=" << (autotune ? "on" : "off") << " workspace=" << (workspace_limit_bytes >> 20)
       << "MiB";
   if (!timing_cache_path.empty()) out << " timing_cache=" << timing_cache_path;
+  for (const auto& [layer, layer_precision] : layer_precisions)
+    out << " layer_precision=" << layer << ":" << precision_name(layer_precision);
   for (const auto& p : profiles) {
     out << " profile[" << p.name << "]{";
     bool first = true;

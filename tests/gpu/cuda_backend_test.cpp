@@ -1200,6 +1200,63 @@ TEST(CudaModels, PointwiseChainsAreFusedCompiledAtBuildAndStoredInTheEngine) {
   EXPECT_LE(relative_error((*go)[0], (*co)[0]), tolerance(Precision::kFp32) * 4);
 }
 
+// BuilderConfig::layer_precisions on the device: in an fp16 engine, a MatMul named fp32 runs in
+// fp32 (its error against the CPU is an fp32 error), the same MatMul without the override does
+// not (fp16 operands over K = 512 are off by ~1e-3), and the timing cache keys the two apart.
+std::unique_ptr<ir::Graph> two_matmul_graph(std::mt19937& rng) {
+  auto g = std::make_unique<ir::Graph>();
+  std::vector<Tensor> unused;
+  ir::Value* x = input(*g, unused, "x", random_tensor({16, 512}, rng));
+  ir::Value* h = out(*g, "h");
+  node(*g, ir::OpKind::kMatMul, "first", {x, g->add_constant("w1", random_tensor({512, 512}, rng))},
+       {h});
+  ir::Value* y = out(*g, "y");
+  node(*g, ir::OpKind::kMatMul, "second",
+       {h, g->add_constant("w2", random_tensor({512, 64}, rng, 0.05f))}, {y});
+  g->outputs = {y};
+  return g;
+}
+
+TEST(CudaModels, LayerPrecisionOverrideRunsThatLayerInFp32) {
+  REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng_x(4);
+  const Tensor x = random_tensor({16, 512}, rng_x);
+  std::vector<Tensor> in = {x};
+  std::mt19937 rng_cpu(6);
+  auto cpu = build_and_load(two_matmul_graph(rng_cpu), DeviceKind::kCpu, Precision::kFp32);
+  ASSERT_TRUE(cpu);
+  auto reference = (*cpu->create_context(1))->run(in);
+  ASSERT_TRUE(reference);
+  double errors[2] = {0, 0};
+  for (int overridden : {0, 1}) {
+    SCOPED_TRACE(overridden ? "both layers fp32 in an fp16 engine" : "plain fp16 engine");
+    BuilderConfig config;
+    config.device = DeviceKind::kCuda;
+    config.precision = Precision::kFp16;
+    config.timing_iterations = 2;
+    if (overridden) {
+      config.layer_precisions["first"] = Precision::kFp32;
+      config.layer_precisions["second"] = Precision::kFp32;
+    }
+    std::mt19937 rng_gpu(6);
+    auto bytes = builder::build_engine_from_graph(two_matmul_graph(rng_gpu), 7, config);
+    ASSERT_TRUE(bytes) << bytes.status().message();
+    auto engine = Engine::load_bytes(std::move(*bytes));
+    ASSERT_TRUE(engine) << engine.status().message();
+    for (const auto& [n, tactic] : (*engine)->impl().device_executable->tactics()) {
+      EXPECT_EQ(backends::layer_precision(*n, Precision::kFp16),
+                overridden ? Precision::kFp32 : Precision::kFp16)
+          << n->describe();
+    }
+    auto got = (*(*engine)->create_context(1))->run(in);
+    ASSERT_TRUE(got) << got.status().message();
+    errors[overridden] = relative_error((*got)[0], (*reference)[0]);
+  }
+  EXPECT_LE(errors[1], tolerance(Precision::kFp32) * 4) << "the fp32 layers ran at fp16?";
+  EXPECT_GT(errors[0], errors[1] * 10) << "fp16 " << errors[0] << " vs overridden " << errors[1];
+  EXPECT_LE(errors[0], tolerance(Precision::kFp16));
+}
+
 // The device-resident slot pool: streams run in changing batch compositions, their states
 // gathered and scattered on the device, give what each stream gives alone with host states.
 TEST(CudaSlots, DevicePoolMatchesHostStatesInAnyBatch) {

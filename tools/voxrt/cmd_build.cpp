@@ -19,6 +19,7 @@ struct BuildArgs {
   std::vector<std::string> states;
   std::vector<std::string> fixed_inputs;
   std::vector<std::string> metadata;
+  std::vector<std::string> layer_precisions;
   std::string timing_cache;
   std::string precision = "fp32";
   std::string device = "cpu";
@@ -37,6 +38,19 @@ int run_build(const BuildArgs& args) {
     return 2;
   }
   config.precision = *precision;
+  for (const auto& spec : args.layer_precisions) {
+    // NAME:PRECISION, split at the last ':' (ONNX node names may hold one).
+    const auto colon = spec.rfind(':');
+    auto layer = colon == std::string::npos || colon == 0
+                     ? Expected<Precision>(invalid_argument("expected NAME:PRECISION"))
+                     : precision_from_name(spec.substr(colon + 1));
+    if (!layer) {
+      std::cerr << "error: --layer-precision '" << spec << "': " << layer.status().message()
+                << "\n";
+      return 2;
+    }
+    config.layer_precisions[spec.substr(0, colon)] = *layer;
+  }
   if (args.device == "cuda") {
     config.device = DeviceKind::kCuda;
   } else if (args.device != "cpu") {
@@ -140,6 +154,8 @@ void add_build_command(CLI::App& app, int& exit_code) {
       "cpu.cache\n"
       "  voxrt build --onnx silero_vad.onnx --engine vad.engine --fixed-input sr=16000 --state "
       "state:stateN\n"
+      "  voxrt build --onnx ds2.onnx --engine ds2_fp16.engine --device cuda --precision fp16 "
+      "--layer-precision /fc/MatMul:fp32\n"
       "Repeating --profile for the same input adds another optimization profile.");
   cmd->add_option("--onnx", args->onnx_path, "ONNX model to compile")
       ->required()
@@ -155,6 +171,10 @@ void add_build_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--timing-cache", args->timing_cache, "Timing cache file (read, then updated)");
   cmd->add_option("--precision", args->precision, "fp32 | tf32 | fp16 | bf16 | int8")
       ->capture_default_str();
+  cmd->add_option("--layer-precision", args->layer_precisions,
+                  "NODE:PRECISION runs the layer made from ONNX node NODE at PRECISION instead of "
+                  "--precision, e.g. /fc/MatMul:fp32 keeps the output projection of an fp16 engine "
+                  "in fp32 (repeatable; inspect shows each layer's precision)");
   cmd->add_option("--device", args->device, "cpu | cuda")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Threads used to time tactics (match the deployment)")
       ->capture_default_str();

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "backends/device_backend.h"
 #include "commands.h"
 #include "runtime/engine_impl.h"
 
@@ -47,6 +48,8 @@ int run_inspect(const std::string& path, bool json, bool all_metadata) {
          {"origin", n->origin},
          {"tactic", n->attrs.get_string(runtime::kTacticNameAttr,
                                         n->op == ir::OpKind::kIf ? "control_flow" : "view")},
+         {"precision",
+          std::string(precision_name(backends::layer_precision(*n, contents.target.precision)))},
          {"time_us", us}});
   }
   nlohmann::json profiles = nlohmann::json::array();
@@ -113,7 +116,8 @@ int run_inspect(const std::string& path, bool json, bool all_metadata) {
             << contents.memory_plan.unplanned_bytes << " unplanned), weights "
             << contents.memory_plan.weights_bytes << " bytes\n\n";
   std::cout << std::left << std::setw(4) << "#" << std::setw(28) << "layer" << std::setw(16) << "op"
-            << std::setw(18) << "tactic" << std::right << std::setw(10) << "time_us"
+            << std::setw(18) << "tactic" << std::setw(6) << "prec" << std::right << std::setw(10)
+            << "time_us"
             << "  from\n";
   int index = 0;
   for (const auto& l : layers) {
@@ -122,8 +126,9 @@ int run_inspect(const std::string& path, bool json, bool all_metadata) {
     std::cout << std::left << std::setw(4) << index++ << std::setw(28)
               << l["name"].get<std::string>().substr(0, 27) << std::setw(16)
               << l["op"].get<std::string>() << std::setw(18) << l["tactic"].get<std::string>()
-              << std::right << std::setw(10) << std::fixed << std::setprecision(1)
-              << l["time_us"].get<double>() << "  " << origin << "\n";
+              << std::setw(6) << l["precision"].get<std::string>() << std::right << std::setw(10)
+              << std::fixed << std::setprecision(1) << l["time_us"].get<double>() << "  " << origin
+              << "\n";
   }
   std::cout << "total time at opt shapes: " << std::fixed << std::setprecision(1) << total_us
             << " us\n";

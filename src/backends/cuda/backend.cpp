@@ -95,7 +95,7 @@ class CudaBackend final : public DeviceBackend {
     std::vector<std::string> out;
     for (const ir::Node* node : graph.nodes()) {
       if (ir::is_view_op(*node)) continue;
-      const std::string why = unsupported_reason(*node, precision);
+      const std::string why = unsupported_reason(*node, layer_precision(*node, precision));
       if (!why.empty()) out.push_back(str_cat(node->describe(), ": ", why));
     }
     return out;
@@ -115,7 +115,7 @@ class CudaBackend final : public DeviceBackend {
     std::size_t variants = 1;
     for (ir::Node* node : order) {
       if (ir::is_view_op(*node)) continue;
-      tactics[node] = tactics_for(*node, precision);
+      tactics[node] = tactics_for(*node, layer_precision(*node, precision));
       variants = std::max(variants, tactics[node].size());
     }
     // times[node][i]: measured or cached time of tactics[node][i]; < 0 = not known.

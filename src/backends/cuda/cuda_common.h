@@ -85,6 +85,8 @@ class KernelBuildContext {
  public:
   explicit KernelBuildContext(Precision precision) : precision_(precision) {}
   Precision precision() const { return precision_; }
+  // The precision of the node being created next (its layer precision, or the engine's).
+  void set_precision(Precision precision) { precision_ = precision; }
   // Low-precision operand type for GEMMs (kF32 for fp32/tf32).
   ops::LowType operand_type() const;
   // Uploads float data converted to `type`.

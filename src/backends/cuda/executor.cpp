@@ -73,7 +73,8 @@ class CudaExecutable final : public DeviceExecutable {
     std::vector<int> inputs, outputs;  // value ids, -1 omitted
   };
 
-  CudaExecutable(const ir::Graph& graph, Precision precision) : graph_(&graph), build_(precision) {}
+  CudaExecutable(const ir::Graph& graph, Precision precision)
+      : graph_(&graph), engine_precision_(precision), build_(precision) {}
 
   Status init();
   Expected<std::unique_ptr<DeviceSession>> create_session() const override;
@@ -84,7 +85,8 @@ class CudaExecutable final : public DeviceExecutable {
   }
 
   const ir::Graph* graph_;
-  KernelBuildContext build_;
+  Precision engine_precision_;
+  KernelBuildContext build_;  // its precision is set per node while kernels are made
   std::vector<Step> steps_;
   std::vector<const ir::Value*> values_;
   std::vector<int> input_ids_, output_ids_;
@@ -120,10 +122,12 @@ Status CudaExecutable::init() {
       step.view = true;
       step.tactic = "view";
     } else {
-      const auto tactics = tactics_for(*node, build_.precision());
+      // The layer's own precision (BuilderConfig::layer_precisions) or the engine's.
+      const Precision precision = layer_precision(*node, engine_precision_);
+      build_.set_precision(precision);
+      const auto tactics = tactics_for(*node, precision);
       if (tactics.empty()) {
-        failures.push_back(
-            str_cat(node->describe(), ": ", unsupported_reason(*node, build_.precision())));
+        failures.push_back(str_cat(node->describe(), ": ", unsupported_reason(*node, precision)));
         continue;
       }
       TacticId tactic = tactics.size() > 1 ? tactics[1].id : tactics[0].id;
@@ -146,6 +150,7 @@ Status CudaExecutable::init() {
     }
     steps_.push_back(std::move(step));
   }
+  build_.set_precision(engine_precision_);
   if (!failures.empty()) {
     std::string all;
     for (const auto& f : failures) all += "\n  " + f;

@@ -6,6 +6,7 @@
 
 #include "builder/build_graph.h"
 #include "runtime/engine_format.h"
+#include "runtime/engine_impl.h"
 #include "runtime/state_pool.h"
 #include "test_graphs.h"
 #include "voxrt/engine.h"
@@ -207,6 +208,57 @@ TEST(Engine, ManyThreadsShareOneEngine) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+// BuilderConfig::layer_precisions: names are ONNX node names, checked against the model; the
+// layer made from a named node carries the precision in the engine; a folded node is a warning.
+TEST(Builder, LayerPrecisionsAreCheckedAndRecorded) {
+  {
+    BuilderConfig config;
+    config.autotune = false;
+    config.layer_precisions["no_such_node"] = Precision::kFp32;
+    auto bytes = builder::build_engine_from_graph(testing::make_streaming_cell(), 1, config);
+    ASSERT_FALSE(bytes);
+    EXPECT_NE(bytes.status().message().find("no node named 'no_such_node'"), std::string::npos)
+        << bytes.status().message();
+    EXPECT_NE(bytes.status().message().find("add_state"), std::string::npos)
+        << "lists some names the model has: " << bytes.status().message();
+  }
+  {
+    BuilderConfig config;
+    config.layer_precisions["add_state"] = Precision::kFp16;  // the CPU runs fp32 only
+    const Status s = config.validate();
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.message().find("layer 'add_state' at fp16"), std::string::npos) << s.message();
+  }
+  auto graph = testing::make_streaming_cell();
+  // A node whose result folds to a constant: its precision cannot apply.
+  ir::Value* folded = graph->add_value("folded", DType::kF32, {});
+  graph->add_node(ir::OpKind::kNeg, "neg_const", {graph->find_value("two")}, {folded});
+  ir::Value* y2 = graph->add_value("y2", DType::kF32, {});
+  graph->add_node(ir::OpKind::kMul, "scale", {graph->outputs[0], folded}, {y2});
+  graph->outputs.push_back(y2);
+  BuilderConfig config;
+  config.autotune = false;
+  config.layer_precisions["add_state"] = Precision::kFp32;
+  config.layer_precisions["neg_const"] = Precision::kFp32;
+  BuildReport report;
+  auto bytes = builder::build_engine_from_graph(std::move(graph), 1, config, &report);
+  ASSERT_TRUE(bytes) << bytes.status().message();
+  bool warned = false;
+  for (const auto& c : report.pass_changes)
+    warned = warned || c.find("node 'neg_const' was folded away") != std::string::npos;
+  EXPECT_TRUE(warned);
+  auto engine = Engine::load_bytes(std::move(*bytes));
+  ASSERT_TRUE(engine) << engine.status().message();
+  int marked = 0;
+  for (const ir::Node* node : (*engine)->impl().contents.graph->nodes()) {
+    bool from_add_state = node->name == "add_state";
+    for (const auto& o : node->origin) from_add_state = from_add_state || o == "add_state";
+    EXPECT_EQ(node->attrs.has("voxrt.precision"), from_add_state) << node->describe();
+    marked += from_add_state;
+  }
+  EXPECT_EQ(marked, 1);
 }
 
 TEST(Builder, ProfilesAreValidatedAndStored) {
