@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/pack-for-device.sh [BUILD_DIR]: copies what bench/gpu/device_run.sh needs onto the GPU
 # machine into the ignored folder .device/ (carry it with the device call):
-#   .device/bundle.tar.xz  bin/ (voxrt and the gpu test binary, stripped) and lib/ (every
+#   .device/bundle.tar.xz  bin/ (voxrt, the gpu test binary and node_conformance, stripped),
+#                     data/node (ONNX's node tests, for node_conformance --device cuda) and lib/ (every
 #                     non-system shared library they load: protobuf, onnx, dnnl, openblas,
 #                     sndfile, soxr, sentencepiece, ...), xz-compressed (the working tree that
 #                     travels already holds ~35 MiB; the limit is 64 MiB).
@@ -14,9 +15,9 @@ build=${1:-$root/build-cuda}
 out=$root/.device
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib"
-bins=("$build/bin/voxrt" "$build/tests/gpu/gpu_cuda_backend")
+bins=("$build/bin/voxrt" "$build/tests/gpu/gpu_cuda_backend" "$build/tests/conformance/node_conformance")
 for b in "${bins[@]}"; do
-  [[ -x $b ]] || { echo "missing $b: build it first (cmake --build $build --target voxrt gpu_cuda_backend)" >&2; exit 1; }
+  [[ -x $b ]] || { echo "missing $b: build it first (cmake --build $build --target voxrt gpu_cuda_backend node_conformance)" >&2; exit 1; }
   cp "$b" "$out/bin/"
 done
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libresolv\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libnvidia|libcudart|libcublas|libcublasLt|libnvrtc|libcudnn|libnvJitLink)'
@@ -29,6 +30,10 @@ done
 strip --strip-unneeded "$out"/lib/*.so* 2>/dev/null || true
 strip --strip-unneeded "$out"/bin/* 2>/dev/null || true
 du -sh "$out"/bin/* "$out/lib"
-(cd "$out" && XZ_OPT=-9 tar -cJf bundle.tar.xz bin lib && rm -rf bin lib)
+# ONNX's node tests (Debian libonnx-testdata, ~1.2 MB compressed), for node_conformance --device
+# cuda there (the device machine has no apt).
+mkdir -p "$out/data"
+cp -r /usr/share/libonnx-testdata/data/node "$out/data/node"
+(cd "$out" && XZ_OPT=-9 tar -cJf bundle.tar.xz bin lib data && rm -rf bin lib data)
 echo "packed into $out:"
 du -sh "$out/bundle.tar.xz"

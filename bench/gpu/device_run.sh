@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench/gpu/device_run.sh: the whole GPU validation + benchmark in one device call, < 330 s.
+# bench/gpu/device_run.sh: the whole GPU validation + benchmark in one device call, < 420 s.
 # Run on the H200 from the repo root with .device carried (made by scripts/pack-for-device.sh):
 #   bash bench/gpu/device_run.sh
-# Writes into $OUT (at most 6 files): env.txt, gpu_tests.log, gpu_tests.xml, bench.log,
-# bench.json, inspect.txt. Every step has its own time limit, so a hang costs only that step.
+# Writes into $OUT (at most 8 files): env.txt, gpu_tests.log, gpu_tests.xml, conformance_cuda.log,
+# conformance_cuda.tsv, bench.log, bench.json, inspect.txt. Every step has its own time limit,
+# so a hang costs only that step.
 # VOXRT_SKIP_BENCH=1: the environment check and the gpu tests only; VOXRT_SKIP_TESTS=1: no tests.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -29,10 +30,16 @@ if [ "${VOXRT_SKIP_TESTS:-0}" != 1 ]; then
   timeout -k 5 75 "$dev/bin/gpu_cuda_backend" --gtest_output=xml:"$OUT/gpu_tests.xml" 2>&1 |
     tee "$OUT/gpu_tests.log" | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED|note) +\]|Failure|error|Expected|Which is|tactics|trace"
   echo "gpu tests rc=${PIPESTATUS[0]} after $((SECONDS - T0)) s"
+  echo "== ONNX node tests on the CUDA backend, fp32 (limit 90 s)"
+  timeout -k 5 90 "$dev/bin/node_conformance" --device cuda --data "$dev/data/node" \
+    --expected-failures tests/conformance/expected_failures_cuda.txt \
+    --report "$OUT/conformance_cuda.tsv" > "$OUT/conformance_cuda.log" 2>&1
+  echo "node tests rc=$? after $((SECONDS - T0)) s"
+  grep -E "^(FAILED|ONNX node tests|failures:)" "$OUT/conformance_cuda.log" | tail -40
 fi
 
 if [ "${VOXRT_SKIP_BENCH:-0}" = 1 ]; then exit 0; fi
-left=$((320 - (SECONDS - T0)))
+left=$((410 - (SECONDS - T0)))
 echo "== benchmark (limit $left s)"
 timeout -k 5 "$left" python3 bench/gpu/bench_gpu.py --voxrt "$dev/bin/voxrt" --out "$OUT" \
   --iters "${VOXRT_BENCH_ITERS:-30}" --rounds 2 --budget-s $((left - 10)) 2>&1 | tee "$OUT/bench.log" | tail -40

@@ -9,7 +9,11 @@
 // and every listed test still fails (so the list stays honest).
 //
 //   node_conformance [--data DIR] [--expected-failures FILE] [--report FILE] [--filter SUBSTR]
-//                    [--rtol R] [--atol A] [--verbose]
+//                    [--rtol R] [--atol A] [--device cpu|cuda] [--precision P] [--verbose]
+//
+// --device cuda builds CUDA engines (the whole graph on the GPU, so a test with a node the CUDA
+// backend has no kernel for is unsupported there) at --precision (default fp32); without a usable
+// device it prints why and exits with kSkipExitCode, which ctest reports as skipped.
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
@@ -23,6 +27,9 @@
 #include <string>
 #include <vector>
 
+#if VOXRT_HAVE_CUDA
+#include "backends/cuda/cuda_backend.h"
+#endif
 #include "builder/build_graph.h"
 #include "onnx_import/importer.h"
 #include "onnx_import/tensor_conversion.h"
@@ -118,8 +125,12 @@ int value_onnx_type(const onnx::ValueInfoProto& v) {
   return v.type().has_tensor_type() ? v.type().tensor_type().elem_type() : 0;
 }
 
+constexpr int kSkipExitCode = 77;
+
 struct Options {
   std::string data_dir = "/usr/share/libonnx-testdata/data/node";
+  DeviceKind device = DeviceKind::kCpu;
+  Precision precision = Precision::kFp32;
   std::string expected_failures;
   std::string report;
   std::string filter;
@@ -179,6 +190,8 @@ TestResult run_test(const fs::path& test_dir, const Options& options) {
   // One profile covering every data set's shapes; the profiling run uses data set 0.
   BuilderConfig config;
   config.autotune = false;
+  config.device = options.device;
+  config.precision = options.precision;
   const auto& graph_inputs = (*graph)->inputs;
   if (graph_inputs.size() != inputs[0].size()) {
     return fail(Outcome::kFailed, str_cat("the model has ", graph_inputs.size(),
@@ -378,9 +391,11 @@ int run(const Options& options) {
              << "\t" << ops << "\t" << r.reason << "\n";
     }
   }
-  std::printf("\nONNX node tests (%s, rtol %g, atol %g): passed %d, failed %d, unsupported %d\n",
-              options.data_dir.c_str(), options.rtol, options.atol, total.passed, total.failed,
-              total.unsupported);
+  std::printf(
+      "\nONNX node tests (%s, %s %s, rtol %g, atol %g): passed %d, failed %d, unsupported %d\n",
+      options.data_dir.c_str(), options.device == DeviceKind::kCuda ? "cuda" : "cpu",
+      std::string(precision_name(options.precision)).c_str(), options.rtol, options.atol,
+      total.passed, total.failed, total.unsupported);
   std::printf(
       "failures: %zu listed in the expected-failures file, %zu not listed; %zu listed "
       "entries pass, %zu are stale\n",
@@ -418,11 +433,39 @@ int main(int argc, char** argv) {
       options.atol = std::stod(value());
     } else if (arg == "--verbose") {
       options.verbose = true;
+    } else if (arg == "--device") {
+      const std::string device = value();
+      if (device != "cpu" && device != "cuda") {
+        std::cerr << "error: --device '" << device << "': expected cpu or cuda\n";
+        return 2;
+      }
+      options.device = device == "cuda" ? voxrt::DeviceKind::kCuda : voxrt::DeviceKind::kCpu;
+    } else if (arg == "--precision") {
+      auto precision = voxrt::precision_from_name(value());
+      if (!precision) {
+        std::cerr << "error: " << precision.status().message() << "\n";
+        return 2;
+      }
+      options.precision = *precision;
     } else {
       std::cerr << "usage: node_conformance [--data DIR] [--expected-failures FILE] [--report "
-                   "FILE] [--filter SUBSTR] [--rtol R] [--atol A] [--verbose]\n";
+                   "FILE] [--filter SUBSTR] [--rtol R] [--atol A] [--device cpu|cuda] "
+                   "[--precision P] [--verbose]\n";
       return arg == "--help" ? 0 : 2;
     }
+  }
+  if (options.device == voxrt::DeviceKind::kCuda) {
+#if VOXRT_HAVE_CUDA
+    std::string why;
+    if (!voxrt::backends::cuda::cuda_device_available(&why)) {
+      std::cout << "node_conformance --device cuda: " << why << " (skipped)\n";
+      return voxrt::kSkipExitCode;
+    }
+    voxrt::backends::cuda::register_cuda_backend();
+#else
+    std::cout << "node_conformance --device cuda: built without the CUDA backend (skipped)\n";
+    return voxrt::kSkipExitCode;
+#endif
   }
   return voxrt::run(options);
 }
