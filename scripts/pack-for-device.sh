@@ -2,7 +2,8 @@
 # scripts/pack-for-device.sh [BUILD_DIR]: copies what bench/gpu/device_run.sh needs onto the GPU
 # machine into the ignored folder .device/ (carry it with the device call):
 #   .device/bundle.tar.xz  bin/ (voxrt, the gpu test binary and node_conformance, stripped),
-#                     data/node (ONNX's node tests, for node_conformance --device cuda) and lib/ (every
+#                     data/node (ONNX's node tests, for node_conformance --device cuda),
+#                     data/models (two openWakeWord models for a gpu test) and lib/ (every
 #                     non-system shared library they load: protobuf, onnx, dnnl, openblas,
 #                     sndfile, soxr, sentencepiece, ...), xz-compressed (the working tree that
 #                     travels already holds ~35 MiB; the limit is 64 MiB).
@@ -34,6 +35,14 @@ du -sh "$out"/bin/* "$out/lib"
 # cuda there (the device machine has no apt).
 mkdir -p "$out/data"
 cp -r /usr/share/libonnx-testdata/data/node "$out/data/node"
+# The openWakeWord melspectrogram and embedding models for the gpu test
+# CudaModels.OpenWakeWordModelsMatchCpu (fetched by scripts/fetch-third-party.sh; CC BY-NC-SA,
+# tests only), when they are here.
+for m in melspectrogram.onnx embedding_model.onnx; do
+  if [[ -f $root/.third_party/models/$m ]]; then
+    mkdir -p "$out/data/models" && cp "$root/.third_party/models/$m" "$out/data/models/"
+  fi
+done
 (cd "$out" && XZ_OPT=-9 tar -cJf bundle.tar.xz bin lib data && rm -rf bin lib data)
 echo "packed into $out:"
 du -sh "$out/bundle.tar.xz"

@@ -143,6 +143,8 @@ Status attach_fused_pointwise_code(ir::Node& node);
 std::string data_movement_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_data_movement_kernel(const ir::Node& node,
                                                                 KernelBuildContext& build);
+std::string pooling_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_pooling_kernel(const ir::Node& node);
 std::string reduction_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_reduction_kernel(const ir::Node& node,
                                                             KernelBuildContext& build);

@@ -54,6 +54,27 @@ struct BroadcastIndex {
 cudaError_t binary(BinaryOp op, const float* a, const float* b, float* y, std::int64_t n,
                    const BroadcastIndex& index, cudaStream_t stream);
 
+// Max or average pooling over 1 or 2 spatial axes of NCHW data (1-D as in_h = out_h = 1), one
+// thread per output element.
+struct Pool2d {
+  std::int64_t planes = 0;  // N * C
+  std::int64_t in_h = 1, in_w = 1, out_h = 1, out_w = 1;
+  std::int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1;
+  std::int64_t dilation_h = 1, dilation_w = 1, pad_h = 0, pad_w = 0;
+  // AveragePool with count_include_pad divides by the taps inside [-pad, in + pad_end).
+  std::int64_t pad_end_h = 0, pad_end_w = 0;
+  bool max = true;
+  bool count_include_pad = false;
+};
+cudaError_t pool2d(const Pool2d& shape, const float* x, float* y, cudaStream_t stream);
+
+// y[o, i] = the reduction over r of x[o, r, i] (x row-major [outer, extent, inner]); Max and Min
+// skip NaNs as std::max/std::min over a running value do, an empty extent gives the identity
+// (-inf, +inf, 0) and Mean of nothing NaN.
+enum class ReduceOp : int { kSum, kMean, kMax, kMin };
+cudaError_t reduce(ReduceOp op, const float* x, float* y, std::int64_t outer, std::int64_t extent,
+                   std::int64_t inner, cudaStream_t stream);
+
 // One launch of the generic strided copy (StridedCopy: strided_copy.h).
 cudaError_t strided_copy(const void* in, void* out, int element_bytes, const StridedCopy& copy,
                          cudaStream_t stream);

@@ -129,6 +129,62 @@ class BinaryKernel final : public CudaKernel {
   ops::BinaryOp op_;
 };
 
+// Clip whose bounds are computed at run time (a tensor of one element each, e.g. the
+// melspectrogram's max - 80 dB): Max with the lower bound, then Min with the upper one, each a
+// broadcasting binary launch (no bound read back to the host, so it stays capturable).
+class ClipTensorBoundsCall final : public CudaCall {
+ public:
+  ClipTensorBoundsCall(ops::BroadcastIndex index, bool has_lo, bool has_hi)
+      : index_(index), has_lo_(has_lo), has_hi_(has_hi) {}
+  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
+                 const CudaRunContext& context) const override {
+    const float* x = in[0].as<const float>();
+    float* y = out[0].as<float>();
+    const std::int64_t n = out[0].count();
+    if (!has_lo_ && !has_hi_) {
+      VOXRT_CUDA_TRY(
+          cudaMemcpyAsync(y, x, out[0].bytes(), cudaMemcpyDeviceToDevice, context.stream));
+      return Status::ok();
+    }
+    if (has_lo_) {
+      VOXRT_CUDA_TRY(ops::binary(ops::BinaryOp::kMax, x, in[1].as<const float>(), y, n, index_,
+                                 context.stream));
+      x = y;  // in place from here
+    }
+    if (has_hi_) {
+      VOXRT_CUDA_TRY(ops::binary(ops::BinaryOp::kMin, x, in[2].as<const float>(), y, n, index_,
+                                 context.stream));
+    }
+    return Status::ok();
+  }
+
+ private:
+  ops::BroadcastIndex index_;  // a over the output, b a single element
+  bool has_lo_, has_hi_;
+};
+
+class ClipTensorBoundsKernel final : public CudaKernel {
+ public:
+  Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
+                                              std::span<const DevTensor> out,
+                                              cublasLtHandle_t) const override {
+    const bool has_lo = in.size() > 1 && in[1].data, has_hi = in.size() > 2 && in[2].data;
+    if ((has_lo && in[1].count() != 1) || (has_hi && in[2].count() != 1))
+      return invalid_argument("Clip bounds must have one element each");
+    const Dims& od = out[0].dims;
+    if (od.size() > static_cast<std::size_t>(ops::kMaxRank))
+      return unsupported("Clip of rank ", od.size(), " (at most ", ops::kMaxRank, ")");
+    ops::BroadcastIndex index;
+    index.rank = static_cast<int>(od.size());
+    for (std::size_t d = 0; d < od.size(); ++d) {
+      index.dims[d] = od[d];
+      index.stride_b[d] = 0;
+    }
+    broadcast_strides(in[0].dims, od, index.stride_a);
+    return std::unique_ptr<CudaCall>(new ClipTensorBoundsCall(index, has_lo, has_hi));
+  }
+};
+
 }  // namespace
 
 void broadcast_strides(const Dims& dims, const Dims& out, std::int64_t* strides) {
@@ -155,12 +211,6 @@ std::string elementwise_unsupported(const ir::Node& node) {
     return {};
   }
   if (find_unary(node.op)) {
-    if (node.op == ir::OpKind::kClip) {
-      for (std::size_t i = 1; i < node.inputs.size(); ++i) {
-        if (node.input(i) && (!node.input(i)->is_constant()))
-          return "Clip bounds must be constants on the CUDA backend";
-      }
-    }
     return {};
   }
   return str_cat("no CUDA kernel for ", ir::op_name(node.op));
@@ -182,6 +232,9 @@ Expected<std::unique_ptr<CudaKernel>> make_elementwise_kernel(const ir::Node& no
       break;
     case ir::OpKind::kElu: alpha = node.attrs.get_float("alpha", 1.0f); break;
     case ir::OpKind::kClip: {
+      const bool runtime_bound = (node.input(1) && !node.input(1)->is_constant()) ||
+                                 (node.input(2) && !node.input(2)->is_constant());
+      if (runtime_bound) return std::unique_ptr<CudaKernel>(new ClipTensorBoundsKernel());
       alpha = node.attrs.get_float("min", -3.402823466e38f);
       beta = node.attrs.get_float("max", 3.402823466e38f);
       if (node.input(1)) alpha = static_cast<float>(node.input(1)->constant->element_as_double(0));

@@ -1,4 +1,8 @@
-// Softmax / LogSoftmax and LayerNormalization on the device, reducing in f32.
+// Softmax / LogSoftmax, LayerNormalization and ReduceSum/Mean/Max/Min on the device, reducing in
+// f32.
+#include <algorithm>
+#include <optional>
+
 #include "backends/cuda/cuda_common.h"
 
 namespace voxrt::backends::cuda {
@@ -93,10 +97,93 @@ class LayerNormKernel final : public CudaKernel {
   float epsilon_;
 };
 
+// ReduceSum/Mean/Max/Min over constant axes that are adjacent once sorted (all axes, the last
+// ones, one axis...): x is then [outer, extent, inner] and keepdims changes nothing in memory.
+struct ReduceInfo {
+  ops::ReduceOp op = ops::ReduceOp::kSum;
+  bool has_axes = false;  // absent: every axis (or nothing with noop_with_empty_axes)
+  std::vector<std::int64_t> axes;
+  bool noop_with_empty_axes = false;
+};
+
+std::optional<ops::ReduceOp> reduce_op_of(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::kReduceSum: return ops::ReduceOp::kSum;
+    case ir::OpKind::kReduceMean: return ops::ReduceOp::kMean;
+    case ir::OpKind::kReduceMax: return ops::ReduceOp::kMax;
+    case ir::OpKind::kReduceMin: return ops::ReduceOp::kMin;
+    default: return std::nullopt;
+  }
+}
+
+class ReduceCall final : public CudaCall {
+ public:
+  ReduceCall(ops::ReduceOp op, std::int64_t outer, std::int64_t extent, std::int64_t inner,
+             bool copy)
+      : op_(op), outer_(outer), extent_(extent), inner_(inner), copy_(copy) {}
+  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
+                 const CudaRunContext& context) const override {
+    if (copy_) {  // noop_with_empty_axes: the input as it is
+      VOXRT_CUDA_TRY(cudaMemcpyAsync(out[0].data, in[0].data, in[0].bytes(),
+                                     cudaMemcpyDeviceToDevice, context.stream));
+      return Status::ok();
+    }
+    VOXRT_CUDA_TRY(ops::reduce(op_, in[0].as<const float>(), out[0].as<float>(), outer_, extent_,
+                               inner_, context.stream));
+    return Status::ok();
+  }
+
+ private:
+  ops::ReduceOp op_;
+  std::int64_t outer_, extent_, inner_;
+  bool copy_;
+};
+
+class ReduceKernel final : public CudaKernel {
+ public:
+  ReduceKernel(std::string where, ReduceInfo info) : where_(std::move(where)), info_(info) {}
+  Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
+                                              std::span<const DevTensor>,
+                                              cublasLtHandle_t) const override {
+    const Dims& d = in[0].dims;
+    const auto rank = static_cast<std::int64_t>(d.size());
+    if (info_.has_axes && info_.axes.empty() && info_.noop_with_empty_axes)
+      return std::unique_ptr<CudaCall>(new ReduceCall(info_.op, 0, 0, 0, true));
+    std::vector<bool> reduced(d.size(), !info_.has_axes || info_.axes.empty());
+    for (std::int64_t axis : info_.axes) {
+      const std::int64_t a = axis < 0 ? axis + rank : axis;
+      if (a < 0 || a >= rank)
+        return invalid_argument(where_, ": axis ", axis, " out of range for rank ", rank);
+      reduced[static_cast<std::size_t>(a)] = true;
+    }
+    std::size_t first = d.size(), last = 0;
+    for (std::size_t a = 0; a < d.size(); ++a) {
+      if (!reduced[a]) continue;
+      first = std::min(first, a);
+      last = a;
+    }
+    if (first == d.size())  // a scalar input: nothing to reduce over
+      return std::unique_ptr<CudaCall>(new ReduceCall(info_.op, 1, 1, 1, false));
+    for (std::size_t a = first; a <= last; ++a) {
+      if (!reduced[a])
+        return unsupported(where_, ": the CUDA backend reduces over adjacent axes only");
+    }
+    return std::unique_ptr<CudaCall>(new ReduceCall(info_.op, product(d, 0, first),
+                                                    product(d, first, last + 1),
+                                                    product(d, last + 1, d.size()), false));
+  }
+
+ private:
+  std::string where_;
+  ReduceInfo info_;
+};
+
 }  // namespace
 
 std::string reduction_unsupported(const ir::Node& node) {
-  for (const ir::Value* v : node.inputs) {
+  for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+    if (i == 1 && reduce_op_of(node.op)) continue;  // the i64 axes
+    const ir::Value* v = node.inputs[i];
     if (v && v->dtype != DType::kF32) return "f32 only on the CUDA backend";
   }
   switch (node.op) {
@@ -107,6 +194,16 @@ std::string reduction_unsupported(const ir::Node& node) {
         return "the Mean/InvStdDev outputs are not produced on the CUDA backend";
       if (!node.input(1)) return "needs a scale input";
       return {};
+    case ir::OpKind::kReduceSum:
+    case ir::OpKind::kReduceMean:
+    case ir::OpKind::kReduceMax:
+    case ir::OpKind::kReduceMin: {
+      if (!node.output(0) || node.output(0)->dtype != DType::kF32)
+        return "f32 only on the CUDA backend";
+      const ir::Value* axes = node.inputs.size() > 1 ? node.input(1) : nullptr;
+      if (axes && !axes->is_constant()) return "the axes must be constants on the CUDA backend";
+      return {};
+    }
     default: return str_cat("no CUDA kernel for ", ir::op_name(node.op));
   }
 }
@@ -115,6 +212,19 @@ Expected<std::unique_ptr<CudaKernel>> make_reduction_kernel(const ir::Node& node
                                                             KernelBuildContext&) {
   const std::string why = reduction_unsupported(node);
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
+  if (auto op = reduce_op_of(node.op)) {
+    ReduceInfo info;
+    info.op = *op;
+    info.noop_with_empty_axes = node.attrs.get_int("noop_with_empty_axes", 0) != 0;
+    const ir::Value* axes = node.inputs.size() > 1 ? node.input(1) : nullptr;
+    if (axes) {
+      info.has_axes = true;
+      const Tensor& t = *axes->constant;
+      for (std::int64_t i = 0; i < t.element_count(); ++i)
+        info.axes.push_back(static_cast<std::int64_t>(t.element_as_double(i)));
+    }
+    return std::unique_ptr<CudaKernel>(new ReduceKernel(node.describe(), std::move(info)));
+  }
   if (node.op == ir::OpKind::kLayerNormalization) {
     return std::unique_ptr<CudaKernel>(new LayerNormKernel(node.attrs.get_int("axis", -1),
                                                            node.attrs.get_float("epsilon", 1e-5f)));

@@ -16,7 +16,7 @@ std::string unsupported_reason(const ir::Node& node, Precision precision) {
     case ir::OpFamily::kDataMovement: return data_movement_unsupported(node);
     case ir::OpFamily::kDense: return dense_unsupported(node);
     case ir::OpFamily::kRecurrent: return recurrent_unsupported(node);
-    case ir::OpFamily::kPooling: return "no CUDA kernel for pooling ops yet";
+    case ir::OpFamily::kPooling: return pooling_unsupported(node);
     case ir::OpFamily::kControlFlow: return "control flow (If) is not run on the CUDA backend";
   }
   return "unknown op family";
@@ -93,6 +93,7 @@ Expected<std::unique_ptr<CudaKernel>> create_kernel(const ir::Node& node, Tactic
     case ir::OpFamily::kDataMovement: return make_data_movement_kernel(node, build);
     case ir::OpFamily::kDense: return make_dense_kernel(node, tactic, build);
     case ir::OpFamily::kRecurrent: return make_recurrent_kernel(node, tactic, build);
+    case ir::OpFamily::kPooling: return make_pooling_kernel(node);
     default: break;
   }
   return unsupported(node.describe(), ": no CUDA kernel");
