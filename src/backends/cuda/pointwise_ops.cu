@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/grid_stride.cuh"
 #include "backends/cuda/operand_convert.cuh"
 #include "backends/cuda/unary_apply.cuh"
 
@@ -14,9 +15,7 @@ namespace {
 constexpr int kThreads = 256;
 
 unsigned grid_for(std::int64_t n) {
-  std::int64_t blocks = (n + kThreads - 1) / kThreads;
-  if (blocks > (1 << 20)) blocks = 1 << 20;  // grid-stride loops cover the rest
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+  return grid_stride_blocks(n, kThreads);
 }
 
 __global__ void unary_kernel(UnaryOp op, float alpha, float beta, const float* x, float* y,

@@ -2,6 +2,7 @@
 #include <cfloat>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/grid_stride.cuh"
 
 namespace voxrt::backends::cuda::ops {
 namespace {
@@ -9,9 +10,7 @@ namespace {
 constexpr int kThreads = 256;
 
 unsigned blocks_for(std::int64_t n) {
-  std::int64_t blocks = (n + kThreads - 1) / kThreads;
-  if (blocks > (1 << 20)) blocks = 1 << 20;  // grid-stride loops cover the rest
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks);
+  return grid_stride_blocks(n, kThreads);
 }
 
 __global__ void pool2d_kernel(Pool2d s, const float* __restrict__ x, float* __restrict__ y) {

@@ -34,39 +34,17 @@ std::int64_t padded_depth(std::int64_t depth) {
   return (depth + kRowAlign - 1) / kRowAlign * kRowAlign;
 }
 
-// Geometry padded to 3 spatial dims (leading extents of 1).
-struct FieldGeometry {
-  std::int64_t in[3], kernel[3], out[3], stride[3], dilation[3], pad[3];
-  std::int64_t channels;
-};
-
-FieldGeometry field_geometry(const ir::ConvGeometry& g) {
-  FieldGeometry r{};
-  const std::size_t missing = 3 - g.input.size();
-  for (std::size_t axis = 0; axis < 3; ++axis) {
-    const bool real = axis >= missing;
-    const std::size_t src = axis - missing;
-    r.in[axis] = real ? g.input[src] : 1;
-    r.kernel[axis] = real ? g.kernel[src] : 1;
-    r.out[axis] = real ? g.output[src] : 1;
-    r.stride[axis] = real ? g.strides[src] : 1;
-    r.dilation[axis] = real ? g.dilations[src] : 1;
-    r.pad[axis] = real ? g.pads_begin[src] : 0;
-  }
-  r.channels = g.in_channels;
-  return r;
-}
-
-// The receptive field of output position p of one image as a row of K = C * kd * kh * kw values
-// in the weights' order, zeros where it reaches past the input, then zeros up to `row_floats`.
-void copy_field(const FieldGeometry& g, const float* x, std::int64_t p, std::int64_t row_floats,
-                float* row) {
+// The receptive field of output position p of one image (`channels` planes) as a row of
+// K = C * kd * kh * kw values in the weights' order, zeros where it reaches past the input, then
+// zeros up to `row_floats`.
+void copy_field(const Geometry3& g, std::int64_t channels, const float* x, std::int64_t p,
+                std::int64_t row_floats, float* row) {
   const std::int64_t ow = p % g.out[2], oh = (p / g.out[2]) % g.out[1];
   const std::int64_t od = p / (g.out[2] * g.out[1]);
   const std::int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
   const std::int64_t iw0 = ow * g.stride[2] - g.pad[2];
   float* out = row;
-  for (std::int64_t c = 0; c < g.channels; ++c) {
+  for (std::int64_t c = 0; c < channels; ++c) {
     for (std::int64_t kd = 0; kd < g.kernel[0]; ++kd) {
       const std::int64_t id = od * g.stride[0] - g.pad[0] + kd * g.dilation[0];
       for (std::int64_t kh = 0; kh < g.kernel[1]; ++kh) {
@@ -220,10 +198,11 @@ class ConvFewPositionsKernel final : public Kernel {
     if (geometry.input.empty() || geometry.input.size() > 3 || geometry.group != 1)
       return unsupported(node_.describe(),
                          ": few_positions Conv takes 1 to 3 spatial dims, group 1");
-    const FieldGeometry g = field_geometry(geometry);
+    const Geometry3 g = to_3d(geometry);
+    const std::int64_t channels = geometry.in_channels;
     const std::int64_t positions = g.out[0] * g.out[1] * g.out[2];
     const std::int64_t depth = padded_depth(depth_);
-    const std::int64_t in_image = g.channels * g.in[0] * g.in[1] * g.in[2];
+    const std::int64_t in_image = channels * g.in[0] * g.in[1] * g.in[2];
     const float* xd = x.data<float>();
     const float* bd = bias ? bias->data<float>() : nullptr;
     float* yd = outputs[0]->data<float>();
@@ -236,7 +215,7 @@ class ConvFewPositionsKernel final : public Kernel {
         thread_scratch_floats(static_cast<std::size_t>(geometry.batch * positions * depth), 0);
     for (std::int64_t n = 0; n < geometry.batch; ++n) {
       for (std::int64_t p = 0; p < positions; ++p)
-        copy_field(g, xd + n * in_image, p, depth, fields + (n * positions + p) * depth);
+        copy_field(g, channels, xd + n * in_image, p, depth, fields + (n * positions + p) * depth);
     }
     const std::int64_t row_blocks = (out_channels_ + rows_per_block - 1) / rows_per_block;
     // A second thread only pays off for a few microseconds of work each: waking a pool worker

@@ -20,27 +20,6 @@ namespace {
 constexpr std::size_t kColumnBlockBytes = 1u << 20;
 constexpr std::int64_t kMinColumnBlock = 64;
 
-// Geometry padded to 3 spatial dims (leading extents of 1).
-struct Geometry3 {
-  std::int64_t in[3], kernel[3], out[3], stride[3], dilation[3], pad[3];
-};
-
-Geometry3 to_3d(const ir::ConvGeometry& g) {
-  Geometry3 r{};
-  const std::size_t missing = 3 - g.input.size();
-  for (std::size_t axis = 0; axis < 3; ++axis) {
-    const bool real = axis >= missing;
-    const std::size_t src = axis - missing;
-    r.in[axis] = real ? g.input[src] : 1;
-    r.kernel[axis] = real ? g.kernel[src] : 1;
-    r.out[axis] = real ? g.output[src] : 1;
-    r.stride[axis] = real ? g.strides[src] : 1;
-    r.dilation[axis] = real ? g.dilations[src] : 1;
-    r.pad[axis] = real ? g.pads_begin[src] : 0;
-  }
-  return r;
-}
-
 // Unfolds output columns [col_begin, col_end) of one image-group into col (row stride = width).
 void im2col_block(const Geometry3& g, const float* x, std::int64_t channels, std::int64_t col_begin,
                   std::int64_t col_end, float* col) {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <mutex>
 
+#include "ir/shape_inference/dense.h"
+
 namespace voxrt::backends::cpu::dense {
 
 Expected<Activation> read_activation(const ir::Node& node) {
@@ -253,6 +255,22 @@ bool all_inputs_f32(const ir::Node& node) {
     if (out && out->dtype != DType::kF32) return false;
   }
   return true;
+}
+
+Geometry3 to_3d(const ir::ConvGeometry& g) {
+  Geometry3 r{};
+  const std::size_t missing = 3 - g.input.size();
+  for (std::size_t axis = 0; axis < 3; ++axis) {
+    const bool real = axis >= missing;
+    const std::size_t src = axis - missing;
+    r.in[axis] = real ? g.input[src] : 1;
+    r.kernel[axis] = real ? g.kernel[src] : 1;
+    r.out[axis] = real ? g.output[src] : 1;
+    r.stride[axis] = real ? g.strides[src] : 1;
+    r.dilation[axis] = real ? g.dilations[src] : 1;
+    r.pad[axis] = real ? g.pads_begin[src] : 0;
+  }
+  return r;
 }
 
 }  // namespace voxrt::backends::cpu::dense

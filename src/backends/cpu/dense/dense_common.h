@@ -9,6 +9,10 @@
 #include "backends/kernel.h"
 #include "ir/graph.h"
 
+namespace voxrt::ir {
+struct ConvGeometry;
+}
+
 namespace voxrt::backends::cpu::dense {
 
 // Tactic ids of the dense family (stored in engine files: append only).
@@ -75,6 +79,13 @@ void broadcast_c_into(const Tensor& c, std::int64_t m, std::int64_t n, std::int6
 // Y = act(beta * C) (or act(0)) for a problem with K == 0, where there is nothing to multiply.
 void fill_empty_k_matmul(const MatMulConfig& config, const MatMulProblem& problem, const Tensor* c,
                          float* y);
+
+// A convolution's spatial geometry padded to 3 axes (leading extents of 1, stride and dilation
+// 1, no padding), so 1-D to 3-D convolutions share one loop nest.
+struct Geometry3 {
+  std::int64_t in[3], kernel[3], out[3], stride[3], dilation[3], pad[3];
+};
+Geometry3 to_3d(const ir::ConvGeometry& g);
 
 // Per-thread scratch that grows and is kept, so steady-state calls do not allocate. Each slot
 // is a separate buffer; a kernel uses distinct slots for buffers live at the same time.
