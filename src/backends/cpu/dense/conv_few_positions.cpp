@@ -218,9 +218,9 @@ class ConvFewPositionsKernel final : public Kernel {
         copy_field(g, channels, xd + n * in_image, p, depth, fields + (n * positions + p) * depth);
     }
     const std::int64_t row_blocks = (out_channels_ + rows_per_block - 1) / rows_per_block;
-    // A second thread only pays off for a few microseconds of work each: waking a pool worker
-    // costs about that much (a 257 x 512 x 5 product, ~20 us alone, ran at 41-47 us split in
-    // two on the 2-vCPU Xeon VM, 2026-12-05).
+    // A range is handed to another thread only with some microseconds of work in it: the hand-
+    // off costs a few even with the pool's spinning workers (the melspectrogram's 257 x 512 x 5
+    // product: 12 us on one thread, 11 us on two, in bench/dense on the 2-vCPU Xeon VM).
     const std::int64_t macs_per_unit = rows_per_block * positions * depth;
     const std::int64_t grain = std::max<std::int64_t>(1, kMinMacsPerThread / macs_per_unit);
     context.pool->parallel_for(
