@@ -9,7 +9,7 @@
 //   kPointwiseStridedKernel  any numpy broadcast: element offsets from the output index through
 //                            per-input strides (0 on broadcast dims), rank <= kPointwiseMaxRank.
 // Both take one PointwiseParams by value; the source declares the same struct, so the host and
-// the device agree on its layout (checked by pointwise_params_declaration()'s users).
+// the device agree on its layout (the source static_asserts the host's sizeof).
 // No CUDA header is needed here: the text is plain C++, unit-tested without a device.
 #pragma once
 
