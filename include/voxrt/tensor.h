@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "voxrt/dtype.h"
@@ -25,6 +26,28 @@ Dims row_major_strides(const Dims& dims);
 class Tensor {
  public:
   Tensor() = default;
+  Tensor(const Tensor&) = default;
+  Tensor& operator=(const Tensor&) = default;
+  // A moved-from tensor is empty and invalid (not a shell still pointing at the bytes).
+  Tensor(Tensor&& other) noexcept
+      : dtype_(other.dtype_),
+        dims_(std::move(other.dims_)),
+        data_(std::exchange(other.data_, nullptr)),
+        keepalive_(std::move(other.keepalive_)),
+        valid_(std::exchange(other.valid_, false)) {
+    other.dims_.clear();
+  }
+  Tensor& operator=(Tensor&& other) noexcept {
+    if (this != &other) {
+      dtype_ = other.dtype_;
+      dims_ = std::move(other.dims_);
+      other.dims_.clear();
+      data_ = std::exchange(other.data_, nullptr);
+      keepalive_ = std::move(other.keepalive_);
+      valid_ = std::exchange(other.valid_, false);
+    }
+    return *this;
+  }
 
   // Fresh, zero-filled, 64-byte aligned storage.
   static Tensor zeros(DType dtype, Dims dims);
@@ -66,6 +89,10 @@ class Tensor {
   std::span<const T> span() const {
     return {data<T>(), static_cast<std::size_t>(element_count())};
   }
+
+  // True when this tensor alone keeps its bytes alive (no copy, view or caller shares them), so
+  // they may be overwritten without anyone noticing.
+  bool holds_bytes_alone() const { return keepalive_ != nullptr && keepalive_.use_count() == 1; }
 
   // Same bytes, other dims (element counts must match).
   Expected<Tensor> reshaped(Dims dims) const;

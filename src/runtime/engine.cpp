@@ -145,7 +145,7 @@ Expected<std::vector<Tensor>> ExecutionContextImpl::run(std::span<const Tensor> 
     VOXRT_RETURN_IF_ERROR(session->run(inputs, outputs));
     return outputs;
   }
-  VOXRT_RETURN_IF_ERROR(engine_.plan->execute(inputs, outputs, context_, observer));
+  VOXRT_RETURN_IF_ERROR(engine_.plan->execute(inputs, outputs, context_, observer, &workspace_));
   return outputs;
 }
 

@@ -51,6 +51,7 @@ class ExecutionContextImpl {
   const EngineImpl& engine_;
   ThreadPool pool_;
   backends::KernelContext context_;
+  runtime::PlanWorkspace workspace_;  // CPU engines: shapes and buffers kept between runs
   std::unique_ptr<backends::DeviceSession> device_session_;  // made at the first run
 };
 

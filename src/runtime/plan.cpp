@@ -1,5 +1,6 @@
 #include "runtime/plan.h"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
@@ -100,6 +101,35 @@ Expected<std::unique_ptr<Plan>> Plan::compile(const ir::Graph& graph, TacticPoli
     return unsupported(unsupported_nodes.size(), " node(s) cannot run on the CPU backend:", all);
   }
   for (const ir::Value* out : graph.outputs) plan->output_slots_.push_back(slot(out));
+  plan->slot_is_constant_.assign(static_cast<std::size_t>(plan->slot_count_), false);
+  for (auto& [s, t] : plan->constants_) plan->slot_is_constant_[static_cast<std::size_t>(s)] = true;
+  plan->producers_.assign(static_cast<std::size_t>(plan->slot_count_), SlotProducer{});
+  for (std::size_t i = 0; i < plan->steps_.size(); ++i) {
+    Step& step = plan->steps_[i];
+    const ir::Node& node = *step.node;
+    step.may_memoize_shapes = node.op != ir::OpKind::kIf;
+    for (std::size_t k = 0; k < step.inputs.size(); ++k) {
+      const bool constant =
+          step.inputs[k] >= 0 && plan->slot_is_constant_[static_cast<std::size_t>(step.inputs[k])];
+      step.input_is_constant.push_back(constant);
+      if (step.inputs[k] >= 0 && !constant && !is_floating(node.inputs[k]->dtype))
+        step.may_memoize_shapes = false;
+    }
+    if (step.is_view) {
+      // A view's bytes are its input's: once the view is the last holder, they go back to the
+      // step that made them.
+      if (!step.outputs.empty() && step.outputs[0] >= 0 && step.inputs[0] >= 0)
+        plan->producers_[static_cast<std::size_t>(step.outputs[0])] =
+            plan->producers_[static_cast<std::size_t>(step.inputs[0])];
+      continue;
+    }
+    if (step.kernel == nullptr) continue;
+    for (std::size_t k = 0; k < step.outputs.size(); ++k) {
+      if (step.outputs[k] >= 0)
+        plan->producers_[static_cast<std::size_t>(step.outputs[k])] = {static_cast<int>(i),
+                                                                       static_cast<int>(k)};
+    }
+  }
   // Free each intermediate after its last reader, so peak memory follows liveness.
   std::vector<int> last_reader(static_cast<std::size_t>(plan->slot_count_), -1);
   for (std::size_t i = 0; i < plan->steps_.size(); ++i) {
@@ -124,14 +154,37 @@ std::vector<std::pair<const ir::Node*, std::string>> Plan::tactics() const {
   return out;
 }
 
+void Plan::prepare_workspace(PlanWorkspace& workspace) const {
+  if (workspace.bound_plan == this) return;
+  workspace.bound_plan = this;
+  workspace.slots.assign(static_cast<std::size_t>(slot_count_), Tensor());
+  for (auto& [s, t] : constants_) workspace.slots[static_cast<std::size_t>(s)] = *t;
+  workspace.steps.clear();
+  workspace.steps.resize(steps_.size());
+}
+
+void Plan::release_slot(int slot, PlanWorkspace& workspace) const {
+  Tensor& tensor = workspace.slots[static_cast<std::size_t>(slot)];
+  const SlotProducer& producer = producers_[static_cast<std::size_t>(slot)];
+  if (producer.step >= 0 && tensor.holds_bytes_alone() &&
+      tensor.size_bytes() <= kMaxReusedOutputBytes) {
+    StepMemo& memo = workspace.steps[static_cast<std::size_t>(producer.step)];
+    memo.spare_outputs[static_cast<std::size_t>(producer.output)] = std::move(tensor);
+  }
+  tensor = Tensor();
+}
+
 Status Plan::execute(std::span<const Tensor> inputs, std::vector<Tensor>& outputs,
-                     backends::KernelContext& context, const StepObserver* observer) const {
+                     backends::KernelContext& context, const StepObserver* observer,
+                     PlanWorkspace* workspace) const {
   if (inputs.size() != input_slots_.size()) {
     return invalid_argument("graph '", graph_->name, "' takes ", input_slots_.size(),
                             " inputs, got ", inputs.size());
   }
-  std::vector<Tensor> slots(static_cast<std::size_t>(slot_count_));
-  for (auto& [s, t] : constants_) slots[static_cast<std::size_t>(s)] = *t;
+  PlanWorkspace call_workspace;
+  PlanWorkspace& ws = workspace ? *workspace : call_workspace;
+  prepare_workspace(ws);
+  std::vector<Tensor>& slots = ws.slots;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
     const ir::Value* v = graph_->inputs[i];
     const Tensor& t = inputs[i];
@@ -152,38 +205,148 @@ Status Plan::execute(std::span<const Tensor> inputs, std::vector<Tensor>& output
                                 dims_to_string(t.dims()));
       }
     }
-    slots[static_cast<std::size_t>(input_slots_[i])] = t;
   }
-  for (const Step& step : steps_) {
-    VOXRT_RETURN_IF_ERROR(run_step(step, slots, context, observer));
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    slots[static_cast<std::size_t>(input_slots_[i])] = inputs[i];
+  Status status = Status::ok();
+  for (std::size_t i = 0; i < steps_.size() && status.is_ok(); ++i) {
+    status = run_step(i, ws, context, observer);
   }
   outputs.clear();
-  for (int s : output_slots_) outputs.push_back(slots[static_cast<std::size_t>(s)]);
+  if (status.is_ok()) {
+    for (int s : output_slots_) {
+      Tensor& t = slots[static_cast<std::size_t>(s)];
+      // A slot may feed two graph outputs, or be a constant that must stay for the next run.
+      const bool keep = slot_is_constant_[static_cast<std::size_t>(s)] ||
+                        std::count(output_slots_.begin(), output_slots_.end(), s) > 1;
+      if (keep) {
+        outputs.push_back(t);
+      } else {
+        outputs.push_back(std::move(t));
+      }
+    }
+  }
+  // Nothing of this call stays referenced by the workspace but the constants and the spare
+  // buffers (dead outputs, and everything after a failed step, are released here).
+  for (int s = 0; s < slot_count_; ++s) {
+    if (!slot_is_constant_[static_cast<std::size_t>(s)] &&
+        slots[static_cast<std::size_t>(s)].is_valid())
+      release_slot(s, ws);
+  }
+  return status;
+}
+
+Status Plan::resolve_output_shapes(const Step& step, StepMemo& memo) const {
+  const ir::Node& node = *step.node;
+  const std::size_t input_count = step.inputs.size();
+  if (memo.has_signature && memo.shape_source == OutputShapeSource::kInputShapes) {
+    bool same = true;
+    for (std::size_t i = 0; i < input_count && same; ++i) {
+      const Tensor* in = memo.inputs[i];
+      same = in ? memo.input_present[i] && in->dtype() == memo.input_dtypes[i] &&
+                      in->dims() == memo.input_dims[i]
+                : !memo.input_present[i];
+    }
+    if (same) return Status::ok();
+  }
+  std::vector<ir::ValueInfo> infos(input_count);
+  for (std::size_t i = 0; i < input_count; ++i) {
+    const Tensor* in = memo.inputs[i];
+    if (!in) {
+      infos[i].present = false;
+      continue;
+    }
+    infos[i].dtype = in->dtype();
+    infos[i].shape = ir::sym_shape_from_dims(in->dims());
+    infos[i].data = in;
+  }
+  std::vector<ir::InferredOutput> inferred;
+  auto all_known = [&] {
+    for (std::size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] >= 0 &&
+          (i >= inferred.size() || !inferred[i].rank_known || !ir::known_dims(inferred[i].shape)))
+        return false;
+    }
+    return true;
+  };
+  if (memo.shape_source == OutputShapeSource::kNotYetKnown) {
+    memo.shape_source = OutputShapeSource::kInputValues;
+    if (step.may_memoize_shapes) {
+      // Infer once without the values of the non-constant inputs: if every output dim still
+      // comes out, the dims are a function of input shapes alone and can be memoized.
+      std::vector<ir::ValueInfo> shapes_only = infos;
+      for (std::size_t i = 0; i < input_count; ++i) {
+        if (!step.input_is_constant[i]) shapes_only[i].data = nullptr;
+      }
+      if (ir::infer_outputs(node, shapes_only, inferred).is_ok() && all_known())
+        memo.shape_source = OutputShapeSource::kInputShapes;
+    }
+  }
+  inferred.clear();
+  VOXRT_RETURN_IF_ERROR(ir::infer_outputs(node, infos, inferred));
+  memo.output_dtypes.resize(step.outputs.size());
+  memo.output_dims.resize(step.outputs.size());
+  for (std::size_t i = 0; i < step.outputs.size(); ++i) {
+    if (step.outputs[i] < 0) continue;
+    auto dims = ir::known_dims(inferred[i].shape);
+    if (!dims) {
+      memo.has_signature = false;
+      return internal_error(node.describe(), ": output ", i, " has unknown dims ",
+                            ir::sym_shape_to_string(inferred[i].shape), " at run time");
+    }
+    memo.output_dtypes[i] = inferred[i].dtype;
+    memo.output_dims[i] = std::move(*dims);
+  }
+  memo.input_present.resize(input_count);
+  memo.input_dtypes.resize(input_count);
+  memo.input_dims.resize(input_count);
+  for (std::size_t i = 0; i < input_count; ++i) {
+    const Tensor* in = memo.inputs[i];
+    memo.input_present[i] = in != nullptr;
+    memo.input_dtypes[i] = in ? in->dtype() : DType::kF32;
+    if (in) {
+      memo.input_dims[i] = in->dims();
+    } else {
+      memo.input_dims[i].clear();
+    }
+  }
+  memo.has_signature = true;
   return Status::ok();
 }
 
-Status Plan::run_step(const Step& step, std::vector<Tensor>& slots,
-                      backends::KernelContext& context, const StepObserver* observer) const {
+Status Plan::run_step(std::size_t index, PlanWorkspace& workspace, backends::KernelContext& context,
+                      const StepObserver* observer) const {
+  const Step& step = steps_[index];
+  StepMemo& memo = workspace.steps[index];
+  std::vector<Tensor>& slots = workspace.slots;
   const ir::Node& node = *step.node;
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<const Tensor*> in_ptrs(step.inputs.size(), nullptr);
+  const auto start =
+      observer ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+  memo.inputs.assign(step.inputs.size(), nullptr);
   for (std::size_t i = 0; i < step.inputs.size(); ++i) {
-    if (step.inputs[i] >= 0) in_ptrs[i] = &slots[static_cast<std::size_t>(step.inputs[i])];
+    if (step.inputs[i] < 0) continue;
+    const Tensor& in = slots[static_cast<std::size_t>(step.inputs[i])];
+    if (in.is_valid()) memo.inputs[i] = &in;
   }
-  std::vector<Tensor*> out_ptrs(step.outputs.size(), nullptr);
+  memo.outputs.assign(step.outputs.size(), nullptr);
+  memo.spare_outputs.resize(step.outputs.size());
 
   if (node.op == ir::OpKind::kIf) {
-    const Tensor* cond = in_ptrs.empty() ? nullptr : in_ptrs[0];
-    if (!cond || !cond->is_valid() || cond->element_count() != 1) {
+    const Tensor* cond = memo.inputs.empty() ? nullptr : memo.inputs[0];
+    if (!cond || cond->element_count() != 1) {
       return invalid_argument(node.describe(), ": the condition must be a single-element tensor");
     }
-    const Plan& branch = cond->element_as_i64(0) ? *step.then_plan : *step.else_plan;
+    const bool take_then = cond->element_as_i64(0) != 0;
+    const Plan& branch = take_then ? *step.then_plan : *step.else_plan;
+    auto& branch_workspace = take_then ? memo.then_branch : memo.else_branch;
+    if (!branch_workspace) branch_workspace = std::make_unique<PlanWorkspace>();
     std::vector<Tensor> branch_inputs;
-    for (std::size_t i = 1; i < in_ptrs.size(); ++i)
-      branch_inputs.push_back(in_ptrs[i] ? *in_ptrs[i] : Tensor());
+    for (std::size_t i = 1; i < memo.inputs.size(); ++i)
+      branch_inputs.push_back(memo.inputs[i] ? *memo.inputs[i] : Tensor());
     std::vector<Tensor> branch_outputs;
-    VOXRT_RETURN_IF_ERROR(branch.execute(branch_inputs, branch_outputs, context, observer)
-                              .with_context(node.describe()));
+    VOXRT_RETURN_IF_ERROR(
+        branch.execute(branch_inputs, branch_outputs, context, observer, branch_workspace.get())
+            .with_context(node.describe()));
     if (branch_outputs.size() != step.outputs.size()) {
       return invalid_argument(node.describe(), ": the branch produced ", branch_outputs.size(),
                               " outputs, the node has ", step.outputs.size());
@@ -193,48 +356,41 @@ Status Plan::run_step(const Step& step, std::vector<Tensor>& slots,
         slots[static_cast<std::size_t>(step.outputs[i])] = std::move(branch_outputs[i]);
     }
   } else {
-    std::vector<ir::ValueInfo> infos(step.inputs.size());
-    for (std::size_t i = 0; i < step.inputs.size(); ++i) {
-      if (!in_ptrs[i] || !in_ptrs[i]->is_valid()) {
-        infos[i].present = false;
-        in_ptrs[i] = nullptr;
-        continue;
-      }
-      infos[i].dtype = in_ptrs[i]->dtype();
-      infos[i].shape = ir::sym_shape_from_dims(in_ptrs[i]->dims());
-      infos[i].data = in_ptrs[i];
-    }
-    std::vector<ir::InferredOutput> inferred;
-    VOXRT_RETURN_IF_ERROR(ir::infer_outputs(node, infos, inferred));
+    VOXRT_RETURN_IF_ERROR(resolve_output_shapes(step, memo));
     for (std::size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
-      auto dims = ir::known_dims(inferred[i].shape);
-      if (!dims) {
-        return internal_error(node.describe(), ": output ", i, " has unknown dims ",
-                              ir::sym_shape_to_string(inferred[i].shape), " at run time");
-      }
       Tensor& out = slots[static_cast<std::size_t>(step.outputs[i])];
+      Tensor& spare = memo.spare_outputs[i];
       if (step.is_view && i == 0) {
-        VOXRT_ASSIGN_OR_RETURN(out, in_ptrs[0]->reshaped(*dims));
+        VOXRT_ASSIGN_OR_RETURN(out, memo.inputs[0]->reshaped(memo.output_dims[i]));
+      } else if (spare.is_valid() && spare.dtype() == memo.output_dtypes[i] &&
+                 spare.dims() == memo.output_dims[i]) {
+        out = std::move(spare);
+      } else if (spare.is_valid() && spare.dtype() == memo.output_dtypes[i] &&
+                 spare.element_count() == element_count(memo.output_dims[i])) {
+        // Came back through a view of another shape.
+        VOXRT_ASSIGN_OR_RETURN(out, spare.reshaped(memo.output_dims[i]));
+        spare = Tensor();
       } else {
-        out = Tensor::uninitialized(inferred[i].dtype, std::move(*dims));
+        spare = Tensor();
+        out = Tensor::uninitialized(memo.output_dtypes[i], memo.output_dims[i]);
       }
-      out_ptrs[i] = &out;
+      memo.outputs[i] = &out;
     }
     if (!step.is_view) {
-      VOXRT_RETURN_IF_ERROR(step.kernel->run(in_ptrs, out_ptrs, context));
+      VOXRT_RETURN_IF_ERROR(step.kernel->run(memo.inputs, memo.outputs, context));
     }
   }
   if (observer) {
     for (std::size_t i = 0; i < step.outputs.size(); ++i) {
-      if (step.outputs[i] >= 0) out_ptrs[i] = &slots[static_cast<std::size_t>(step.outputs[i])];
+      if (step.outputs[i] >= 0) memo.outputs[i] = &slots[static_cast<std::size_t>(step.outputs[i])];
     }
     const double elapsed_us =
         std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-    std::vector<const Tensor*> outs(out_ptrs.begin(), out_ptrs.end());
-    (*observer)(node, in_ptrs, outs, elapsed_us);
+    std::vector<const Tensor*> outs(memo.outputs.begin(), memo.outputs.end());
+    (*observer)(node, memo.inputs, outs, elapsed_us);
   }
-  for (int s : step.release_after) slots[static_cast<std::size_t>(s)] = Tensor();
+  for (int s : step.release_after) release_slot(s, workspace);
   return Status::ok();
 }
 

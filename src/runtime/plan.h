@@ -1,6 +1,7 @@
 // An executable plan for one IR graph: one prepared kernel per node, in topological order,
 // with value slots. Plans are immutable after compile() and shared by every ExecutionContext;
-// execute() keeps all per-call state on its own stack.
+// what a caller keeps between runs (memoized shapes, reusable buffers) lives in its own
+// PlanWorkspace.
 #pragma once
 
 #include <functional>
@@ -10,6 +11,7 @@
 
 #include "backends/kernel.h"
 #include "ir/graph.h"
+#include "runtime/plan_workspace.h"
 
 namespace voxrt::runtime {
 
@@ -29,9 +31,12 @@ class Plan {
   // `graph` must outlive the plan.
   static Expected<std::unique_ptr<Plan>> compile(const ir::Graph& graph, TacticPolicy policy);
 
-  // Inputs in graph-input order; outputs in graph-output order.
+  // Inputs in graph-input order; outputs in graph-output order. `workspace` (may be null: a
+  // fresh one per call) carries memoized shapes and buffers from one call to the next; give
+  // each caller its own.
   Status execute(std::span<const Tensor> inputs, std::vector<Tensor>& outputs,
-                 backends::KernelContext& context, const StepObserver* observer = nullptr) const;
+                 backends::KernelContext& context, const StepObserver* observer = nullptr,
+                 PlanWorkspace* workspace = nullptr) const;
 
   const ir::Graph& graph() const { return *graph_; }
   // The tactic chosen for each node of the top-level graph, in execution order.
@@ -47,10 +52,25 @@ class Plan {
     bool is_view = false;      // Reshape-like: output aliases input 0's bytes
     std::unique_ptr<Plan> then_plan, else_plan;
     std::vector<int> release_after;  // slots whose last reader is this step
+    // Whether output dims may be memoized per input signature: not an If, and every input that
+    // is not a constant is floating point (integer inputs may carry shapes or indices whose
+    // values shape inference checks). The first run then confirms that inference needs no
+    // input values (see OutputShapeSource).
+    bool may_memoize_shapes = false;
+    std::vector<bool> input_is_constant;  // per node input
+  };
+  struct SlotProducer {
+    int step = -1;  // -1: a graph input, a constant, or a view (its bytes are not its own)
+    int output = -1;
   };
 
-  Status run_step(const Step& step, std::vector<Tensor>& slots, backends::KernelContext& context,
+  Status run_step(std::size_t index, PlanWorkspace& workspace, backends::KernelContext& context,
                   const StepObserver* observer) const;
+  // Output dtypes and dims of step `index` into memo.output_*: memoized, or by shape inference.
+  Status resolve_output_shapes(const Step& step, StepMemo& memo) const;
+  void prepare_workspace(PlanWorkspace& workspace) const;
+  // Empties a slot; a step output nobody else holds goes back to its step for the next run.
+  void release_slot(int slot, PlanWorkspace& workspace) const;
 
   const ir::Graph* graph_ = nullptr;
   std::vector<Step> steps_;
@@ -58,6 +78,8 @@ class Plan {
   std::vector<int> input_slots_;
   std::vector<int> output_slots_;
   std::vector<std::pair<int, const Tensor*>> constants_;
+  std::vector<SlotProducer> producers_;  // per slot
+  std::vector<bool> slot_is_constant_;   // per slot
 };
 
 }  // namespace voxrt::runtime
