@@ -121,31 +121,34 @@ class ConvOneDnnKernel final : public Kernel {
   // One part: X reordered if the primitive wants another layout, the convolution, Y reordered
   // back; on the calling thread (one OpenMP thread) with its own scratch.
   void run_part(const ConvPrimitive& conv, const Tensor& x, const Tensor* bias, Tensor& y) const {
-    const dnnl::engine& engine = onednn_engine();
-    std::unordered_map<int, memory> args;
-    memory user_src(conv.user_src_md, engine, const_cast<float*>(x.data<float>()));
-    memory user_dst(conv.user_dst_md, engine, y.data<float>() + conv.dst_offset);
-    memory src = user_src, dst = user_dst;
+    // Each argument map is used before the next is asked for (see thread_arguments).
+    float* const y_part = y.data<float>() + conv.dst_offset;
+    const void* src = x.data<float>();
     if (conv.src_reorder) {
-      src = memory(conv.src_md, engine, thread_scratch_bytes(conv.src_md.get_size(), 1));
-      std::unordered_map<int, memory> reorder_args{{DNNL_ARG_FROM, user_src}, {DNNL_ARG_TO, src}};
-      execute_primitive(*conv.src_reorder, reorder_args, conv.src_reorder_scratch, 1);
+      void* reordered = thread_scratch_bytes(conv.src_md.get_size(), 1);
+      ArgumentMap& args = thread_arguments(*conv.src_reorder);
+      bind_argument(args, DNNL_ARG_FROM, conv.user_src_md, src);
+      bind_argument(args, DNNL_ARG_TO, conv.src_md, reordered);
+      execute_primitive(*conv.src_reorder, args, conv.src_reorder_scratch, 1);
+      src = reordered;
+    }
+    void* dst = conv.dst_reorder ? thread_scratch_bytes(conv.dst_md.get_size(), 2) : y_part;
+    {
+      ArgumentMap& args = thread_arguments(conv.primitive);
+      bind_argument(args, DNNL_ARG_SRC, conv.src_reorder ? conv.src_md : conv.user_src_md, src);
+      args[DNNL_ARG_WEIGHTS] = conv.weights;
+      bind_argument(args, DNNL_ARG_DST, conv.dst_reorder ? conv.dst_md : conv.user_dst_md, dst);
+      if (bias) {
+        const memory::desc bias_md({conv.oc_count}, memory::data_type::f32, memory::format_tag::a);
+        bind_argument(args, DNNL_ARG_BIAS, bias_md, bias->data<float>() + conv.oc_begin);
+      }
+      execute_primitive(conv.primitive, args, conv.scratchpad_bytes, 1);
     }
     if (conv.dst_reorder) {
-      dst = memory(conv.dst_md, engine, thread_scratch_bytes(conv.dst_md.get_size(), 2));
-    }
-    args[DNNL_ARG_SRC] = src;
-    args[DNNL_ARG_WEIGHTS] = conv.weights;
-    args[DNNL_ARG_DST] = dst;
-    if (bias) {
-      const memory::desc bias_md({conv.oc_count}, memory::data_type::f32, memory::format_tag::a);
-      args[DNNL_ARG_BIAS] =
-          memory(bias_md, engine, const_cast<float*>(bias->data<float>()) + conv.oc_begin);
-    }
-    execute_primitive(conv.primitive, args, conv.scratchpad_bytes, 1);
-    if (conv.dst_reorder) {
-      std::unordered_map<int, memory> reorder_args{{DNNL_ARG_FROM, dst}, {DNNL_ARG_TO, user_dst}};
-      execute_primitive(*conv.dst_reorder, reorder_args, conv.dst_reorder_scratch, 1);
+      ArgumentMap& args = thread_arguments(*conv.dst_reorder);
+      bind_argument(args, DNNL_ARG_FROM, conv.dst_md, dst);
+      bind_argument(args, DNNL_ARG_TO, conv.user_dst_md, y_part);
+      execute_primitive(*conv.dst_reorder, args, conv.dst_reorder_scratch, 1);
     }
   }
 

@@ -84,29 +84,27 @@ class MatMulOneDnnKernel final : public Kernel {
           broadcast_c_into(*c, p.m, p.n, 0, p.m, 0, p.n, yd + batch * p.m * p.n, p.n);
         }
       }
-      const dnnl::engine& engine = onednn_engine();
       const int threads = 1;
       const float* ad = a.data<float>();
       const float* bd = b.data<float>();
-      std::unordered_map<int, memory> args;
+      ArgumentMap& args = thread_arguments(mm->primitive);
       if (mm->use_bias) {
         const memory::desc bias_md =
             mm->mode == BatchMode::kBatched
                 ? memory::desc({1, 1, p.n}, memory::data_type::f32, memory::format_tag::abc)
                 : memory::desc({1, p.n}, memory::data_type::f32, memory::format_tag::ab);
-        args[DNNL_ARG_BIAS] =
-            memory(bias_md, engine, const_cast<float*>(bias_times_beta_->data<float>()));
+        bind_argument(args, DNNL_ARG_BIAS, bias_md, bias_times_beta_->data<float>());
       }
       const std::int64_t steps = mm->mode == BatchMode::kLoop ? p.batch_count : 1;
       for (std::int64_t batch = 0; batch < steps; ++batch) {
         const auto index = static_cast<std::size_t>(batch);
-        args[DNNL_ARG_SRC] =
-            memory(mm->src_md, engine, const_cast<float*>(ad + p.a_offsets[index]));
-        args[DNNL_ARG_WEIGHTS] =
-            mm->packed_weights
-                ? *mm->packed_weights
-                : memory(mm->weights_md, engine, const_cast<float*>(bd + p.b_offsets[index]));
-        args[DNNL_ARG_DST] = memory(mm->dst_md, engine, yd + batch * p.m * p.n);
+        bind_argument(args, DNNL_ARG_SRC, mm->src_md, ad + p.a_offsets[index]);
+        if (mm->packed_weights) {
+          args[DNNL_ARG_WEIGHTS] = *mm->packed_weights;
+        } else {
+          bind_argument(args, DNNL_ARG_WEIGHTS, mm->weights_md, bd + p.b_offsets[index]);
+        }
+        bind_argument(args, DNNL_ARG_DST, mm->dst_md, yd + batch * p.m * p.n);
         execute_primitive(mm->primitive, args, mm->scratchpad_bytes, threads);
       }
     } catch (const dnnl::error& e) {

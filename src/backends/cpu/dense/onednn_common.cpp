@@ -38,14 +38,44 @@ void append_activation_post_op(const Activation& activation, dnnl::post_ops& ops
   }
 }
 
+namespace {
+
+// Beyond this many primitives on one thread the maps start afresh (they also keep the
+// primitives of unloaded engines alive; rebuilding a map costs one call's allocations).
+constexpr std::size_t kMaxThreadArgumentMaps = 1024;
+
+struct PrimitiveArguments {
+  dnnl::primitive primitive;  // keeps the handle (the map's key) alive
+  ArgumentMap args;
+};
+
+}  // namespace
+
+ArgumentMap& thread_arguments(const dnnl::primitive& primitive) {
+  thread_local std::unordered_map<const void*, PrimitiveArguments> maps;
+  const void* key = primitive.get();
+  auto it = maps.find(key);
+  if (it != maps.end()) return it->second.args;
+  if (maps.size() >= kMaxThreadArgumentMaps) maps.clear();
+  return maps.emplace(key, PrimitiveArguments{primitive, {}}).first->second.args;
+}
+
+void bind_argument(ArgumentMap& args, int arg, const dnnl::memory::desc& md, const void* data) {
+  auto it = args.find(arg);
+  if (it != args.end() && it->second.get_desc() == md) {
+    it->second.set_data_handle(const_cast<void*>(data));
+    return;
+  }
+  args[arg] = dnnl::memory(md, onednn_engine(), const_cast<void*>(data));
+}
+
 void execute_primitive(const dnnl::primitive& primitive,
                        std::unordered_map<int, dnnl::memory>& args, std::size_t scratchpad_bytes,
                        int threads) {
   if (scratchpad_bytes > 0) {
     const dnnl::memory::desc scratch_md({static_cast<dnnl::memory::dim>(scratchpad_bytes)},
                                         dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
-    args[DNNL_ARG_SCRATCHPAD] =
-        dnnl::memory(scratch_md, onednn_engine(), thread_scratch_bytes(scratchpad_bytes, 7));
+    bind_argument(args, DNNL_ARG_SCRATCHPAD, scratch_md, thread_scratch_bytes(scratchpad_bytes, 7));
   }
   set_onednn_threads(threads);
   dnnl::stream& stream = onednn_thread_stream();

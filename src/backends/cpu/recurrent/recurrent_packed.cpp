@@ -268,7 +268,6 @@ void project_inputs(const CallPlan& plan, int d, std::int64_t block_begin, std::
   if (plan.projections && spec.input_size > 0) {
     try {
       using dnnl::memory;
-      const dnnl::engine& engine = dense::onednn_engine();
       // oneDNN's f32 matmul without AVX-512 (gemm:jit) keeps W in plain layout and, for a W
       // larger than the caches, reads it again for every block of rows: a BiLSTM layer's
       // [100 x 2048] x [2048 x 4096] ran at 29 GFLOP/s on an AVX2 EPYC, against 80 GFLOP/s in
@@ -282,13 +281,12 @@ void project_inputs(const CallPlan& plan, int d, std::int64_t block_begin, std::
         std::shared_ptr<const ProjectionPrimitive> mm =
             plan.projections->get(spec, weights, d, plan.blocks, rows, begin, end);
         const std::int64_t offset = begin * spec.gates * kLanes;
-        std::unordered_map<int, memory> args{
-            {DNNL_ARG_SRC,
-             memory(mm->src_md, engine, const_cast<float*>(plan.io->x->data<float>()))},
-            {DNNL_ARG_WEIGHTS, mm->weights},
-            {DNNL_ARG_BIAS, memory(mm->bias_md, engine,
-                                   const_cast<float*>(weights.projection_bias.data() + offset))},
-            {DNNL_ARG_DST, memory(mm->dst_md, engine, projection + offset)}};
+        dense::ArgumentMap& args = dense::thread_arguments(mm->primitive);
+        dense::bind_argument(args, DNNL_ARG_SRC, mm->src_md, plan.io->x->data<float>());
+        args[DNNL_ARG_WEIGHTS] = mm->weights;
+        dense::bind_argument(args, DNNL_ARG_BIAS, mm->bias_md,
+                             weights.projection_bias.data() + offset);
+        dense::bind_argument(args, DNNL_ARG_DST, mm->dst_md, projection + offset);
         dense::execute_primitive(mm->primitive, args, mm->scratchpad_bytes, 1);
       }
       return;
