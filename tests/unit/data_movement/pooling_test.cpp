@@ -188,6 +188,29 @@ TEST(Pooling, BlockedMatchesReferenceOnRandomCases) {
   }
 }
 
+// Kernel 2, stride 2 on the last axis takes the blocked tactic's paired path: four outputs at
+// a time, the rest one by one. Widths around multiples of 8, padding and ceil_mode move where
+// the regular windows start and end.
+TEST(Pooling, BlockedPairedWindowsMatchReference) {
+  std::mt19937 rng(5);
+  for (std::int64_t width : {2, 3, 7, 8, 9, 16, 17, 31, 32, 33}) {
+    for (int variant = 0; variant < 4; ++variant) {
+      const std::int64_t pad_left = variant & 1, pad_right = variant >> 1;
+      const Tensor x = random_f32({1, 3, 5, width}, rng);
+      for (OpKind op : {OpKind::kMaxPool, OpKind::kAveragePool}) {
+        SCOPED_TRACE(str_cat(op_name(op), " width ", width, " pads ", pad_left, ",", pad_right));
+        pool(op, x,
+             attributes({{"kernel_shape", I64{2, 2}},
+                         {"strides", I64{2, 2}},
+                         {"pads", I64{0, pad_left, 1, pad_right}},
+                         {"ceil_mode", std::int64_t{variant == 3}},
+                         {"count_include_pad", std::int64_t{variant == 2}}}));
+        pool(op, x, attributes({{"kernel_shape", I64{1, 2}}, {"strides", I64{1, 2}}}));
+      }
+    }
+  }
+}
+
 TEST(Pooling, ShapeInference) {
   ir::Node node;
   node.op = OpKind::kMaxPool;

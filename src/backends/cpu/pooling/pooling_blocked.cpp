@@ -1,8 +1,12 @@
 // The fast pooling tactic: 1-D and 2-D pooling are run as 3-D with unit leading axes; per axis
 // the valid taps of every output index are computed once, so the inner loops have no bounds
-// tests; planes (N x C) are spread over the thread pool.
+// tests; planes (N x C) are spread over the thread pool. With an undilated last axis, each
+// output row's window rows are first reduced into one row.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "backends/cpu/pooling/pooling_kernels.h"
 #include "core/thread_pool.h"
@@ -118,10 +122,98 @@ class BlockedPoolKernel final : public Kernel {
         }
       }
     };
+    // Undilated last axis (nearly every real pool): reduce the window's whole input rows into
+    // one row first (contiguous, vectorized), then each output reads its taps from that row.
+    // A 2x2/2 max pool then costs about one vector max per input element instead of a short,
+    // data-dependent loop per output.
+    // Outputs [pair_begin, pair_end) of the last axis read taps 2*o - pad and 2*o - pad + 1,
+    // both inside the input (kernel 2, stride 2: the usual downsampling pool): four of them are
+    // made at once from two loads, splitting even and odd taps with a shuffle.
+    std::int64_t pair_begin = 0, pair_end = 0;
+    if (n > 0 && g.kernel[n - 1] == 2 && g.strides[n - 1] == 2) {
+      const auto& w = windows[2];
+      const auto regular = [&](std::int64_t o) {
+        const AxisWindow& window = w[static_cast<std::size_t>(o)];
+        return window.taps == 2 && window.first == 2 * o - g.pad_begin[n - 1];
+      };
+      while (pair_begin < out_dims[2] && !regular(pair_begin)) ++pair_begin;
+      pair_end = pair_begin;
+      while (pair_end < out_dims[2] && regular(pair_end)) ++pair_end;
+    }
+    const std::int64_t pad_last = n > 0 ? g.pad_begin[n - 1] : 0;
+    const auto rows_first_task = [&](std::int64_t begin, std::int64_t end) {
+      std::vector<float> reduced(static_cast<std::size_t>(row));
+      float* acc = reduced.data();
+      for (std::int64_t p = begin; p < end; ++p) {
+        const float* src = in.data<float>() + p * in_plane;
+        float* dst = out.data<float>() + p * out_plane;
+        for (std::int64_t o0 = 0; o0 < out_dims[0]; ++o0) {
+          const AxisWindow& w0 = windows[0][static_cast<std::size_t>(o0)];
+          for (std::int64_t o1 = 0; o1 < out_dims[1]; ++o1) {
+            const AxisWindow& w1 = windows[1][static_cast<std::size_t>(o1)];
+            // Starting from lowest (max) or 0 (sum) keeps the per-output path's results,
+            // NaN handling included (std::max keeps its first argument when either is NaN).
+            std::fill(acc, acc + row, is_max_ ? std::numeric_limits<float>::lowest() : 0.0f);
+            for (std::int64_t t0 = 0; t0 < w0.taps; ++t0) {
+              const float* plane = src + (w0.first + t0 * dilation[0]) * slab;
+              for (std::int64_t t1 = 0; t1 < w1.taps; ++t1) {
+                const float* line = plane + (w1.first + t1 * dilation[1]) * row;
+                if (is_max_) {
+                  for (std::int64_t x = 0; x < row; ++x) acc[x] = std::max(acc[x], line[x]);
+                } else {
+                  for (std::int64_t x = 0; x < row; ++x) acc[x] += line[x];
+                }
+              }
+            }
+            float* out_row = dst + (o0 * out_dims[1] + o1) * out_dims[2];
+            const std::int64_t divisor_rows =
+                include_pad ? w0.padded_taps * w1.padded_taps : w0.taps * w1.taps;
+            // acc holds no NaN (std::max dropped them) and nothing below lowest, so the max of
+            // two taps is _mm_max_ps's, and their sum is 0 + a + b.
+            std::int64_t pairs_done = pair_begin;
+            if (is_max_ || divisor_rows > 0) {
+              const __m128 divisor = _mm_set1_ps(static_cast<float>(divisor_rows * 2));
+              for (; pairs_done + 4 <= pair_end; pairs_done += 4) {
+                const float* taps = acc + 2 * pairs_done - pad_last;
+                const __m128 low = _mm_loadu_ps(taps);
+                const __m128 high = _mm_loadu_ps(taps + 4);
+                const __m128 even = _mm_shuffle_ps(low, high, _MM_SHUFFLE(2, 0, 2, 0));
+                const __m128 odd = _mm_shuffle_ps(low, high, _MM_SHUFFLE(3, 1, 3, 1));
+                _mm_storeu_ps(
+                    out_row + pairs_done,
+                    is_max_ ? _mm_max_ps(even, odd) : _mm_div_ps(_mm_add_ps(even, odd), divisor));
+              }
+            }
+            for (std::int64_t o2 = 0; o2 < out_dims[2]; ++o2) {
+              if (o2 == pair_begin) o2 = pairs_done;
+              if (o2 >= out_dims[2]) break;
+              const AxisWindow& w2 = windows[2][static_cast<std::size_t>(o2)];
+              const float* taps = acc + w2.first;
+              if (is_max_) {
+                float best = std::numeric_limits<float>::lowest();
+                for (std::int64_t t2 = 0; t2 < w2.taps; ++t2) best = std::max(best, taps[t2]);
+                out_row[o2] = best;
+              } else {
+                float sum = 0.0f;
+                for (std::int64_t t2 = 0; t2 < w2.taps; ++t2) sum += taps[t2];
+                const std::int64_t divisor =
+                    divisor_rows * (include_pad ? w2.padded_taps : w2.taps);
+                out_row[o2] = divisor ? sum / static_cast<float>(divisor) : 0.0f;
+              }
+            }
+          }
+        }
+      }
+    };
     const std::int64_t taps_per_output = element_count(g.kernel);
     const std::int64_t work_per_plane =
         std::max<std::int64_t>(1, out_plane * std::max<std::int64_t>(taps_per_output, 1));
-    context.pool->parallel_for(planes, std::max<std::int64_t>(1, 16384 / work_per_plane), task);
+    const std::int64_t grain = std::max<std::int64_t>(1, 16384 / work_per_plane);
+    if (dilation[2] == 1) {
+      context.pool->parallel_for(planes, grain, rows_first_task);
+    } else {
+      context.pool->parallel_for(planes, grain, task);
+    }
     return Status::ok();
   }
 
