@@ -10,7 +10,9 @@
 //                  program (src/ir/pointwise_program.h).
 // Activation attributes shared by fused ops: "activation" (string: none, relu, clip, leaky_relu,
 // sigmoid, tanh, gelu_erf), "activation_alpha" (leaky_relu slope, clip min), "activation_beta"
-// (clip max).
+// (clip max), and "activation_clamp_min" / "activation_clamp_max" (floats, present only after an
+// activation: the bounds of a Max / Min / Clip with constant bounds that followed it, applied
+// after the activation).
 #pragma once
 
 #include <cstdint>

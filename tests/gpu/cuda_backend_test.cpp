@@ -746,7 +746,8 @@ TEST(CudaOps, ConvFewInputChannelsEveryPrecision) {
 
 // A convolution for the direct_tc tactic (our WMMA implicit GEMM): x [batch, channels, height,
 // width], w [out_channels, channels, kernel], a bias and the activation fused when `activation`
-// is not empty ("clip" is Clip(0, 2)).
+// is not empty ("clip" is Clip(0, 2); "leaky_relu+clamp" a leaky ReLU, then a clamp to
+// [-0.1, 0.7]).
 GraphCase direct_conv_case(Dims x_dims, std::int64_t out_channels, std::vector<std::int64_t> kernel,
                            std::vector<std::int64_t> strides, std::vector<std::int64_t> pads,
                            std::vector<std::int64_t> dilations, std::string activation) {
@@ -769,6 +770,12 @@ GraphCase direct_conv_case(Dims x_dims, std::int64_t out_channels, std::vector<s
       if (activation == "clip") {
         conv->attrs.set("activation_alpha", 0.0f);
         conv->attrs.set("activation_beta", 2.0f);
+      }
+      if (activation == "leaky_relu+clamp") {  // openWakeWord's LeakyRelu then Max(x, -0.4)
+        conv->attrs.set("activation", std::string("leaky_relu"));
+        conv->attrs.set("activation_alpha", 0.2f);
+        conv->attrs.set("activation_clamp_min", -0.1f);
+        conv->attrs.set("activation_clamp_max", 0.7f);
       }
     }
     g.outputs = {y};
@@ -793,6 +800,8 @@ const std::vector<std::pair<std::string, GraphCase>>& direct_conv_cases() {
        direct_conv_case({1, 4, 20, 20}, 64, {16, 16}, {1, 1}, {0, 0, 0, 0}, {1, 1}, "relu")},
       {"Conv OW 26 tiles spanning output rows",
        direct_conv_case({2, 3, 12, 26}, 32, {3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, "")},
+      {"Conv leaky ReLU then a clamp", direct_conv_case({1, 24, 14, 16}, 48, {1, 3}, {1, 1},
+                                                        {0, 1, 0, 1}, {1, 1}, "leaky_relu+clamp")},
       {"Conv W 1000 region over budget (gather path)",
        direct_conv_case({1, 1, 70, 1000}, 16, {64, 4}, {1, 1}, {0, 0, 0, 0}, {1, 1}, "relu")},
   };

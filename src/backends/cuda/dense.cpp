@@ -22,6 +22,10 @@ struct Activation {
   bool relu = false;  // fused into the cuBLASLt epilogue
   ops::UnaryOp op = ops::UnaryOp::kIdentity;
   float alpha = 0.0f, beta = 0.0f;
+  // A clamp after the activation (activation_clamp_min/_max): one more in-place Clip pass on
+  // the output, whatever the tactic (ClampedKernel below).
+  bool has_clamp = false;
+  float clamp_min = 0.0f, clamp_max = 0.0f;
 };
 
 Expected<Activation> read_activation(const ir::Node& node) {
@@ -49,8 +53,48 @@ Expected<Activation> read_activation(const ir::Node& node) {
   } else {
     return unsupported(node.describe(), ": activation '", name, "'");
   }
+  if (node.attrs.has("activation_clamp_min") || node.attrs.has("activation_clamp_max")) {
+    a.has_clamp = true;
+    a.clamp_min = node.attrs.get_float("activation_clamp_min", -3.402823466e38f);
+    a.clamp_max = node.attrs.get_float("activation_clamp_max", 3.402823466e38f);
+  }
   return a;
 }
+
+// Runs a dense call, then clamps its output in place.
+class ClampedCall final : public CudaCall {
+ public:
+  ClampedCall(std::unique_ptr<CudaCall> inner, float lo, float hi)
+      : inner_(std::move(inner)), lo_(lo), hi_(hi) {}
+  std::size_t scratch_bytes() const override { return inner_->scratch_bytes(); }
+  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
+                 const CudaRunContext& context) const override {
+    VOXRT_RETURN_IF_ERROR(inner_->enqueue(in, out, context));
+    VOXRT_CUDA_TRY(ops::unary(ops::UnaryOp::kClip, lo_, hi_, out[0].as<const float>(),
+                              out[0].as<float>(), out[0].count(), context.stream));
+    return Status::ok();
+  }
+
+ private:
+  std::unique_ptr<CudaCall> inner_;
+  float lo_, hi_;
+};
+
+class ClampedKernel final : public CudaKernel {
+ public:
+  ClampedKernel(std::unique_ptr<CudaKernel> inner, float lo, float hi)
+      : inner_(std::move(inner)), lo_(lo), hi_(hi) {}
+  Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> inputs,
+                                              std::span<const DevTensor> outputs,
+                                              cublasLtHandle_t lt) const override {
+    VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<CudaCall> call, inner_->prepare(inputs, outputs, lt));
+    return std::unique_ptr<CudaCall>(new ClampedCall(std::move(call), lo_, hi_));
+  }
+
+ private:
+  std::unique_ptr<CudaKernel> inner_;
+  float lo_, hi_;
+};
 
 Status apply_post_activation(const Activation& act, bool fused_relu, const DevTensor& out,
                              const CudaRunContext& context) {
@@ -551,8 +595,11 @@ bool direct_conv_applies_to(const ir::Node& node, Precision precision) {
                              precision == Precision::kFp16 || precision == Precision::kBf16);
 }
 
-Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, TacticId tactic,
-                                                        KernelBuildContext& build) {
+namespace {
+
+Expected<std::unique_ptr<CudaKernel>> make_unclamped_dense_kernel(const ir::Node& node,
+                                                                  TacticId tactic,
+                                                                  KernelBuildContext& build) {
   const std::string why = dense_unsupported(node);
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
   VOXRT_ASSIGN_OR_RETURN(Activation act, read_activation(node));
@@ -635,6 +682,18 @@ Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, Ta
   return std::unique_ptr<CudaKernel>(new MatMulKernel(tactic, build.precision(), trans_a, trans_b,
                                                       weight, weight_f32, node.input(2) != nullptr,
                                                       act));
+}
+
+}  // namespace
+
+Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, TacticId tactic,
+                                                        KernelBuildContext& build) {
+  VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<CudaKernel> kernel,
+                         make_unclamped_dense_kernel(node, tactic, build));
+  VOXRT_ASSIGN_OR_RETURN(Activation act, read_activation(node));
+  if (!act.has_clamp) return kernel;
+  return std::unique_ptr<CudaKernel>(
+      new ClampedKernel(std::move(kernel), act.clamp_min, act.clamp_max));
 }
 
 }  // namespace voxrt::backends::cuda

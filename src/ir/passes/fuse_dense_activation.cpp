@@ -5,6 +5,8 @@
 #include <cmath>
 #include <optional>
 #include <set>
+#include <tuple>
+#include <utility>
 
 namespace voxrt::ir {
 namespace {
@@ -40,6 +42,33 @@ Node* sole_consumer(const Graph& graph, const Value* value) {
   return users.size() == 1 ? users[0] : nullptr;
 }
 
+// Max / Min of `x` and a scalar f32 constant, or Clip of `x` with constant (or absent) bounds:
+// the bounds [lo, hi] it clamps `x` to. The constant must not widen x's rank (broadcasting it
+// would change the output shape).
+std::optional<std::pair<float, float>> match_clamp(const Node& node, const Value* x) {
+  if (node.op == OpKind::kMax || node.op == OpKind::kMin) {
+    const Value* other = other_operand(node, x);
+    auto c = scalar_constant(other);
+    if (!c || !x->rank_known || other->constant->rank() > x->shape.size()) return std::nullopt;
+    return node.op == OpKind::kMax ? std::pair{*c, FLT_MAX} : std::pair{-FLT_MAX, *c};
+  }
+  if (node.op == OpKind::kClip && node.input(0) == x) {
+    std::pair<float, float> bounds{-FLT_MAX, FLT_MAX};
+    if (node.input(1)) {
+      auto lo = scalar_constant(node.input(1));
+      if (!lo) return std::nullopt;
+      bounds.first = *lo;
+    }
+    if (node.input(2)) {
+      auto hi = scalar_constant(node.input(2));
+      if (!hi) return std::nullopt;
+      bounds.second = *hi;
+    }
+    return bounds;
+  }
+  return std::nullopt;
+}
+
 struct ActivationMatch {
   std::string kind;
   float alpha = 0.0f, beta = 0.0f;
@@ -49,8 +78,18 @@ struct ActivationMatch {
 
 std::optional<ActivationMatch> match_simple(const Graph& graph, Value* x) {
   Node* act = sole_consumer(graph, x);
-  if (!act || act->input(0) != x || !act->output(0)) return std::nullopt;
+  if (!act || !act->output(0)) return std::nullopt;
   ActivationMatch match;
+  if (act->op == OpKind::kMax || act->op == OpKind::kMin) {
+    auto bounds = match_clamp(*act, x);
+    if (!bounds) return std::nullopt;
+    match.kind = "clip";
+    std::tie(match.alpha, match.beta) = *bounds;
+    match.nodes = {act};
+    match.output = act->outputs[0];
+    return match;
+  }
+  if (act->input(0) != x) return std::nullopt;
   switch (act->op) {
     case OpKind::kRelu: match.kind = "relu"; break;
     case OpKind::kSigmoid: match.kind = "sigmoid"; break;
@@ -279,6 +318,33 @@ bool fuse_matmul(Graph& graph, Node& mm, PassReport& report) {
   return true;
 }
 
+// A dense node with an activation whose output is clamped next (Max / Min with a scalar, Clip
+// with constant bounds) takes the clamp over; repeated clamps are intersected. Refused when the
+// intervals do not overlap (then the composition is a constant, not a clamp).
+bool fuse_clamp(Graph& graph, Node& dense, PassReport& report) {
+  if (dense.op != OpKind::kFusedConv && dense.op != OpKind::kFusedMatMul) return false;
+  if (dense.attrs.get_string("activation", "none") == "none") return false;
+  bool fused_any = false;
+  for (;;) {
+    Value* y = dense.output(0);
+    Node* next = sole_consumer(graph, y);
+    if (!next || !next->output(0)) break;
+    auto bounds = match_clamp(*next, y);
+    if (!bounds) break;
+    const float lo =
+        std::max(dense.attrs.get_float("activation_clamp_min", -FLT_MAX), bounds->first);
+    const float hi =
+        std::min(dense.attrs.get_float("activation_clamp_max", FLT_MAX), bounds->second);
+    if (lo > hi) break;
+    dense.attrs.set("activation_clamp_min", lo);
+    dense.attrs.set("activation_clamp_max", hi);
+    const std::string what = dense.describe();
+    take_over(graph, dense, {next}, next->outputs[0], report, str_cat(what, " (clamp)"));
+    fused_any = true;
+  }
+  return fused_any;
+}
+
 class FuseDenseActivationPass final : public Pass {
  public:
   std::string_view name() const override { return "fuse_dense_activation"; }
@@ -298,6 +364,7 @@ class FuseDenseActivationPass final : public Pass {
         case OpKind::kFusedMatMul: fuse_matmul(graph, *node, report); break;
         default: break;
       }
+      fuse_clamp(graph, *node, report);
     }
     graph.prune_unused_values();
     return Status::ok();

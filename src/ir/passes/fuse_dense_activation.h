@@ -2,9 +2,13 @@
 // that feeds it:
 //   Conv / FusedConv [+ Add(per-channel constant)] [+ act]  -> FusedConv(X, W, B', act)
 //   MatMul / FusedMatMul / Gemm + act                        -> FusedMatMul(..., act)
-// act: Relu, Clip with constant bounds (PyTorch's Hardtanh), LeakyRelu, Sigmoid, Tanh, and the
-// erf form of GELU, x * 0.5 * (1 + Erf(x / sqrt(2))) in any multiplication order, with Div by
-// sqrt(2) or Mul by 1/sqrt(2). Intermediates must have no other consumer and not be graph outputs.
+// act: Relu, Clip with constant bounds (PyTorch's Hardtanh), Max / Min with a scalar constant (a
+// one-sided clip), LeakyRelu, Sigmoid, Tanh, and the erf form of GELU, x * 0.5 * (1 + Erf(x /
+// sqrt(2))) in any multiplication order, with Div by sqrt(2) or Mul by 1/sqrt(2).
+// After an activation, Max / Min with a scalar constant and Clip with constant bounds become a
+// clamp applied after it (activation_clamp_min / _max): openWakeWord's LeakyRelu then
+// Max(x, -0.4) after each convolution. Intermediates must have no other consumer and not be
+// graph outputs.
 #pragma once
 
 #include <memory>

@@ -311,18 +311,26 @@ TEST(Conv, FusedActivationsMatchReference) {
       attrs_of({{"activation", std::string("sigmoid")}}),
       attrs_of({{"activation", std::string("tanh")}}),
       attrs_of({{"activation", std::string("gelu_erf")}}),
+      // A clamp after the activation (openWakeWord's LeakyRelu then Max(x, -0.4)).
+      attrs_of({{"activation", std::string("leaky_relu")},
+                {"activation_alpha", 0.2f},
+                {"activation_clamp_min", -0.1f},
+                {"activation_clamp_max", 0.7f}}),
   };
   std::uint32_t seed = 100;
   for (ir::Attributes attrs : activations) {
     SCOPED_TRACE(attrs.get_string("activation", ""));
     attrs.set("pads", Ints{1, 0, 1, 2});
-    attrs.set("group", std::int64_t{3});
-    auto one = make_node(
-        OpKind::kFusedConv,
-        {runtime(random_tensor({2, 6, 5, 8}, seed++)),
-         constant(random_tensor({9, 2, 3, 3}, seed++)), constant(random_tensor({9}, seed++))},
-        attrs);
-    expect_tactics_match_reference(*one);
+    for (std::int64_t group : {3, 1}) {
+      // Group 1 reaches the tactics that take only ungrouped convolutions (few_positions, fft).
+      attrs.set("group", group);
+      auto one = make_node(OpKind::kFusedConv,
+                           {runtime(random_tensor({2, 6, 5, 8}, seed++)),
+                            constant(random_tensor({9, 6 / group, 3, 3}, seed++)),
+                            constant(random_tensor({9}, seed++))},
+                           attrs);
+      expect_tactics_match_reference(*one);
+    }
   }
 }
 

@@ -1,5 +1,5 @@
 // A tiny graph evaluator for the pass tests: dense ops run on the reference kernels, and the few
-// other ops the patterns use (activations, Add/Mul/Div, BatchNormalization, Transpose) are
+// other ops the patterns use (activations, Add/Mul/Div/Max/Min, BatchNormalization, Transpose) are
 // computed here, naively, so the tests do not depend on other families' kernels.
 #pragma once
 
@@ -75,6 +75,8 @@ inline Expected<Tensor> evaluate_node(const ir::Node& node, const std::vector<co
     case OpKind::kAdd: return binary([](float a, float b) { return a + b; });
     case OpKind::kMul: return binary([](float a, float b) { return a * b; });
     case OpKind::kDiv: return binary([](float a, float b) { return a / b; });
+    case OpKind::kMax: return binary([](float a, float b) { return std::max(a, b); });
+    case OpKind::kMin: return binary([](float a, float b) { return std::min(a, b); });
     case OpKind::kBatchNormalization: {
       const double eps = node.attrs.get_float("epsilon", 1e-5f);
       Tensor y = Tensor::uninitialized(DType::kF32, in[0]->dims());

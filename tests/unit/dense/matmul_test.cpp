@@ -58,8 +58,9 @@ TEST(MatMul, SymbolicBatchKeepsKernelsShapeAgnostic) {
 }
 
 TEST(FusedMatMul, TransposesBiasAndActivations) {
+  // "leaky_relu+clamp": a leaky ReLU, then the clamp of a Max / Min that followed it.
   const std::vector<std::string> activations{"none",    "relu", "leaky_relu", "clip",
-                                             "sigmoid", "tanh", "gelu_erf"};
+                                             "sigmoid", "tanh", "gelu_erf",   "leaky_relu+clamp"};
   std::uint32_t seed = 50;
   for (const std::string& activation : activations) {
     for (int trans = 0; trans < 4; ++trans) {
@@ -69,12 +70,18 @@ TEST(FusedMatMul, TransposesBiasAndActivations) {
       const std::int64_t m = 9, k = 13, n = 17;
       Dims a = ta ? Dims{2, k, m} : Dims{2, m, k};
       Dims b = tb ? Dims{n, k} : Dims{k, n};
-      ir::Attributes attrs = attrs_of({{"trans_a", std::int64_t{ta}},
-                                       {"trans_b", std::int64_t{tb}},
-                                       {"activation", activation},
-                                       {"activation_alpha", -0.25f},
-                                       {"activation_beta", 0.5f}});
-      if (activation == "leaky_relu") attrs.set("activation_alpha", 0.1f);
+      const bool clamped = activation == "leaky_relu+clamp";
+      ir::Attributes attrs =
+          attrs_of({{"trans_a", std::int64_t{ta}},
+                    {"trans_b", std::int64_t{tb}},
+                    {"activation", clamped ? std::string("leaky_relu") : activation},
+                    {"activation_alpha", -0.25f},
+                    {"activation_beta", 0.5f}});
+      if (activation == "leaky_relu" || clamped) attrs.set("activation_alpha", 0.1f);
+      if (clamped) {
+        attrs.set("activation_clamp_min", -0.05f);
+        attrs.set("activation_clamp_max", 0.8f);
+      }
       for (bool with_bias : {false, true}) {
         std::vector<Operand> operands{runtime(random_tensor(a, seed++)),
                                       constant(random_tensor(b, seed++))};

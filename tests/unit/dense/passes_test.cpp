@@ -51,7 +51,8 @@ struct GraphBuilder {
       Status status = ir::infer_outputs(*node, infos, outs);
       EXPECT_TRUE(status.is_ok()) << status.to_string();
       if (status.is_ok()) out->shape = outs[0].shape;
-    } else if (kind == OpKind::kAdd || kind == OpKind::kMul || kind == OpKind::kDiv) {
+    } else if (kind == OpKind::kAdd || kind == OpKind::kMul || kind == OpKind::kDiv ||
+               kind == OpKind::kMax || kind == OpKind::kMin) {
       out->shape = ir::sym_shape_from_dims(
           broadcast_dims(dims_of(node->inputs[0]), dims_of(node->inputs[1])));
     } else if (kind == OpKind::kTranspose) {
@@ -245,6 +246,58 @@ TEST(FuseDenseActivation, GeluErfInEveryOrder) {
     EXPECT_EQ(node->attrs.get_string("activation", ""), "gelu_erf");
     EXPECT_EQ(node->origin.size(), 6u);
   }
+}
+
+// openWakeWord's pattern: Conv, LeakyRelu, Max(x, -0.4). The Max, a Min with the constant
+// first and a Clip become one clamp after the activation, their bounds intersected.
+TEST(FuseDenseActivation, ClampsAfterAnActivation) {
+  GraphBuilder b;
+  ir::Value* conv = b.op(OpKind::kConv, {b.input({1, 3, 9, 8}), b.weight({4, 3, 3, 3})},
+                         attrs_of({{"pads", Ints{1, 1, 1, 1}}}));
+  ir::Value* act = b.op(OpKind::kLeakyRelu, {conv}, attrs_of({{"alpha", 0.2f}}));
+  ir::Value* floor = b.op(OpKind::kMax, {act, b.scalar(-0.05f)});
+  ir::Value* ceiling = b.op(OpKind::kMin, {b.scalar(0.6f), floor});
+  b.graph.outputs.push_back(b.op(OpKind::kClip, {ceiling, b.scalar(-0.1f), b.scalar(0.9f)}));
+  auto pass = ir::make_fuse_dense_activation_pass();
+  EXPECT_EQ(apply_and_compare(b, *pass, 1e-6).changes.size(), 4u);
+  const ir::Node* node = only_node(b.graph);
+  ASSERT_TRUE(node);
+  EXPECT_EQ(node->op, OpKind::kFusedConv);
+  EXPECT_EQ(node->attrs.get_string("activation", ""), "leaky_relu");
+  EXPECT_FLOAT_EQ(node->attrs.get_float("activation_clamp_min", 0.0f), -0.05f);
+  EXPECT_FLOAT_EQ(node->attrs.get_float("activation_clamp_max", 0.0f), 0.6f);
+  EXPECT_EQ(node->origin.size(), 5u);
+}
+
+TEST(FuseDenseActivation, MaxOrMinWithAScalarIsAClip) {
+  for (OpKind op : {OpKind::kMax, OpKind::kMin}) {
+    GraphBuilder b;
+    ir::Value* mm = b.op(OpKind::kMatMul, {b.input({3, 6}), b.weight({6, 5})});
+    b.graph.outputs.push_back(b.op(op, {mm, b.scalar(0.1f)}));
+    auto pass = ir::make_fuse_dense_activation_pass();
+    EXPECT_EQ(apply_and_compare(b, *pass, 1e-6).changes.size(), 1u) << ir::op_name(op);
+    const ir::Node* node = only_node(b.graph);
+    ASSERT_TRUE(node);
+    EXPECT_EQ(node->attrs.get_string("activation", ""), "clip");
+    EXPECT_FALSE(node->attrs.has("activation_clamp_min"));
+  }
+}
+
+// Clamps whose intervals do not meet compose to a constant, not a clamp: the second stays.
+// A Max with a non-scalar constant is not a clip either.
+TEST(FuseDenseActivation, LeavesClampsThatAreNotOne) {
+  GraphBuilder b;
+  ir::Value* mm = b.op(OpKind::kMatMul, {b.input({3, 6}), b.weight({6, 5})});
+  ir::Value* act = b.op(OpKind::kRelu, {mm});
+  ir::Value* low = b.op(OpKind::kMin, {act, b.scalar(0.2f)});
+  b.graph.outputs.push_back(b.op(OpKind::kMax, {low, b.scalar(0.5f)}));
+  ir::Value* mm2 = b.op(OpKind::kMatMul, {b.input({3, 6}), b.weight({6, 5})});
+  ir::Value* act2 = b.op(OpKind::kTanh, {mm2});
+  b.graph.outputs.push_back(b.op(OpKind::kMax, {act2, b.weight({5})}));
+  auto pass = ir::make_fuse_dense_activation_pass();
+  EXPECT_EQ(apply_and_compare(b, *pass, 1e-6).changes.size(), 3u);
+  EXPECT_EQ(count_ops(b.graph, OpKind::kMax), 2u);
+  EXPECT_EQ(count_ops(b.graph, OpKind::kFusedMatMul), 2u);
 }
 
 TEST(FuseDenseActivation, KeepsIntermediatesThatAreRead) {

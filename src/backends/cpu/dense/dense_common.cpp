@@ -39,10 +39,20 @@ Expected<Activation> read_activation(const ir::Node& node) {
         ": activation must be none, relu, clip, leaky_relu, sigmoid, tanh or gelu_erf, found '",
         name, "'");
   }
+  if (node.attrs.has("activation_clamp_min") || node.attrs.has("activation_clamp_max")) {
+    if (activation.kind == ActivationKind::kNone) {
+      return invalid_argument(node.describe(), ": activation_clamp_min/max need an activation");
+    }
+    activation.has_clamp = true;
+    activation.clamp_min = node.attrs.get_float("activation_clamp_min", -FLT_MAX);
+    activation.clamp_max = node.attrs.get_float("activation_clamp_max", FLT_MAX);
+  }
   return activation;
 }
 
-float activation_value(const Activation& activation, float x) {
+namespace {
+
+float base_activation_value(const Activation& activation, float x) {
   switch (activation.kind) {
     case ActivationKind::kNone: return x;
     case ActivationKind::kRelu: return x > 0.0f ? x : 0.0f;
@@ -55,20 +65,32 @@ float activation_value(const Activation& activation, float x) {
   return x;
 }
 
+}  // namespace
+
+float activation_value(const Activation& activation, float x) {
+  const float y = base_activation_value(activation, x);
+  return activation.has_clamp ? std::min(std::max(y, activation.clamp_min), activation.clamp_max)
+                              : y;
+}
+
 void apply_activation(const Activation& activation, float* data, std::int64_t count) {
   switch (activation.kind) {
-    case ActivationKind::kNone: return;
+    case ActivationKind::kNone: break;
     case ActivationKind::kRelu:
       for (std::int64_t i = 0; i < count; ++i) data[i] = data[i] > 0.0f ? data[i] : 0.0f;
-      return;
+      break;
     case ActivationKind::kClip: {
       const float lo = activation.alpha, hi = activation.beta;
       for (std::int64_t i = 0; i < count; ++i) data[i] = std::min(std::max(data[i], lo), hi);
-      return;
+      break;
     }
     default:
-      for (std::int64_t i = 0; i < count; ++i) data[i] = activation_value(activation, data[i]);
-      return;
+      for (std::int64_t i = 0; i < count; ++i) data[i] = base_activation_value(activation, data[i]);
+      break;
+  }
+  if (activation.has_clamp) {
+    const float lo = activation.clamp_min, hi = activation.clamp_max;
+    for (std::int64_t i = 0; i < count; ++i) data[i] = std::min(std::max(data[i], lo), hi);
   }
 }
 

@@ -32,6 +32,9 @@ struct Activation {
   ActivationKind kind = ActivationKind::kNone;
   float alpha = 0.0f;  // leaky_relu slope, clip min
   float beta = 0.0f;   // clip max
+  // A clamp applied after the activation (a Max / Min / Clip that followed it in the model).
+  bool has_clamp = false;
+  float clamp_min = 0.0f, clamp_max = 0.0f;
 };
 
 // The activation attributes of a fused op ("none" for Conv, Gemm and MatMul).

@@ -13,7 +13,9 @@ dnnl::stream& onednn_thread_stream() {
   return stream;
 }
 
-void append_activation_post_op(const Activation& activation, dnnl::post_ops& ops) {
+namespace {
+
+void append_base_activation(const Activation& activation, dnnl::post_ops& ops) {
   using dnnl::algorithm;
   switch (activation.kind) {
     case ActivationKind::kNone: return;
@@ -35,6 +37,16 @@ void append_activation_post_op(const Activation& activation, dnnl::post_ops& ops
     case ActivationKind::kGeluErf:
       ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
       return;
+  }
+}
+
+}  // namespace
+
+void append_activation_post_op(const Activation& activation, dnnl::post_ops& ops) {
+  append_base_activation(activation, ops);
+  if (activation.has_clamp) {
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip, activation.clamp_min,
+                       activation.clamp_max);
   }
 }
 
