@@ -236,18 +236,31 @@ Status Plan::execute(std::span<const Tensor> inputs, std::vector<Tensor>& output
   return status;
 }
 
+namespace {
+
+bool same_inputs(const ShapeSignature& signature, std::span<const Tensor* const> inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor* in = inputs[i];
+    if (in ? !signature.input_present[i] || in->dtype() != signature.input_dtypes[i] ||
+                 in->dims() != signature.input_dims[i]
+           : signature.input_present[i])
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Status Plan::resolve_output_shapes(const Step& step, StepMemo& memo) const {
   const ir::Node& node = *step.node;
   const std::size_t input_count = step.inputs.size();
-  if (memo.has_signature && memo.shape_source == OutputShapeSource::kInputShapes) {
-    bool same = true;
-    for (std::size_t i = 0; i < input_count && same; ++i) {
-      const Tensor* in = memo.inputs[i];
-      same = in ? memo.input_present[i] && in->dtype() == memo.input_dtypes[i] &&
-                      in->dims() == memo.input_dims[i]
-                : !memo.input_present[i];
+  if (memo.shape_source == OutputShapeSource::kInputShapes) {
+    for (std::size_t k = 0; k < memo.signatures.size(); ++k) {
+      if (same_inputs(memo.signatures[k], memo.inputs)) {
+        memo.current = k;
+        return Status::ok();
+      }
     }
-    if (same) return Status::ok();
   }
   std::vector<ir::ValueInfo> infos(input_count);
   for (std::size_t i = 0; i < input_count; ++i) {
@@ -284,33 +297,35 @@ Status Plan::resolve_output_shapes(const Step& step, StepMemo& memo) const {
   }
   inferred.clear();
   VOXRT_RETURN_IF_ERROR(ir::infer_outputs(node, infos, inferred));
-  memo.output_dtypes.resize(step.outputs.size());
-  memo.output_dims.resize(step.outputs.size());
+  ShapeSignature signature;
+  signature.output_dtypes.resize(step.outputs.size());
+  signature.output_dims.resize(step.outputs.size());
   for (std::size_t i = 0; i < step.outputs.size(); ++i) {
     if (step.outputs[i] < 0) continue;
     auto dims = ir::known_dims(inferred[i].shape);
     if (!dims) {
-      memo.has_signature = false;
       return internal_error(node.describe(), ": output ", i, " has unknown dims ",
                             ir::sym_shape_to_string(inferred[i].shape), " at run time");
     }
-    memo.output_dtypes[i] = inferred[i].dtype;
-    memo.output_dims[i] = std::move(*dims);
+    signature.output_dtypes[i] = inferred[i].dtype;
+    signature.output_dims[i] = std::move(*dims);
   }
-  memo.input_present.resize(input_count);
-  memo.input_dtypes.resize(input_count);
-  memo.input_dims.resize(input_count);
-  for (std::size_t i = 0; i < input_count; ++i) {
-    const Tensor* in = memo.inputs[i];
-    memo.input_present[i] = in != nullptr;
-    memo.input_dtypes[i] = in ? in->dtype() : DType::kF32;
-    if (in) {
-      memo.input_dims[i] = in->dims();
-    } else {
-      memo.input_dims[i].clear();
-    }
+  for (const Tensor* in : memo.inputs) {
+    signature.input_present.push_back(in != nullptr);
+    signature.input_dtypes.push_back(in ? in->dtype() : DType::kF32);
+    signature.input_dims.push_back(in ? in->dims() : Dims{});
   }
-  memo.has_signature = true;
+  if (memo.shape_source != OutputShapeSource::kInputShapes) {
+    memo.signatures.resize(1);
+    memo.current = 0;
+  } else if (memo.signatures.size() < kMaxShapeSignatures) {
+    memo.signatures.emplace_back();
+    memo.current = memo.signatures.size() - 1;
+  } else {
+    memo.current = memo.next_replaced;
+    memo.next_replaced = (memo.next_replaced + 1) % kMaxShapeSignatures;
+  }
+  memo.signatures[memo.current] = std::move(signature);
   return Status::ok();
 }
 
@@ -361,19 +376,20 @@ Status Plan::run_step(std::size_t index, PlanWorkspace& workspace, backends::Ker
       if (step.outputs[i] < 0) continue;
       Tensor& out = slots[static_cast<std::size_t>(step.outputs[i])];
       Tensor& spare = memo.spare_outputs[i];
+      const DType dtype = memo.signatures[memo.current].output_dtypes[i];
+      const Dims& dims = memo.signatures[memo.current].output_dims[i];
       if (step.is_view && i == 0) {
-        VOXRT_ASSIGN_OR_RETURN(out, memo.inputs[0]->reshaped(memo.output_dims[i]));
-      } else if (spare.is_valid() && spare.dtype() == memo.output_dtypes[i] &&
-                 spare.dims() == memo.output_dims[i]) {
+        VOXRT_ASSIGN_OR_RETURN(out, memo.inputs[0]->reshaped(dims));
+      } else if (spare.is_valid() && spare.dtype() == dtype && spare.dims() == dims) {
         out = std::move(spare);
-      } else if (spare.is_valid() && spare.dtype() == memo.output_dtypes[i] &&
-                 spare.element_count() == element_count(memo.output_dims[i])) {
+      } else if (spare.is_valid() && spare.dtype() == dtype &&
+                 spare.element_count() == element_count(dims)) {
         // Came back through a view of another shape.
-        VOXRT_ASSIGN_OR_RETURN(out, spare.reshaped(memo.output_dims[i]));
+        VOXRT_ASSIGN_OR_RETURN(out, spare.reshaped(dims));
         spare = Tensor();
       } else {
         spare = Tensor();
-        out = Tensor::uninitialized(memo.output_dtypes[i], memo.output_dims[i]);
+        out = Tensor::uninitialized(dtype, dims);
       }
       memo.outputs[i] = &out;
     }

@@ -3,8 +3,9 @@
 // every 20-30 ms, and at that size the per-node bookkeeping costs as much as the arithmetic
 // (Silero VAD: ~25 % of a run in malloc/free and ~20 % in shape inference before this existed).
 // So each step remembers
-//  - the dtypes and dims of its inputs at the last run and the output dims they gave, when the
-//    output dims depend on input shapes only (then the same input shapes skip shape inference);
+//  - the dtypes and dims of its inputs at recent runs (up to kMaxShapeSignatures of them) and
+//    the output dims they gave, when the output dims depend on input shapes only (then input
+//    shapes seen before skip shape inference);
 //  - its output buffers once every reader is done with them (then the next run writes into the
 //    same bytes instead of allocating).
 // A buffer is kept only when nothing else holds it (a graph output handed to the caller, a view,
@@ -28,14 +29,25 @@ enum class OutputShapeSource : unsigned char {
   kInputValues,  // shape inference needs input values (Reshape to a computed shape, Range, ...)
 };
 
+// Input dtypes and dims of one run of a step and the output dtypes and dims they gave.
+struct ShapeSignature {
+  std::vector<bool> input_present;   // per node input
+  std::vector<DType> input_dtypes;   // per node input (kF32 for an omitted one)
+  std::vector<Dims> input_dims;      // per node input (empty for an omitted one)
+  std::vector<DType> output_dtypes;  // per node output
+  std::vector<Dims> output_dims;     // per node output
+};
+
+// A server batches however many streams are ready, so one step sees a few input shapes in
+// turn; this many are remembered per step (the oldest is replaced).
+inline constexpr std::size_t kMaxShapeSignatures = 8;
+
 struct StepMemo {
   OutputShapeSource shape_source = OutputShapeSource::kNotYetKnown;
-  bool has_signature = false;         // input_* and output_* below hold a past run
-  std::vector<DType> input_dtypes;    // per node input (kF32 for an omitted one)
-  std::vector<Dims> input_dims;       // per node input (empty for an omitted one)
-  std::vector<bool> input_present;    // per node input
-  std::vector<DType> output_dtypes;   // per node output
-  std::vector<Dims> output_dims;      // per node output
+  // kInputShapes: up to kMaxShapeSignatures of them; otherwise at most one, this run's.
+  std::vector<ShapeSignature> signatures;
+  std::size_t current = 0;            // the signature of this run
+  std::size_t next_replaced = 0;      // the one a new signature replaces when all are taken
   std::vector<Tensor> spare_outputs;  // per node output: a buffer to write into, or invalid
   std::vector<const Tensor*> inputs;  // scratch for the kernel call
   std::vector<Tensor*> outputs;       // scratch for the kernel call

@@ -109,7 +109,9 @@ TEST_F(PlanWorkspaceTest, ChangingShapesGiveWhatFreshCallsGive) {
   runtime::PlanWorkspace workspace;
   std::mt19937 rng(7);
   int round = 0;
-  for (std::int64_t batch : {3, 3, 5, 1, 5, 5, 2, 3}) {
+  // Repeats, returns to earlier shapes, and more distinct shapes than a step remembers
+  // (kMaxShapeSignatures), so old signatures are replaced and then needed again.
+  for (std::int64_t batch : {3, 3, 5, 1, 5, 5, 2, 3, 4, 6, 7, 8, 9, 10, 11, 3, 12, 5, 1, 9}) {
     const std::string where =
         "round " + std::to_string(round++) + ", batch " + std::to_string(batch);
     const std::vector<Tensor> inputs = {random_x(batch, rng), indices_for(batch)};
