@@ -138,7 +138,7 @@ class ConvOneDnnKernel final : public Kernel {
       bind_argument(args, DNNL_ARG_SRC, conv.src_reorder ? conv.src_md : conv.user_src_md, src);
       args[DNNL_ARG_WEIGHTS] = conv.weights;
       bind_argument(args, DNNL_ARG_DST, conv.dst_reorder ? conv.dst_md : conv.user_dst_md, dst);
-      if (bias) {
+      if (bias && !rebind_argument(args, DNNL_ARG_BIAS, bias->data<float>() + conv.oc_begin)) {
         const memory::desc bias_md({conv.oc_count}, memory::data_type::f32, memory::format_tag::a);
         bind_argument(args, DNNL_ARG_BIAS, bias_md, bias->data<float>() + conv.oc_begin);
       }

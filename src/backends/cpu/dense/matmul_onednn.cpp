@@ -88,7 +88,7 @@ class MatMulOneDnnKernel final : public Kernel {
       const float* ad = a.data<float>();
       const float* bd = b.data<float>();
       ArgumentMap& args = thread_arguments(mm->primitive);
-      if (mm->use_bias) {
+      if (mm->use_bias && !rebind_argument(args, DNNL_ARG_BIAS, bias_times_beta_->data<float>())) {
         const memory::desc bias_md =
             mm->mode == BatchMode::kBatched
                 ? memory::desc({1, 1, p.n}, memory::data_type::f32, memory::format_tag::abc)

@@ -72,22 +72,29 @@ ArgumentMap& thread_arguments(const dnnl::primitive& primitive) {
   return maps.emplace(key, PrimitiveArguments{primitive, {}}).first->second.args;
 }
 
-void bind_argument(ArgumentMap& args, int arg, const dnnl::memory::desc& md, const void* data) {
+bool rebind_argument(ArgumentMap& args, int arg, const void* data) {
   auto it = args.find(arg);
-  if (it != args.end() && it->second.get_desc() == md) {
-    it->second.set_data_handle(const_cast<void*>(data));
-    return;
-  }
-  args[arg] = dnnl::memory(md, onednn_engine(), const_cast<void*>(data));
+  if (it == args.end()) return false;
+  it->second.set_data_handle(const_cast<void*>(data));
+  return true;
+}
+
+void bind_argument(ArgumentMap& args, int arg, const dnnl::memory::desc& md, const void* data) {
+  if (!rebind_argument(args, arg, data))
+    args[arg] = dnnl::memory(md, onednn_engine(), const_cast<void*>(data));
 }
 
 void execute_primitive(const dnnl::primitive& primitive,
                        std::unordered_map<int, dnnl::memory>& args, std::size_t scratchpad_bytes,
                        int threads) {
   if (scratchpad_bytes > 0) {
-    const dnnl::memory::desc scratch_md({static_cast<dnnl::memory::dim>(scratchpad_bytes)},
-                                        dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
-    bind_argument(args, DNNL_ARG_SCRATCHPAD, scratch_md, thread_scratch_bytes(scratchpad_bytes, 7));
+    void* scratch = thread_scratch_bytes(scratchpad_bytes, 7);
+    if (!rebind_argument(args, DNNL_ARG_SCRATCHPAD, scratch)) {
+      bind_argument(args, DNNL_ARG_SCRATCHPAD,
+                    dnnl::memory::desc({static_cast<dnnl::memory::dim>(scratchpad_bytes)},
+                                       dnnl::memory::data_type::u8, dnnl::memory::format_tag::a),
+                    scratch);
+    }
   }
   set_onednn_threads(threads);
   dnnl::stream& stream = onednn_thread_stream();

@@ -25,9 +25,13 @@ void append_activation_post_op(const Activation& activation, dnnl::post_ops& ops
 using ArgumentMap = std::unordered_map<int, dnnl::memory>;
 // The reference is valid until the next call of thread_arguments on this thread.
 ArgumentMap& thread_arguments(const dnnl::primitive& primitive);
-// Points argument `arg` at `data` with descriptor `md`: the memory object already there is
-// kept when its descriptor is `md`, else a new one is made.
+// Points argument `arg` at `data`. A primitive's arguments keep their descriptors (the maps are
+// per primitive, and a call site binds the same descriptor to an argument every time), so a
+// memory object already there is only re-pointed; `md` describes the first one.
 void bind_argument(ArgumentMap& args, int arg, const dnnl::memory::desc& md, const void* data);
+// Re-points argument `arg` at `data` when it is bound already (then returns true): for call
+// sites that would otherwise build a descriptor on every call just to find it unused.
+bool rebind_argument(ArgumentMap& args, int arg, const void* data);
 
 // Runs `primitive` on the calling thread with `threads` OpenMP threads; the scratchpad of
 // `scratchpad_bytes` comes from per-thread storage (scratch slot 7, kept for oneDNN).
