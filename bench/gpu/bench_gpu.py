@@ -225,7 +225,7 @@ class Bench:
         t = time.time()
         report = self.voxrt(*cmd, timeout=max(30, int(self.left_s())), env=env)
         build_s = time.time() - t
-        inspect = self.voxrt("inspect", engine)
+        inspect = self.voxrt("inspect", engine, env=env)  # opt-in tactics load only with env
         with open(os.path.join(self.args.out, "inspect.txt"), "a") as f:
             f.write(f"==== {name} {precision} (build {build_s:.1f} s)\n{inspect}\n")
         # Every autotuning candidate's time (which tactics lost, and by how much).

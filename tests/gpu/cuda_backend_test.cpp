@@ -344,7 +344,7 @@ TEST(CudaOps, FusedPointwiseNvrtcMatchesCpu) {
   for (const Shapes& shapes :
        {Shapes{"flat", {4, 33, 7}, {4, 33, 7}, {1}}, Shapes{"flat_all_scalars", {1}, {1}, {1}},
         Shapes{"broadcast", {2, 3, 5, 7}, {3, 1, 7}, {5, 1}},
-        Shapes{"broadcast_rank6", {2, 1, 3, 1, 2, 5}, {4, 1, 1, 1}, {5}}}) {
+        Shapes{"broadcast_rank6", {2, 1, 3, 1, 2, 5}, {4, 3, 1, 2, 1}, {5}}}) {
     check_all_tactics(
         str_cat("FusedPointwise ", shapes.name),
         [&](ir::Graph& g, std::mt19937& rng) {
@@ -1331,6 +1331,7 @@ TEST(CudaModels, LayerPrecisionOverrideRunsThatLayerInFp32) {
   auto reference = (*cpu->create_context(1))->run(in);
   ASSERT_TRUE(reference);
   double errors[2] = {0, 0};
+  bool plain_ran_fp32_gemm = false;  // split-K tactics run an FP16 GEMM in its FP32 form
   for (int overridden : {0, 1}) {
     SCOPED_TRACE(overridden ? "both layers fp32 in an fp16 engine" : "plain fp16 engine");
     BuilderConfig config;
@@ -1350,13 +1351,21 @@ TEST(CudaModels, LayerPrecisionOverrideRunsThatLayerInFp32) {
       EXPECT_EQ(backends::layer_precision(*n, Precision::kFp16),
                 overridden ? Precision::kFp32 : Precision::kFp16)
           << n->describe();
+      if (!overridden && tactic.find("splitk") != std::string::npos) plain_ran_fp32_gemm = true;
     }
     auto got = (*(*engine)->create_context(1))->run(in);
     ASSERT_TRUE(got) << got.status().message();
     errors[overridden] = relative_error((*got)[0], (*reference)[0]);
   }
   EXPECT_LE(errors[1], tolerance(Precision::kFp32) * 4) << "the fp32 layers ran at fp16?";
-  EXPECT_GT(errors[0], errors[1] * 10) << "fp16 " << errors[0] << " vs overridden " << errors[1];
+  if (plain_ran_fp32_gemm) {
+    // Seen on an H100: the tuner picked cublaslt_splitk4 for the plain engine, whose FP16 GEMM
+    // runs in FP32 (docs/cuda_backend.md), so both engines have FP32 error.
+    std::cout << "[ note ] the plain fp16 engine chose a split-K GEMM (FP32 form): its error "
+              << errors[0] << " is not compared with the overridden one\n";
+  } else {
+    EXPECT_GT(errors[0], errors[1] * 10) << "fp16 " << errors[0] << " vs overridden " << errors[1];
+  }
   EXPECT_LE(errors[0], tolerance(Precision::kFp16));
 }
 

@@ -165,10 +165,13 @@ class ClipTensorBoundsCall final : public CudaCall {
 
 class ClipTensorBoundsKernel final : public CudaKernel {
  public:
+  // Which bounds the node has comes from the node: at prepare time the tensors' addresses may
+  // not be assigned yet (a null data pointer there does not mean an omitted input).
+  ClipTensorBoundsKernel(bool has_lo, bool has_hi) : has_lo_(has_lo), has_hi_(has_hi) {}
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
                                               std::span<const DevTensor> out,
                                               cublasLtHandle_t) const override {
-    const bool has_lo = in.size() > 1 && in[1].data, has_hi = in.size() > 2 && in[2].data;
+    const bool has_lo = has_lo_ && in.size() > 1, has_hi = has_hi_ && in.size() > 2;
     if ((has_lo && in[1].count() != 1) || (has_hi && in[2].count() != 1))
       return invalid_argument("Clip bounds must have one element each");
     const Dims& od = out[0].dims;
@@ -183,6 +186,9 @@ class ClipTensorBoundsKernel final : public CudaKernel {
     broadcast_strides(in[0].dims, od, index.stride_a);
     return std::unique_ptr<CudaCall>(new ClipTensorBoundsCall(index, has_lo, has_hi));
   }
+
+ private:
+  bool has_lo_, has_hi_;
 };
 
 }  // namespace
@@ -234,7 +240,10 @@ Expected<std::unique_ptr<CudaKernel>> make_elementwise_kernel(const ir::Node& no
     case ir::OpKind::kClip: {
       const bool runtime_bound = (node.input(1) && !node.input(1)->is_constant()) ||
                                  (node.input(2) && !node.input(2)->is_constant());
-      if (runtime_bound) return std::unique_ptr<CudaKernel>(new ClipTensorBoundsKernel());
+      if (runtime_bound) {
+        return std::unique_ptr<CudaKernel>(
+            new ClipTensorBoundsKernel(node.input(1) != nullptr, node.input(2) != nullptr));
+      }
       alpha = node.attrs.get_float("min", -3.402823466e38f);
       beta = node.attrs.get_float("max", 3.402823466e38f);
       if (node.input(1)) alpha = static_cast<float>(node.input(1)->constant->element_as_double(0));
