@@ -85,14 +85,23 @@ class BlockedPoolKernel final : public Kernel {
     const std::int64_t row = in_dims[2];
     const std::int64_t slab = in_dims[1] * in_dims[2];
     const bool include_pad = g.count_include_pad;
-    const auto task = [&](std::int64_t begin, std::int64_t end) {
+    // Calls fn(first input element of the plane, w0, w1, output row) for every output row of
+    // planes [begin, end).
+    const auto for_each_output_row = [&](std::int64_t begin, std::int64_t end, auto&& fn) {
       for (std::int64_t p = begin; p < end; ++p) {
         const float* src = in.data<float>() + p * in_plane;
-        float* dst = out.data<float>() + p * out_plane;
+        float* out_row = out.data<float>() + p * out_plane;
         for (std::int64_t o0 = 0; o0 < out_dims[0]; ++o0) {
           const AxisWindow& w0 = windows[0][static_cast<std::size_t>(o0)];
-          for (std::int64_t o1 = 0; o1 < out_dims[1]; ++o1) {
-            const AxisWindow& w1 = windows[1][static_cast<std::size_t>(o1)];
+          for (std::int64_t o1 = 0; o1 < out_dims[1]; ++o1, out_row += out_dims[2])
+            fn(src, w0, windows[1][static_cast<std::size_t>(o1)], out_row);
+        }
+      }
+    };
+    const auto task = [&](std::int64_t begin, std::int64_t end) {
+      for_each_output_row(
+          begin, end,
+          [&](const float* src, const AxisWindow& w0, const AxisWindow& w1, float* out_row) {
             for (std::int64_t o2 = 0; o2 < out_dims[2]; ++o2) {
               const AxisWindow& w2 = windows[2][static_cast<std::size_t>(o2)];
               float best = std::numeric_limits<float>::lowest();
@@ -110,22 +119,21 @@ class BlockedPoolKernel final : public Kernel {
                 }
               }
               if (is_max_) {
-                *dst++ = best;
+                out_row[o2] = best;
               } else {
                 const std::int64_t divisor = include_pad
                                                  ? w0.padded_taps * w1.padded_taps * w2.padded_taps
                                                  : w0.taps * w1.taps * w2.taps;
-                *dst++ = divisor ? sum / static_cast<float>(divisor) : 0.0f;
+                out_row[o2] = divisor ? sum / static_cast<float>(divisor) : 0.0f;
               }
             }
-          }
-        }
-      }
+          });
     };
     // Undilated last axis (nearly every real pool): reduce the window's whole input rows into
     // one row first (contiguous, vectorized), then each output reads its taps from that row.
     // A 2x2/2 max pool then costs about one vector max per input element instead of a short,
     // data-dependent loop per output.
+    //
     // Outputs [pair_begin, pair_end) of the last axis read taps 2*o - pad and 2*o - pad + 1,
     // both inside the input (kernel 2, stride 2: the usual downsampling pool): four of them are
     // made at once from two loads, splitting even and odd taps with a shuffle.
@@ -144,15 +152,11 @@ class BlockedPoolKernel final : public Kernel {
     const auto rows_first_task = [&](std::int64_t begin, std::int64_t end) {
       std::vector<float> reduced(static_cast<std::size_t>(row));
       float* acc = reduced.data();
-      for (std::int64_t p = begin; p < end; ++p) {
-        const float* src = in.data<float>() + p * in_plane;
-        float* dst = out.data<float>() + p * out_plane;
-        for (std::int64_t o0 = 0; o0 < out_dims[0]; ++o0) {
-          const AxisWindow& w0 = windows[0][static_cast<std::size_t>(o0)];
-          for (std::int64_t o1 = 0; o1 < out_dims[1]; ++o1) {
-            const AxisWindow& w1 = windows[1][static_cast<std::size_t>(o1)];
-            // Starting from lowest (max) or 0 (sum) keeps the per-output path's results,
-            // NaN handling included (std::max keeps its first argument when either is NaN).
+      for_each_output_row(
+          begin, end,
+          [&](const float* src, const AxisWindow& w0, const AxisWindow& w1, float* out_row) {
+            // Starting from lowest (max) or 0 (sum) keeps the per-output path's results, NaN
+            // handling included (std::max keeps its first argument when either is NaN).
             std::fill(acc, acc + row, is_max_ ? std::numeric_limits<float>::lowest() : 0.0f);
             for (std::int64_t t0 = 0; t0 < w0.taps; ++t0) {
               const float* plane = src + (w0.first + t0 * dilation[0]) * slab;
@@ -165,11 +169,27 @@ class BlockedPoolKernel final : public Kernel {
                 }
               }
             }
-            float* out_row = dst + (o0 * out_dims[1] + o1) * out_dims[2];
             const std::int64_t divisor_rows =
                 include_pad ? w0.padded_taps * w1.padded_taps : w0.taps * w1.taps;
-            // acc holds no NaN (std::max dropped them) and nothing below lowest, so the max of
-            // two taps is _mm_max_ps's, and their sum is 0 + a + b.
+            const auto one_at_a_time = [&](std::int64_t from, std::int64_t to) {
+              for (std::int64_t o2 = from; o2 < to; ++o2) {
+                const AxisWindow& w2 = windows[2][static_cast<std::size_t>(o2)];
+                const float* taps = acc + w2.first;
+                if (is_max_) {
+                  float best = std::numeric_limits<float>::lowest();
+                  for (std::int64_t t2 = 0; t2 < w2.taps; ++t2) best = std::max(best, taps[t2]);
+                  out_row[o2] = best;
+                } else {
+                  float sum = 0.0f;
+                  for (std::int64_t t2 = 0; t2 < w2.taps; ++t2) sum += taps[t2];
+                  const std::int64_t divisor =
+                      divisor_rows * (include_pad ? w2.padded_taps : w2.taps);
+                  out_row[o2] = divisor ? sum / static_cast<float>(divisor) : 0.0f;
+                }
+              }
+            };
+            // acc holds no NaN (std::max dropped them) and nothing below lowest, so the max of two
+            // taps is _mm_max_ps's, and their sum is 0 + a + b.
             std::int64_t pairs_done = pair_begin;
             if (is_max_ || divisor_rows > 0) {
               const __m128 divisor = _mm_set1_ps(static_cast<float>(divisor_rows * 2));
@@ -184,26 +204,9 @@ class BlockedPoolKernel final : public Kernel {
                     is_max_ ? _mm_max_ps(even, odd) : _mm_div_ps(_mm_add_ps(even, odd), divisor));
               }
             }
-            for (std::int64_t o2 = 0; o2 < out_dims[2]; ++o2) {
-              if (o2 == pair_begin) o2 = pairs_done;
-              if (o2 >= out_dims[2]) break;
-              const AxisWindow& w2 = windows[2][static_cast<std::size_t>(o2)];
-              const float* taps = acc + w2.first;
-              if (is_max_) {
-                float best = std::numeric_limits<float>::lowest();
-                for (std::int64_t t2 = 0; t2 < w2.taps; ++t2) best = std::max(best, taps[t2]);
-                out_row[o2] = best;
-              } else {
-                float sum = 0.0f;
-                for (std::int64_t t2 = 0; t2 < w2.taps; ++t2) sum += taps[t2];
-                const std::int64_t divisor =
-                    divisor_rows * (include_pad ? w2.padded_taps : w2.taps);
-                out_row[o2] = divisor ? sum / static_cast<float>(divisor) : 0.0f;
-              }
-            }
-          }
-        }
-      }
+            one_at_a_time(0, pair_begin);
+            one_at_a_time(pairs_done, out_dims[2]);
+          });
     };
     const std::int64_t taps_per_output = element_count(g.kernel);
     const std::int64_t work_per_plane =
