@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/layer_precision.h"
 #include "core/thread_pool.h"
 #include "ir/graph.h"
 #include "ir/shape_inference.h"
@@ -123,28 +124,35 @@ int main(int argc, char** argv) {
   };
   std::vector<std::int64_t> batches = {1, 16};
   if (quick) batches = {1};
-  // best[threads][layer] = fastest median at batch 1, for the model estimates.
-  std::map<int, std::map<std::string, double>> best;
-  std::printf("%-18s %5s %7s %-10s %12s %16s\n", "layer", "batch", "threads", "tactic", "median_ms",
+  // best[{fp16, threads}][layer] = fastest median at batch 1, for the model estimates.
+  std::map<std::pair<bool, int>, std::map<std::string, double>> best;
+  std::printf("%-18s %5s %7s %-30s %12s %16s\n", "layer", "batch", "threads", "tactic", "median_ms",
               "caller_cpu_ms");
   for (const LayerShape& shape : shapes) {
     if (!only.empty() && std::string(shape.name).find(only) == std::string::npos) continue;
     for (std::int64_t batch : batches) {
       Layer layer;
       build_layer(shape, seq, batch, layer);
-      auto tactics = backends::cpu::tactics_for(*layer.node);
       std::vector<std::unique_ptr<backends::Kernel>> kernels;
       std::vector<std::string> names;
-      for (const auto& tactic : tactics) {
-        if (tactic.id == 0 && !with_reference) continue;
-        auto kernel = backends::cpu::create_kernel(*layer.node, tactic.id);
-        if (!kernel) {
-          std::fprintf(stderr, "%s: %s\n", tactic.name.c_str(),
-                       kernel.status().to_string().c_str());
-          continue;
+      std::vector<bool> fp16_kernel;
+      for (const bool fp16 : {false, true}) {
+        if (fp16) {
+          layer.node->attrs.set(backends::kLayerPrecisionAttr,
+                                static_cast<std::int64_t>(Precision::kFp16));
         }
-        kernels.push_back(std::move(*kernel));
-        names.push_back(tactic.name);
+        for (const auto& tactic : backends::cpu::tactics_for(*layer.node)) {
+          if (tactic.id == 0 && (fp16 || !with_reference)) continue;
+          auto kernel = backends::cpu::create_kernel(*layer.node, tactic.id);
+          if (!kernel) {
+            std::fprintf(stderr, "%s: %s\n", tactic.name.c_str(),
+                         kernel.status().to_string().c_str());
+            continue;
+          }
+          kernels.push_back(std::move(*kernel));
+          names.push_back(tactic.name);
+          fp16_kernel.push_back(fp16);
+        }
       }
       const Tensor* inputs[] = {&layer.x, nullptr, nullptr, nullptr};
       inputs[1] = &*layer.node->inputs[1]->constant;
@@ -179,24 +187,26 @@ int main(int argc, char** argv) {
         }
         for (std::size_t k = 0; k < kernels.size(); ++k) {
           const double m = median(times[k]);
-          std::printf("%-18s %5lld %7d %-10s %12.3f %16.3f\n", shape.name,
+          std::printf("%-18s %5lld %7d %-30s %12.3f %16.3f\n", shape.name,
                       static_cast<long long>(batch), threads, names[k].c_str(), m,
                       median(cpu_times[k]));
           if (batch == 1 && names[k] != "reference") {
-            double& b = best[threads][shape.name];
+            double& b = best[{fp16_kernel[k], threads}][shape.name];
             if (b == 0.0 || m < b) b = m;
           }
         }
       }
     }
   }
-  for (auto& [threads, layers] : best) {
+  for (auto& [key, layers] : best) {
+    const auto& [fp16, threads] = key;
     const double gru = layers["gru_1312_512"] + 4 * layers["gru_512_512"];
     const double lstm = layers["bilstm_1312_1024"] + 4 * layers["bilstm_2048_1024"];
     std::printf(
-        "model estimate (recurrent layers only, batch 1, T=%lld, %d thread%s): "
+        "model estimate (recurrent layers only, %s, batch 1, T=%lld, %d thread%s): "
         "uni-GRU 512x5 %.2f ms, BiLSTM 1024x5 %.2f ms\n",
-        static_cast<long long>(seq), threads, threads == 1 ? "" : "s", gru, lstm);
+        fp16 ? "fp16" : "fp32", static_cast<long long>(seq), threads, threads == 1 ? "" : "s", gru,
+        lstm);
   }
   return 0;
 }

@@ -14,23 +14,13 @@
 #include <vector>
 
 #include "backends/kernel.h"
+#include "backends/layer_precision.h"
 #include "ir/graph.h"
 #include "voxrt/builder.h"
 #include "voxrt/status.h"
 #include "voxrt/tensor.h"
 
 namespace voxrt::backends {
-
-// A layer's own precision when the builder set one (BuilderConfig::layer_precisions), stored in
-// the engine as this node attribute (the Precision value); absent: the engine's precision.
-inline constexpr char kLayerPrecisionAttr[] = "voxrt.precision";
-inline Precision layer_precision(const ir::Node& node, Precision engine_precision) {
-  const std::int64_t value = node.attrs.get_int(kLayerPrecisionAttr, -1);
-  if (value < static_cast<std::int64_t>(Precision::kFp32) ||
-      value > static_cast<std::int64_t>(Precision::kInt8))
-    return engine_precision;
-  return static_cast<Precision>(value);
-}
 
 // A streaming state pair kept in a session's device-resident slot pool. The state tensor is
 // [outer..., batch, inner...] with the batch at `batch_axis`; other dims must be static.

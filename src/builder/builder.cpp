@@ -250,6 +250,7 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
     report.tactic_timings.insert(report.tactic_timings.end(), stats.timings.begin(),
                                  stats.timings.end());
   } else {
+    builder::settle_cpu_layer_precisions(*graph, config.precision, report.pass_changes);
     VOXRT_RETURN_IF_ERROR(builder::select_tactics(*graph, run, config, cache, report));
   }
   if (!config.timing_cache_path.empty())

@@ -25,10 +25,15 @@ Expected<Precision> precision_from_name(std::string_view name) {
 }
 
 Status BuilderConfig::validate() const {
-  if (device == DeviceKind::kCpu && precision != Precision::kFp32) {
+  // The CPU backend: fp32, or fp16 (recurrent layers store R in FP16, arithmetic stays FP32;
+  // every other layer runs in fp32).
+  const auto cpu_can_run = [](Precision p) {
+    return p == Precision::kFp32 || p == Precision::kFp16;
+  };
+  if (device == DeviceKind::kCpu && !cpu_can_run(precision)) {
     return unsupported("precision ", precision_name(precision),
-                       " is not available on the CPU backend yet (fp32 only); use --device cuda "
-                       "for tf32/fp16/bf16");
+                       " is not available on the CPU backend (fp32, or fp16: recurrent weights "
+                       "stored in FP16); use --device cuda for tf32/bf16");
   }
   if (device == DeviceKind::kCuda) {
     if (!backends::device_backend(DeviceKind::kCuda)) {
@@ -41,9 +46,9 @@ Status BuilderConfig::validate() const {
   }
   for (const auto& [layer, layer_precision] : layer_precisions) {
     if (layer.empty()) return invalid_argument("layer precision with an empty layer name");
-    if (device == DeviceKind::kCpu && layer_precision != Precision::kFp32) {
+    if (device == DeviceKind::kCpu && !cpu_can_run(layer_precision)) {
       return unsupported("layer '", layer, "' at ", precision_name(layer_precision),
-                         ": the CPU backend runs every layer in fp32");
+                         ": the CPU backend runs layers in fp32, or fp16 for recurrent weights");
     }
     if (layer_precision == Precision::kInt8)
       return unsupported("layer '", layer, "' at int8: int8 layers are not available yet");

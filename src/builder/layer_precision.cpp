@@ -2,7 +2,8 @@
 
 #include <optional>
 
-#include "backends/device_backend.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/layer_precision.h"
 
 namespace voxrt::builder {
 namespace {
@@ -79,6 +80,43 @@ Status apply_layer_precisions(ir::Graph& graph, const BuilderConfig& config,
     }
   }
   return Status::ok();
+}
+
+void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
+                                 std::vector<std::string>& notes) {
+  int fp16_layers = 0, fp32_layers = 0;
+  // Nodes of If branches run on the CPU too: walk every subgraph.
+  std::vector<ir::Node*> nodes;
+  std::vector<ir::Graph*> graphs{&graph};
+  for (std::size_t g = 0; g < graphs.size(); ++g) {
+    for (ir::Node* node : graphs[g]->nodes()) {
+      nodes.push_back(node);
+      for (const char* branch : {"then_branch", "else_branch"}) {
+        if (auto sub = node->attrs.get_graph(branch)) graphs.push_back(sub.get());
+      }
+    }
+  }
+  for (ir::Node* node : nodes) {
+    const Precision asked = backends::layer_precision(*node, engine_precision);
+    const bool explicit_fp16 =
+        asked == Precision::kFp16 && node->attrs.has(backends::kLayerPrecisionAttr);
+    if (asked == Precision::kFp32 && engine_precision == Precision::kFp32) continue;
+    const bool fp16 = asked == Precision::kFp16 && backends::cpu::supports_fp16(*node);
+    if (explicit_fp16 && !fp16) {
+      notes.push_back(str_cat("warning: layer '", node->name, "' (", ir::op_name(node->op),
+                              ") was asked for fp16; the CPU backend has fp16 kernels only for ",
+                              "GRU, LSTM and RNN, so it runs in fp32"));
+    }
+    node->attrs.set(backends::kLayerPrecisionAttr,
+                    static_cast<std::int64_t>(fp16 ? Precision::kFp16 : Precision::kFp32));
+    ++(fp16 ? fp16_layers : fp32_layers);
+  }
+  if (fp16_layers + fp32_layers > 0) {
+    notes.push_back(str_cat("cpu precision: ", fp16_layers,
+                            " layer(s) at fp16 (recurrent weights stored in FP16, FP32 "
+                            "arithmetic), ",
+                            fp32_layers, " at fp32"));
+  }
 }
 
 }  // namespace voxrt::builder

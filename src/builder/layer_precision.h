@@ -23,4 +23,12 @@ Status apply_layer_precisions(ir::Graph& graph, const BuilderConfig& config,
                               const std::set<std::string>& original_names,
                               std::vector<std::string>& warnings);
 
+// CPU engines: gives every layer the precision it will really run at. A layer asked to run at
+// fp16 (by the engine's precision or its own) keeps fp16 where the CPU backend has fp16 kernels
+// for it (backends::cpu::supports_fp16) and is set to fp32 otherwise, so `voxrt inspect` tells
+// which layers run reduced. Notes what it did in `notes`. Nothing to do for an fp32 engine
+// without fp16 layers.
+void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
+                                 std::vector<std::string>& notes);
+
 }  // namespace voxrt::builder

@@ -156,6 +156,9 @@ void add_build_command(CLI::App& app, int& exit_code) {
       "state:stateN\n"
       "  voxrt build --onnx ds2.onnx --engine ds2_fp16.engine --device cuda --precision fp16 "
       "--layer-precision /fc/MatMul:fp32\n"
+      "  voxrt build --onnx ds2.onnx --engine ds2_cpu_fp16.engine --precision fp16\n"
+      "On the CPU, --precision fp16 stores the recurrent weights (GRU/LSTM/RNN R) in FP16 and\n"
+      "keeps FP32 arithmetic: a batch-1 step reads half the bytes. Other layers stay fp32.\n"
       "Repeating --profile for the same input adds another optimization profile.");
   cmd->add_option("--onnx", args->onnx_path, "ONNX model to compile")
       ->required()
@@ -169,7 +172,9 @@ void add_build_command(CLI::App& app, int& exit_code) {
                   "NAME=VALUE binds a scalar input at build time (folds branches)");
   cmd->add_option("--metadata", args->metadata, "KEY=VALUE added to the engine metadata");
   cmd->add_option("--timing-cache", args->timing_cache, "Timing cache file (read, then updated)");
-  cmd->add_option("--precision", args->precision, "fp32 | tf32 | fp16 | bf16 | int8")
+  cmd->add_option("--precision", args->precision,
+                  "fp32 | tf32 | fp16 | bf16 | int8 (cuda); fp32 | fp16 (cpu: FP16 recurrent "
+                  "weights)")
       ->capture_default_str();
   cmd->add_option("--layer-precision", args->layer_precisions,
                   "NODE:PRECISION runs the layer made from ONNX node NODE at PRECISION instead of "

@@ -15,6 +15,10 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node);
 bool supports(const ir::Node& node);
 // A kernel for `node` using `tactic`; error when that tactic cannot run it.
 Expected<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node, TacticId tactic);
+// Whether `node` has CPU kernels that run it at fp16 (--precision fp16 on the CPU): GRU, LSTM
+// and RNN with f32 tensors, whose R is then stored in FP16 (arithmetic stays FP32). Every other
+// layer runs in fp32 on the CPU.
+bool supports_fp16(const ir::Node& node);
 // "AVX-512 VNNI ..." summary of the CPU, for the engine fingerprint.
 std::string cpu_fingerprint();
 // Whether this CPU runs AVX2 and FMA (once per process). The library is built for baseline
@@ -37,5 +41,6 @@ std::vector<TacticInfo> dense_tactics(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_dense_kernel(const ir::Node& node, TacticId tactic);
 std::vector<TacticInfo> recurrent_tactics(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, TacticId tactic);
+bool recurrent_fp16_available(const ir::Node& node);
 
 }  // namespace voxrt::backends::cpu

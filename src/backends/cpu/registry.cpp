@@ -22,6 +22,10 @@ bool supports(const ir::Node& node) {
   return node.op == ir::OpKind::kIf || !tactics_for(node).empty();
 }
 
+bool supports_fp16(const ir::Node& node) {
+  return ir::op_family(node.op) == ir::OpFamily::kRecurrent && recurrent_fp16_available(node);
+}
+
 Expected<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node, TacticId tactic) {
   switch (ir::op_family(node.op)) {
     case ir::OpFamily::kElementwise: return make_elementwise_kernel(node, tactic);

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "backends/cpu/recurrent/recurrent_kernels.h"
+#include "backends/layer_precision.h"
 #include "unit/recurrent/recurrent_harness.h"
 
 namespace voxrt::recurrent_test {
@@ -293,6 +294,81 @@ TEST(RecurrentTactics, OneKernelServesConcurrentCallers) {
   }
 }
 
+// The fp16 tactics (a layer the builder marked fp16) store R in FP16 and compute in FP32: their
+// outputs must match the reference run on R rounded to FP16 as closely as the FP32 tactics match
+// the reference, and be clearly nearer to it than to the reference on the exact R (which proves
+// the rounding happened).
+void expect_fp16_tactics_match_rounded_reference(const RecurrentCase& c,
+                                                 const std::vector<int>& thread_counts) {
+  RecurrentFixture exact;
+  build_fixture(c, exact);
+  Tensor rounded_r = exact.inputs[2]->clone();
+  for (float& v : rounded_r.span<float>()) v = half_bits_to_float(float_to_half_bits(v));
+  std::vector<std::optional<Tensor>> given(3);
+  given[2] = rounded_r;
+  RecurrentFixture rounded;
+  build_fixture(c, rounded, given);
+  auto reference_exact = run_tactic(exact, 0, 1);
+  auto reference_rounded = run_tactic(rounded, 0, 1);
+  ASSERT_TRUE(reference_exact && reference_rounded) << c.describe();
+
+  exact.node->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kFp16));
+  const auto tactics = backends::cpu::tactics_for(*exact.node);
+  ASSERT_EQ(tactics.size(), c.directions() == 2 ? 4u : 3u) << c.describe();
+  EXPECT_EQ(tactics[0].name, "reference");
+  for (const auto& tactic : tactics) {
+    if (tactic.id == 0) continue;
+    EXPECT_TRUE(tactic.name.ends_with("_fp16")) << tactic.name;
+    tested_tactics().insert(tactic.name);
+    for (int threads : thread_counts) {
+      auto result = run_tactic(exact, tactic.id, threads);
+      ASSERT_TRUE(result.has_value())
+          << c.describe() << " tactic " << tactic.name << ": " << result.status().to_string();
+      for (std::size_t i = 0; i < reference_rounded->size(); ++i) {
+        const Tensor& want = (*reference_rounded)[i];
+        if (!want.is_valid()) continue;
+        const std::string where = c.describe() + " tactic " + tactic.name + " threads " +
+                                  std::to_string(threads) + " output " + std::to_string(i);
+        EXPECT_LE(worst_error_ratio((*result)[i], want, kAtol, kRtol), 1.0) << where;
+        // FP16 weights are within 2^-11 relative of the exact ones: well inside 1e-2.
+        EXPECT_LE(worst_error_ratio((*result)[i], (*reference_exact)[i], 1e-3, 1e-2), 1.0) << where;
+        double off_rounded = 0, off_exact = 0;
+        for (std::int64_t e = 0; e < want.element_count(); ++e) {
+          const float got = (*result)[i].data<float>()[e];
+          off_rounded += std::fabs(got - want.data<float>()[e]);
+          off_exact += std::fabs(got - (*reference_exact)[i].data<float>()[e]);
+        }
+        EXPECT_LT(off_rounded * 4, off_exact) << where << ": R was not rounded to FP16";
+      }
+    }
+  }
+}
+
+TEST(RecurrentTactics, Fp16WeightsMatchTheReferenceOnRoundedWeights) {
+  std::uint32_t seed = 700;
+  for (ir::OpKind op : {ir::OpKind::kGRU, ir::OpKind::kLSTM, ir::OpKind::kRNN}) {
+    for (const char* direction : {"forward", "bidirectional"}) {
+      for (std::int64_t batch : {1, 3}) {
+        for (std::int64_t hidden : {7, 40}) {  // one padded block, odd depth; five blocks
+          RecurrentCase c;
+          c.op = op;
+          c.direction = direction;
+          c.batch = batch;
+          c.hidden = hidden;
+          c.input = 9;
+          c.seq = 5;
+          c.initial_states = true;
+          c.peepholes = op == ir::OpKind::kLSTM;
+          c.linear_before_reset = static_cast<int>(seed % 2);
+          if (batch > 1) c.lengths = {5, 2, 4};
+          c.seed = seed++;
+          expect_fp16_tactics_match_rounded_reference(c, {1, 2});
+        }
+      }
+    }
+  }
+}
+
 TEST(RecurrentTactics, ZzEveryTacticWasCompared) {
   // Runs after the other RecurrentTactics tests (gtest keeps definition order within a file).
   EXPECT_TRUE(tested_tactics().count("blas"));
@@ -300,6 +376,10 @@ TEST(RecurrentTactics, ZzEveryTacticWasCompared) {
   if (backends::cpu::recurrent::packed_available()) {
     EXPECT_TRUE(tested_tactics().count("packed"));
     EXPECT_TRUE(tested_tactics().count("packed_single_thread"));
+    EXPECT_TRUE(tested_tactics().count("packed_directions_in_turn"));
+    EXPECT_TRUE(tested_tactics().count("packed_fp16"));
+    EXPECT_TRUE(tested_tactics().count("packed_single_thread_fp16"));
+    EXPECT_TRUE(tested_tactics().count("packed_directions_in_turn_fp16"));
   }
 }
 

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <thread>
 
+#include "backends/cpu/cpu_backend.h"
+#include "backends/layer_precision.h"
 #include "builder/build_graph.h"
 #include "runtime/engine_format.h"
 #include "runtime/engine_impl.h"
@@ -226,10 +229,10 @@ TEST(Builder, LayerPrecisionsAreCheckedAndRecorded) {
   }
   {
     BuilderConfig config;
-    config.layer_precisions["add_state"] = Precision::kFp16;  // the CPU runs fp32 only
+    config.layer_precisions["add_state"] = Precision::kBf16;  // the CPU runs fp32 or fp16
     const Status s = config.validate();
     ASSERT_FALSE(s.is_ok());
-    EXPECT_NE(s.message().find("layer 'add_state' at fp16"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("layer 'add_state' at bf16"), std::string::npos) << s.message();
   }
   auto graph = testing::make_streaming_cell();
   // A node whose result folds to a constant: its precision cannot apply.
@@ -259,6 +262,133 @@ TEST(Builder, LayerPrecisionsAreCheckedAndRecorded) {
     marked += from_add_state;
   }
   EXPECT_EQ(marked, 1);
+}
+
+// x [6, 1, 5] -> GRU (hidden 16, constant weights) -> y; y_h -> Relu -> h_relu.
+std::unique_ptr<ir::Graph> make_gru_graph() {
+  auto g = std::make_unique<ir::Graph>();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(-0.4f, 0.4f);
+  const auto weights = [&](Dims dims) {
+    Tensor t = Tensor::uninitialized(DType::kF32, std::move(dims));
+    for (float& v : t.span<float>()) v = uniform(rng);
+    return t;
+  };
+  using ir::Dim;
+  ir::Value* x = g->add_value("x", DType::kF32, {Dim::known(6), Dim::known(1), Dim::known(5)});
+  ir::Value* w = g->add_constant("W", weights({1, 48, 5}));
+  ir::Value* r = g->add_constant("R", weights({1, 48, 16}));
+  ir::Value* b = g->add_constant("B", weights({1, 96}));
+  ir::Value* y = g->add_value("y", DType::kF32, {});
+  ir::Value* y_h = g->add_value("y_h", DType::kF32, {});
+  ir::Value* h_relu = g->add_value("h_relu", DType::kF32, {});
+  ir::Node* gru = g->add_node(ir::OpKind::kGRU, "gru", {x, w, r, b}, {y, y_h});
+  gru->opset = 14;
+  gru->attrs.set("hidden_size", std::int64_t{16});
+  g->add_node(ir::OpKind::kRelu, "relu", {y_h}, {h_relu});
+  g->inputs = {x};
+  g->outputs = {y, h_relu};
+  return g;
+}
+
+struct BuiltGru {
+  std::shared_ptr<const Engine> engine;
+  BuildReport report;
+  const ir::Node* node(const std::string& name) const {
+    for (const ir::Node* n : engine->impl().contents.graph->nodes()) {
+      if (n->name == name) return n;
+    }
+    return nullptr;
+  }
+};
+
+BuiltGru build_gru(Precision precision, std::map<std::string, Precision> layers = {}) {
+  BuilderConfig config;
+  config.autotune = false;
+  config.precision = precision;
+  config.layer_precisions = std::move(layers);
+  BuiltGru built;
+  auto bytes = builder::build_engine_from_graph(make_gru_graph(), 1, config, &built.report);
+  EXPECT_TRUE(bytes) << bytes.status().message();
+  if (!bytes) return built;
+  auto engine = Engine::load_bytes(std::move(*bytes));
+  EXPECT_TRUE(engine) << engine.status().message();
+  if (engine) built.engine = std::move(*engine);
+  return built;
+}
+
+std::string tactic_of(const ir::Node* node) {
+  return node ? node->attrs.get_string("voxrt.tactic_name", "") : "(no node)";
+}
+Precision precision_of(const ir::Node* node) {
+  return backends::layer_precision(*node, Precision::kInt8);  // int8: the attribute is missing
+}
+
+// --precision fp16 on the CPU: the recurrent layer stores R in FP16 (an fp16 tactic, recorded
+// as fp16 in the engine), every other layer runs and is recorded as fp32; the outputs differ
+// from the fp32 engine's by the rounding of R only.
+TEST(Builder, CpuFp16RunsRecurrentWeightsInHalfAndTheRestInFp32) {
+  if (!backends::cpu::supports_fp16(*make_gru_graph()->nodes()[0])) {
+    GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C: no fp16 kernels";
+  }
+  BuiltGru fp16 = build_gru(Precision::kFp16);
+  BuiltGru fp32 = build_gru(Precision::kFp32);
+  ASSERT_TRUE(fp16.engine && fp32.engine);
+  EXPECT_EQ(precision_of(fp16.node("gru")), Precision::kFp16);
+  EXPECT_EQ(tactic_of(fp16.node("gru")), "packed_fp16");
+  EXPECT_EQ(precision_of(fp16.node("relu")), Precision::kFp32);
+  EXPECT_FALSE(fp32.node("gru")->attrs.has(backends::kLayerPrecisionAttr));
+  EXPECT_FALSE(tactic_of(fp32.node("gru")).ends_with("_fp16")) << tactic_of(fp32.node("gru"));
+  bool noted = false;
+  for (const auto& change : fp16.report.pass_changes)
+    noted = noted || change.find("1 layer(s) at fp16") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  std::mt19937 rng(5);
+  const Tensor x = random_tensor({6, 1, 5}, rng);
+  auto fp16_context = fp16.engine->create_context(1);
+  auto fp32_context = fp32.engine->create_context(1);
+  ASSERT_TRUE(fp16_context && fp32_context);
+  auto fp16_out = (*fp16_context)->run(std::vector<Tensor>{x});
+  auto fp32_out = (*fp32_context)->run(std::vector<Tensor>{x});
+  ASSERT_TRUE(fp16_out && fp32_out);
+  double worst = 0;
+  for (std::int64_t i = 0; i < (*fp32_out)[0].element_count(); ++i) {
+    worst = std::max<double>(
+        worst, std::fabs((*fp16_out)[0].data<float>()[i] - (*fp32_out)[0].data<float>()[i]));
+  }
+  EXPECT_GT(worst, 0.0) << "the fp16 engine gave the fp32 engine's outputs bit for bit";
+  EXPECT_LT(worst, 5e-3);
+}
+
+// Layer precisions on the CPU: an fp32 layer in an fp16 engine keeps FP32 weights; fp16 asked
+// for a layer without fp16 kernels is a warning and the layer runs (and is recorded) fp32.
+TEST(Builder, CpuLayerPrecisionsOverrideTheEngineAndAreTruthful) {
+  if (!backends::cpu::supports_fp16(*make_gru_graph()->nodes()[0])) {
+    GTEST_SKIP() << "this CPU lacks AVX2/FMA/F16C: no fp16 kernels";
+  }
+  BuiltGru kept = build_gru(Precision::kFp16, {{"gru", Precision::kFp32}});
+  ASSERT_TRUE(kept.engine);
+  EXPECT_EQ(precision_of(kept.node("gru")), Precision::kFp32);
+  EXPECT_FALSE(tactic_of(kept.node("gru")).ends_with("_fp16")) << tactic_of(kept.node("gru"));
+
+  BuiltGru mixed =
+      build_gru(Precision::kFp32, {{"gru", Precision::kFp16}, {"relu", Precision::kFp16}});
+  ASSERT_TRUE(mixed.engine);
+  EXPECT_EQ(tactic_of(mixed.node("gru")), "packed_fp16");
+  EXPECT_EQ(precision_of(mixed.node("relu")), Precision::kFp32);
+  bool warned = false;
+  for (const auto& change : mixed.report.pass_changes)
+    warned = warned || change.find("layer 'relu' (Relu) was asked for fp16") != std::string::npos;
+  EXPECT_TRUE(warned);
+
+  BuilderConfig bf16;
+  bf16.precision = Precision::kBf16;
+  const Status s = bf16.validate();
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.message().find("precision bf16 is not available on the CPU backend"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(Builder, ProfilesAreValidatedAndStored) {

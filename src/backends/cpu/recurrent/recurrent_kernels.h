@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "backends/cpu/recurrent/recurrent_packing.h"
 #include "backends/cpu/recurrent/recurrent_spec.h"
 #include "backends/kernel.h"
 
@@ -15,6 +16,11 @@ inline constexpr TacticId kOnednnTacticId = 2;
 inline constexpr TacticId kPackedTacticId = 3;
 inline constexpr TacticId kPackedSingleThreadTacticId = 4;
 inline constexpr TacticId kPackedDirectionsInTurnTacticId = 5;  // bidirectional nodes only
+// The packed tactics with R stored in FP16 (FP32 arithmetic): offered instead of the FP32 ones
+// for a node whose layer precision is fp16 (recurrent_registry.cpp).
+inline constexpr TacticId kPackedFp16TacticId = 6;
+inline constexpr TacticId kPackedSingleThreadFp16TacticId = 7;
+inline constexpr TacticId kPackedDirectionsInTurnFp16TacticId = 8;  // bidirectional nodes only
 
 // Naive loops straight from the ONNX formulas: the test oracle.
 std::unique_ptr<Kernel> make_reference_kernel(const RecurrentSpec& spec);
@@ -25,7 +31,8 @@ bool onednn_can_run(const ir::Node& node, const RecurrentSpec& spec);
 Expected<std::unique_ptr<Kernel>> make_onednn_kernel(const ir::Node& node,
                                                      const RecurrentSpec& spec);
 // Hand-written AVX2/FMA kernel: gate-interleaved packed weights, the hidden dimension split
-// across threads (a StepSchedule per direction). Needs a CPU with AVX2 and FMA.
+// across threads (a StepSchedule per direction), R stored as `r_storage` says. Needs a CPU with
+// AVX2, FMA and F16C.
 enum class PackedThreading {
   kDirectionGroups,  // the pool's threads; two directions on two thread groups at once
   kSingleThread,     // the calling thread alone
@@ -34,6 +41,7 @@ enum class PackedThreading {
 bool packed_available();
 Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
                                                      const RecurrentSpec& spec,
-                                                     PackedThreading threading);
+                                                     PackedThreading threading,
+                                                     RecurrentWeightStorage r_storage);
 
 }  // namespace voxrt::backends::cpu::recurrent

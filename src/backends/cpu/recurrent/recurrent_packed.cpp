@@ -18,6 +18,7 @@
 // MiB each against a 16 MiB L3), the steps are served from the cache rather than from DRAM.
 // Scratch lives on the calling thread's stack/heap per call: the kernel is const and reentrant.
 #include <cblas.h>
+#include <cpuid.h>
 
 #include <algorithm>
 #include <array>
@@ -26,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <type_traits>
 
 #include "backends/cpu/dense/onednn_common.h"
 #include "backends/cpu/recurrent/recurrent_kernels.h"
@@ -34,12 +36,18 @@
 #include "backends/cpu/recurrent/recurrent_vector_math.h"
 #include "core/thread_pool.h"
 
+// AVX2 and FMA, plus F16C for the FP16 panels (every x86 CPU with AVX2 has it; packed_available
+// checks all three).
+#define VOXRT_PACKED_ISA __attribute__((target("avx2,fma,f16c")))
+// The batch-1 product with 16-lane registers, where the CPU has AVX-512F.
+#define VOXRT_PACKED_ISA_512 __attribute__((target("avx512f,avx2,fma,f16c")))
+
 namespace voxrt::backends::cpu::recurrent {
 namespace {
 
 constexpr int kLanes = static_cast<int>(kUnitBlock);
-// How far ahead (floats) the batch-1 recurrent product prefetches its panel.
-constexpr std::int64_t kPrefetchFloats = 2048;
+// How far ahead (bytes) the batch-1 recurrent product prefetches its panel.
+constexpr std::int64_t kPrefetchBytes = 8192;
 // Bytes of W per slice of the input projection (see project_inputs).
 constexpr std::int64_t kProjectionSliceBytes = std::int64_t{1} << 20;
 
@@ -55,10 +63,21 @@ constexpr int max_tile_rows(int gates) {
   return gates == 1 ? 8 : gates == 2 ? 6 : gates == 3 ? 4 : 3;
 }
 
+// 8 weights of a panel as FP32: W = float (f32 panels) or std::uint16_t (f16 panels, widened by
+// F16C's vcvtph2ps, exact).
+template <typename W>
+VOXRT_PACKED_ISA inline __m256 load_weights(const W* p) {
+  if constexpr (std::is_same_v<W, float>) {
+    return _mm256_load_ps(p);
+  } else {
+    return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+}
+
 // out[m][g*8 .. g*8+8) = init[g*8 ..] + sum_k a[m][k] * panel[k][g][0..8) for M rows.
-template <int G, int M>
-VOXRT_AVX2 void tile_multiply(const float* const* a, std::int64_t depth, const float* panel,
-                              const float* init, float* const* out) {
+template <typename W, int G, int M>
+VOXRT_PACKED_ISA void tile_multiply(const float* const* a, std::int64_t depth, const W* panel,
+                                    const float* init, float* const* out) {
   __m256 acc[M][G];
 #pragma GCC unroll 12
   for (int m = 0; m < M; ++m) {
@@ -70,35 +89,37 @@ VOXRT_AVX2 void tile_multiply(const float* const* a, std::int64_t depth, const f
   std::int64_t k = 0;
   if constexpr (M == 1) {
     // One row (batch 1): a second set of accumulators hides the FMA latency.
+    constexpr std::int64_t kPrefetchAhead = kPrefetchBytes / static_cast<std::int64_t>(sizeof(W));
+    // One prefetch per 64-byte line of the two rows of k consumed per iteration.
+    constexpr int kLinesPerPair = static_cast<int>((2 * G * kLanes * sizeof(W) + 63) / 64);
     __m256 acc2[G];
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) acc2[g] = _mm256_setzero_ps();
     for (; k + 1 < depth; k += 2) {
       const __m256 a0 = _mm256_broadcast_ss(a[0] + k);
       const __m256 a1 = _mm256_broadcast_ss(a[0] + k + 1);
-      const float* p0 = panel + k * G * kLanes;
+      const W* p0 = panel + k * G * kLanes;
       // R streams from L3 when it is larger than L2 (one core alone); the hardware prefetcher
       // keeps too few lines in flight for that, so ask for the panel a few KiB ahead (harmless
       // past its end: prefetches do not fault).
 #pragma GCC unroll 4
-      for (int g = 0; g < G; ++g) {
-        _mm_prefetch(reinterpret_cast<const char*>(p0 + kPrefetchFloats + 2 * g * kLanes),
-                     _MM_HINT_T0);
+      for (int line = 0; line < kLinesPerPair; ++line) {
+        _mm_prefetch(reinterpret_cast<const char*>(p0 + kPrefetchAhead) + line * 64, _MM_HINT_T0);
       }
 #pragma GCC unroll 4
       for (int g = 0; g < G; ++g) {
-        acc[0][g] = _mm256_fmadd_ps(a0, _mm256_load_ps(p0 + g * kLanes), acc[0][g]);
-        acc2[g] = _mm256_fmadd_ps(a1, _mm256_load_ps(p0 + (G + g) * kLanes), acc2[g]);
+        acc[0][g] = _mm256_fmadd_ps(a0, load_weights(p0 + g * kLanes), acc[0][g]);
+        acc2[g] = _mm256_fmadd_ps(a1, load_weights(p0 + (G + g) * kLanes), acc2[g]);
       }
     }
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) acc[0][g] = _mm256_add_ps(acc[0][g], acc2[g]);
   }
   for (; k < depth; ++k) {
-    const float* p = panel + k * G * kLanes;
+    const W* p = panel + k * G * kLanes;
     __m256 weights[G];
 #pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) weights[g] = _mm256_load_ps(p + g * kLanes);
+    for (int g = 0; g < G; ++g) weights[g] = load_weights(p + g * kLanes);
 #pragma GCC unroll 12
     for (int m = 0; m < M; ++m) {
       const __m256 value = _mm256_broadcast_ss(a[m] + k);
@@ -114,44 +135,145 @@ VOXRT_AVX2 void tile_multiply(const float* const* a, std::int64_t depth, const f
 }
 
 // Any number of rows, in tiles of max_tile_rows(G).
-template <int G>
-VOXRT_AVX2 void rows_multiply(const float* const* a, int rows, std::int64_t depth,
-                              const float* panel, const float* init, float* const* out) {
+template <typename W, int G>
+VOXRT_PACKED_ISA void rows_multiply(const float* const* a, int rows, std::int64_t depth,
+                                    const W* panel, const float* init, float* const* out) {
   constexpr int kTile = max_tile_rows(G);
   int m = 0;
-  for (; m + kTile <= rows; m += kTile) tile_multiply<G, kTile>(a + m, depth, panel, init, out + m);
+  for (; m + kTile <= rows; m += kTile) {
+    tile_multiply<W, G, kTile>(a + m, depth, panel, init, out + m);
+  }
   switch (rows - m) {
     case 0: break;
-    case 1: tile_multiply<G, 1>(a + m, depth, panel, init, out + m); break;
+    case 1: tile_multiply<W, G, 1>(a + m, depth, panel, init, out + m); break;
     case 2:
-      if constexpr (kTile > 2) tile_multiply<G, 2>(a + m, depth, panel, init, out + m);
+      if constexpr (kTile > 2) tile_multiply<W, G, 2>(a + m, depth, panel, init, out + m);
       break;
     case 3:
-      if constexpr (kTile > 3) tile_multiply<G, 3>(a + m, depth, panel, init, out + m);
+      if constexpr (kTile > 3) tile_multiply<W, G, 3>(a + m, depth, panel, init, out + m);
       break;
     case 4:
-      if constexpr (kTile > 4) tile_multiply<G, 4>(a + m, depth, panel, init, out + m);
+      if constexpr (kTile > 4) tile_multiply<W, G, 4>(a + m, depth, panel, init, out + m);
       break;
     case 5:
-      if constexpr (kTile > 5) tile_multiply<G, 5>(a + m, depth, panel, init, out + m);
+      if constexpr (kTile > 5) tile_multiply<W, G, 5>(a + m, depth, panel, init, out + m);
       break;
     case 6:
-      if constexpr (kTile > 6) tile_multiply<G, 6>(a + m, depth, panel, init, out + m);
+      if constexpr (kTile > 6) tile_multiply<W, G, 6>(a + m, depth, panel, init, out + m);
       break;
     case 7:
-      if constexpr (kTile > 7) tile_multiply<G, 7>(a + m, depth, panel, init, out + m);
+      if constexpr (kTile > 7) tile_multiply<W, G, 7>(a + m, depth, panel, init, out + m);
       break;
     default: break;
   }
 }
 
-VOXRT_AVX2 void panels_multiply(int gates, const float* const* a, int rows, std::int64_t depth,
-                                const float* panel, const float* init, float* const* out) {
+// 16 weights of a panel (two 8-unit rows) as FP32. The masked forms: GCC 12's unmasked ones
+// start from _mm512_undefined_ps, which -Werror=uninitialized rejects.
+template <typename W>
+VOXRT_PACKED_ISA_512 inline __m512 load_weights16(const W* p) {
+  if constexpr (std::is_same_v<W, float>) {
+    return _mm512_loadu_ps(p);
+  } else {
+    return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+}
+
+// One row (batch 1) with 16-lane registers: out[g*8 .. g*8+8) = sum_k a[k] * panel[k][g][0..8).
+// Half the instructions of the 8-lane tile per weight, which is what bounds a step once R sits
+// in L2 (2 threads) or is FP16 (a conversion per 8 or 16 weights). Two consecutive k of the
+// panel, 2*G*8 weights, are G 16-lane chunks: chunk c holds positions 2c and 2c+1 of the pair,
+// position p being (k + p / G, gate p % G), so its multiplier is a[k] or a[k+1] per half. Two
+// sets of accumulators (4 k per iteration) hide the FMA latency; an odd last k uses 8 lanes.
+template <typename W, int G>
+VOXRT_PACKED_ISA_512 void row_multiply_avx512(const float* a, std::int64_t depth, const W* panel,
+                                              float* out) {
+  constexpr std::int64_t kPairElements = 2 * G * kLanes;
+  constexpr std::int64_t kPrefetchAhead = kPrefetchBytes / static_cast<std::int64_t>(sizeof(W));
+  constexpr int kLinesPerQuad = static_cast<int>((2 * kPairElements * sizeof(W) + 63) / 64);
+  __m512 acc[2][G];
+#pragma GCC unroll 2
+  for (int set = 0; set < 2; ++set) {
+#pragma GCC unroll 4
+    for (int c = 0; c < G; ++c) acc[set][c] = _mm512_setzero_ps();
+  }
+  std::int64_t k = 0;
+  for (; k + 1 < depth; k += 2) {
+    const int set = (k & 2) ? 1 : 0;
+    const W* p = panel + k * G * kLanes;
+    if (set == 0) {
+#pragma GCC unroll 8
+      for (int line = 0; line < kLinesPerQuad; ++line) {
+        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead) + line * 64, _MM_HINT_T0);
+      }
+    }
+    const __m512 a0 = _mm512_set1_ps(a[k]);
+    const __m512 a1 = _mm512_set1_ps(a[k + 1]);
+    const __m512 mixed = _mm512_mask_blend_ps(0xff00, a0, a1);  // a[k] low, a[k+1] high
+#pragma GCC unroll 4
+    for (int c = 0; c < G; ++c) {
+      const int low_k = (2 * c) / G, high_k = (2 * c + 1) / G;
+      const __m512 multiplier = low_k != high_k ? mixed : low_k == 0 ? a0 : a1;
+      const __m512 weights = load_weights16(p + c * 16);
+      if (set == 0) {
+        acc[0][c] = _mm512_fmadd_ps(multiplier, weights, acc[0][c]);
+      } else {
+        acc[1][c] = _mm512_fmadd_ps(multiplier, weights, acc[1][c]);
+      }
+    }
+  }
+  __m256 sums[G];
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) sums[g] = _mm256_setzero_ps();
+  // Halves through memory: GCC 12's extract intrinsics, masked or not, read an undefined
+  // vector that -Werror=uninitialized rejects. Once per block, so it costs nothing.
+  alignas(64) float halves[16];
+#pragma GCC unroll 4
+  for (int c = 0; c < G; ++c) {
+    _mm512_store_ps(halves, _mm512_add_ps(acc[0][c], acc[1][c]));
+    sums[(2 * c) % G] = _mm256_add_ps(sums[(2 * c) % G], _mm256_load_ps(halves));
+    sums[(2 * c + 1) % G] = _mm256_add_ps(sums[(2 * c + 1) % G], _mm256_load_ps(halves + 8));
+  }
+  for (; k < depth; ++k) {
+    const __m256 value = _mm256_broadcast_ss(a + k);
+#pragma GCC unroll 4
+    for (int g = 0; g < G; ++g) {
+      sums[g] = _mm256_fmadd_ps(value, load_weights(panel + (k * G + g) * kLanes), sums[g]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < G; ++g) _mm256_storeu_ps(out + g * kLanes, sums[g]);
+}
+
+template <typename W>
+VOXRT_PACKED_ISA void panels_multiply_as(int gates, const float* const* a, int rows,
+                                         std::int64_t depth, const W* panel, const float* init,
+                                         float* const* out) {
+  if (rows == 1 && !init && cpu_has_avx512f()) {
+    switch (gates) {
+      case 1: row_multiply_avx512<W, 1>(a[0], depth, panel, out[0]); return;
+      case 2: row_multiply_avx512<W, 2>(a[0], depth, panel, out[0]); return;
+      case 3: row_multiply_avx512<W, 3>(a[0], depth, panel, out[0]); return;
+      default: row_multiply_avx512<W, 4>(a[0], depth, panel, out[0]); return;
+    }
+  }
   switch (gates) {
-    case 1: rows_multiply<1>(a, rows, depth, panel, init, out); break;
-    case 2: rows_multiply<2>(a, rows, depth, panel, init, out); break;
-    case 3: rows_multiply<3>(a, rows, depth, panel, init, out); break;
-    default: rows_multiply<4>(a, rows, depth, panel, init, out); break;
+    case 1: rows_multiply<W, 1>(a, rows, depth, panel, init, out); break;
+    case 2: rows_multiply<W, 2>(a, rows, depth, panel, init, out); break;
+    case 3: rows_multiply<W, 3>(a, rows, depth, panel, init, out); break;
+    default: rows_multiply<W, 4>(a, rows, depth, panel, init, out); break;
+  }
+}
+
+// out[m] = a[m] . (block `block` of `panels`), every gate of the panels, for `rows` rows.
+VOXRT_PACKED_ISA void panels_multiply(const PackedPanels& panels, std::int64_t block,
+                                      const float* const* a, int rows, float* const* out) {
+  if (panels.half()) {
+    panels_multiply_as(panels.gates, a, rows, panels.depth, panels.panel<std::uint16_t>(block),
+                       nullptr, out);
+  } else {
+    panels_multiply_as(panels.gates, a, rows, panels.depth, panels.panel<float>(block), nullptr,
+                       out);
   }
 }
 
@@ -309,7 +431,7 @@ void project_inputs(const CallPlan& plan, int d, std::int64_t block_begin, std::
 
 // One thread's part of the recurrence of direction d: it claims unit blocks phase by phase
 // (its own range first) until the sequence is done, then writes the final states of its range.
-VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, int owner) {
+VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
   const RecurrentSpec& spec = *plan.spec;
   const RecurrentIo& io = *plan.io;
   const PackedDirection& weights = plan.weights->directions[static_cast<std::size_t>(d)];
@@ -320,7 +442,6 @@ VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, int owner) {
   const int gates = spec.gates;
   const bool split_candidate = spec.cell == CellKind::kGru && !spec.linear_before_reset;
   const int phases_per_step = split_candidate ? 2 : 1;
-  const int r_gates = weights.r.gates;
   const Activation& f = spec.activation(d, 0);
   const Activation& g = spec.activation(d, spec.cell == CellKind::kRnn ? 0 : 1);
   const Activation& h_act = spec.activation(d, spec.cell == CellKind::kLstm ? 2 : 0);
@@ -371,7 +492,7 @@ VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, int owner) {
         a[m] = h_prev + active[m] * padded;
         out[m] = acc.get() + m * gates * kLanes;
       }
-      panels_multiply(r_gates, a.data(), rows, hidden, weights.r.panel(block), nullptr, out.data());
+      panels_multiply(weights.r, block, a.data(), rows, out.data());
       for (int m = 0; m < rows; ++m) {
         const std::int64_t b = active[m];
         const float* xp =
@@ -440,8 +561,7 @@ VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, int owner) {
            schedule.complete(phase2)) {
         if (rows == 0) continue;
         const std::int64_t block = *next;
-        panels_multiply(1, a.data(), rows, hidden, weights.r_candidate.panel(block), nullptr,
-                        out.data());
+        panels_multiply(weights.r_candidate, block, a.data(), rows, out.data());
         const std::int64_t unit0 = block * kLanes;
         const std::int64_t count = std::min<std::int64_t>(kLanes, hidden - unit0);
         for (int m = 0; m < rows; ++m) {
@@ -482,14 +602,18 @@ VOXRT_AVX2 void run_recurrence(const CallPlan& plan, int d, int owner) {
 
 class PackedKernel final : public Kernel {
  public:
-  PackedKernel(RecurrentSpec spec, std::optional<PackedWeights> weights, PackedThreading threading)
-      : spec_(std::move(spec)), weights_(std::move(weights)), threading_(threading) {}
+  PackedKernel(RecurrentSpec spec, std::optional<PackedWeights> weights, PackedThreading threading,
+               RecurrentWeightStorage r_storage)
+      : spec_(std::move(spec)),
+        weights_(std::move(weights)),
+        threading_(threading),
+        r_storage_(r_storage) {}
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
              KernelContext& context) const override {
     VOXRT_ASSIGN_OR_RETURN(RecurrentIo io, bind_recurrent_io(spec_, inputs, outputs));
     std::optional<PackedWeights> call_weights;
-    if (!weights_) call_weights = pack_weights(spec_, *io.w, *io.r, io.b, io.p);
+    if (!weights_) call_weights = pack_weights(spec_, *io.w, *io.r, io.b, io.p, r_storage_);
     const PackedWeights& weights = weights_ ? *weights_ : *call_weights;
     zero_y_past_lengths(spec_, io);
 
@@ -587,6 +711,7 @@ class PackedKernel final : public Kernel {
   RecurrentSpec spec_;
   std::optional<PackedWeights> weights_;
   PackedThreading threading_;
+  RecurrentWeightStorage r_storage_;
   ProjectionCache projections_;  // used only with constant weights_
 };
 
@@ -598,14 +723,20 @@ bool is_constant_input(const ir::Node& node, std::size_t index) {
 }  // namespace
 
 bool packed_available() {
-  return cpu_has_avx2_fma();
+  static const bool available = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+    return cpu_has_avx2_fma() && f16c;
+  }();
+  return available;
 }
 
 Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
                                                      const RecurrentSpec& spec,
-                                                     PackedThreading threading) {
+                                                     PackedThreading threading,
+                                                     RecurrentWeightStorage r_storage) {
   if (!packed_available()) {
-    return unsupported(node.describe(), ": the packed tactic needs a CPU with AVX2 and FMA");
+    return unsupported(node.describe(), ": the packed tactics need a CPU with AVX2, FMA and F16C");
   }
   std::optional<PackedWeights> weights;
   const std::size_t p_index = 7;
@@ -616,10 +747,10 @@ Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
     const ir::Value* b = node.input(3);
     const ir::Value* p = spec.cell == CellKind::kLstm ? node.input(p_index) : nullptr;
     weights = pack_weights(spec, *node.input(1)->constant, *node.input(2)->constant,
-                           b ? &*b->constant : nullptr, p ? &*p->constant : nullptr);
+                           b ? &*b->constant : nullptr, p ? &*p->constant : nullptr, r_storage);
   }
   return std::unique_ptr<Kernel>(
-      std::make_unique<PackedKernel>(spec, std::move(weights), threading));
+      std::make_unique<PackedKernel>(spec, std::move(weights), threading, r_storage));
 }
 
 }  // namespace voxrt::backends::cpu::recurrent

@@ -1,16 +1,32 @@
 #include "backends/cpu/recurrent/recurrent_packing.h"
 
+#include <span>
+
+#include "voxrt/dtype.h"
+
 namespace voxrt::backends::cpu::recurrent {
 namespace {
 
 // Packs rows [gate * hidden + unit] for the listed gates of a [G*H, depth] matrix.
 PackedPanels pack_panels(const float* matrix, std::int64_t hidden, std::int64_t depth,
-                         const std::vector<int>& gates, std::int64_t blocks) {
+                         const std::vector<int>& gates, std::int64_t blocks,
+                         RecurrentWeightStorage storage) {
   PackedPanels packed;
   packed.gates = static_cast<int>(gates.size());
   packed.depth = depth;
   packed.blocks = blocks;
-  packed.data = Tensor::zeros(DType::kF32, {blocks * depth * packed.gates * kUnitBlock});
+  const Dims dims{blocks * depth * packed.gates * kUnitBlock};
+  if (storage == RecurrentWeightStorage::kFp16) {
+    // Packed in FP32 first, then rounded once (to nearest even); padding stays +0.
+    const PackedPanels wide =
+        pack_panels(matrix, hidden, depth, gates, blocks, RecurrentWeightStorage::kFp32);
+    packed.data = Tensor::uninitialized(DType::kF16, dims);
+    const std::span<const float> from = wide.data.span<float>();
+    std::uint16_t* to = packed.data.data<std::uint16_t>();
+    for (std::size_t i = 0; i < from.size(); ++i) to[i] = float_to_half_bits(from[i]);
+    return packed;
+  }
+  packed.data = Tensor::zeros(DType::kF32, dims);
   float* out = packed.data.data<float>();
   for (std::int64_t block = 0; block < blocks; ++block) {
     for (std::int64_t k = 0; k < depth; ++k) {
@@ -29,7 +45,7 @@ PackedPanels pack_panels(const float* matrix, std::int64_t hidden, std::int64_t 
 }  // namespace
 
 PackedWeights pack_weights(const RecurrentSpec& spec, const Tensor& w, const Tensor& r,
-                           const Tensor* b, const Tensor* p) {
+                           const Tensor* b, const Tensor* p, RecurrentWeightStorage r_storage) {
   const std::int64_t hidden = spec.hidden_size;
   const std::int64_t input = spec.input_size;
   const std::int64_t gate_rows = spec.gates * hidden;
@@ -56,10 +72,10 @@ PackedWeights pack_weights(const RecurrentSpec& spec, const Tensor& w, const Ten
       }
     }
     if (split_candidate) {
-      dir.r = pack_panels(r_d, hidden, hidden, {0, 1}, blocks);
-      dir.r_candidate = pack_panels(r_d, hidden, hidden, {2}, blocks);
+      dir.r = pack_panels(r_d, hidden, hidden, {0, 1}, blocks, r_storage);
+      dir.r_candidate = pack_panels(r_d, hidden, hidden, {2}, blocks, r_storage);
     } else {
-      dir.r = pack_panels(r_d, hidden, hidden, all_gates, blocks);
+      dir.r = pack_panels(r_d, hidden, hidden, all_gates, blocks, r_storage);
     }
     dir.projection_bias.assign(static_cast<std::size_t>(blocks * spec.gates * kUnitBlock), 0.0f);
     dir.candidate_r_bias.assign(static_cast<std::size_t>(blocks * kUnitBlock), 0.0f);

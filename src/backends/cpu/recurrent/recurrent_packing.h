@@ -2,6 +2,12 @@
 // (one AVX register); a block's panel holds, for every k, the 8 units of each gate side by side:
 // panel[k][gate][unit]. One thread owning a range of unit blocks thus reads one contiguous
 // stretch of R per step and has every gate of its units at hand for the fused nonlinearity.
+//
+// R may be stored in FP16 (RecurrentWeightStorage::kFp16, the CPU's --precision fp16): at batch 1
+// a step's cost is the bytes of R it reads (R is read whole every step and is larger than L2 for
+// DS2's layers), so half the bytes is up to twice the speed. Arithmetic stays FP32; only each
+// weight is rounded once, to FP16 (relative error at most 2^-11). W, the biases and the states
+// stay FP32: the input projection is one compute-bound GEMM over all steps.
 #pragma once
 
 #include <cstdint>
@@ -13,14 +19,19 @@ namespace voxrt::backends::cpu::recurrent {
 
 inline constexpr std::int64_t kUnitBlock = 8;
 
+enum class RecurrentWeightStorage { kFp32, kFp16 };
+
 struct PackedPanels {
   int gates = 0;            // gates side by side in a panel row
   std::int64_t depth = 0;   // k extent (input_size or hidden_size)
   std::int64_t blocks = 0;  // unit blocks
-  Tensor data;              // [blocks][depth][gates][8], 64-byte aligned
+  Tensor data;              // [blocks][depth][gates][8], f32 or f16 (IEEE half bits), aligned
 
-  const float* panel(std::int64_t block) const {
-    return data.data<float>() + block * depth * gates * kUnitBlock;
+  bool half() const { return data.dtype() == DType::kF16; }
+  // T = float for f32 panels, std::uint16_t for f16 ones.
+  template <typename T>
+  const T* panel(std::int64_t block) const {
+    return data.data<T>() + block * depth * gates * kUnitBlock;
   }
 };
 
@@ -42,8 +53,10 @@ struct PackedWeights {
   std::int64_t blocks = 0;
 };
 
-// w: [D, G*H, I], r: [D, G*H, H], b: [D, 2*G*H] or null, p: [D, 3*H] or null.
+// w: [D, G*H, I], r: [D, G*H, H], b: [D, 2*G*H] or null, p: [D, 3*H] or null; R's panels are
+// stored as `r_storage` says.
 PackedWeights pack_weights(const RecurrentSpec& spec, const Tensor& w, const Tensor& r,
-                           const Tensor* b, const Tensor* p);
+                           const Tensor* b, const Tensor* p,
+                           RecurrentWeightStorage r_storage = RecurrentWeightStorage::kFp32);
 
 }  // namespace voxrt::backends::cpu::recurrent

@@ -1,6 +1,7 @@
 // The recurrent family (GRU, LSTM, RNN): which tactics can run a node, and their kernels.
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/recurrent/recurrent_kernels.h"
+#include "backends/layer_precision.h"
 
 namespace voxrt::backends::cpu {
 namespace {
@@ -15,11 +16,34 @@ bool all_f32(const ir::Node& node) {
   return true;
 }
 
+// The builder marked this node fp16 (settle_cpu_layer_precisions: only when
+// recurrent_fp16_available said yes).
+bool marked_fp16(const ir::Node& node) {
+  return layer_precision(node, Precision::kFp32) == Precision::kFp16;
+}
+
 }  // namespace
+
+bool recurrent_fp16_available(const ir::Node& node) {
+  return recurrent::parse_recurrent_spec(node).has_value() && all_f32(node) &&
+         recurrent::packed_available();
+}
 
 std::vector<TacticInfo> recurrent_tactics(const ir::Node& node) {
   auto spec = recurrent::parse_recurrent_spec(node);
   if (!spec || !all_f32(node)) return {};
+  if (marked_fp16(node) && recurrent::packed_available()) {
+    // Only kernels that store R in FP16, so that the layer runs at the precision it was given.
+    std::vector<TacticInfo> tactics = {
+        {recurrent::kReferenceTacticId, "reference"},
+        {recurrent::kPackedFp16TacticId, "packed_fp16"},
+        {recurrent::kPackedSingleThreadFp16TacticId, "packed_single_thread_fp16"}};
+    if (spec->num_directions == 2) {
+      tactics.push_back(
+          {recurrent::kPackedDirectionsInTurnFp16TacticId, "packed_directions_in_turn_fp16"});
+    }
+    return tactics;
+  }
   std::vector<TacticInfo> tactics = {{recurrent::kReferenceTacticId, "reference"},
                                      {recurrent::kBlasTacticId, "blas"}};
   if (recurrent::onednn_can_run(node, *spec)) {
@@ -39,6 +63,15 @@ Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, Ta
   if (!all_f32(node)) {
     return unsupported(node.describe(), ": recurrent kernels need f32 X, W, R, B and states");
   }
+  using recurrent::PackedThreading;
+  using recurrent::RecurrentWeightStorage;
+  const auto packed_in_turn = [&](RecurrentWeightStorage storage) {
+    if (spec.num_directions != 2) {
+      return Expected<std::unique_ptr<Kernel>>(
+          unsupported(node.describe(), ": packed_directions_in_turn is for bidirectional nodes"));
+    }
+    return recurrent::make_packed_kernel(node, spec, PackedThreading::kDirectionsInTurn, storage);
+  };
   switch (tactic) {
     case recurrent::kReferenceTacticId: return recurrent::make_reference_kernel(spec);
     case recurrent::kBlasTacticId: return recurrent::make_blas_kernel(node, spec);
@@ -49,16 +82,21 @@ Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, Ta
       }
       return recurrent::make_onednn_kernel(node, spec);
     case recurrent::kPackedTacticId:
-      return recurrent::make_packed_kernel(node, spec,
-                                           recurrent::PackedThreading::kDirectionGroups);
+      return recurrent::make_packed_kernel(node, spec, PackedThreading::kDirectionGroups,
+                                           RecurrentWeightStorage::kFp32);
     case recurrent::kPackedSingleThreadTacticId:
-      return recurrent::make_packed_kernel(node, spec, recurrent::PackedThreading::kSingleThread);
+      return recurrent::make_packed_kernel(node, spec, PackedThreading::kSingleThread,
+                                           RecurrentWeightStorage::kFp32);
     case recurrent::kPackedDirectionsInTurnTacticId:
-      if (spec.num_directions != 2)
-        return unsupported(node.describe(),
-                           ": packed_directions_in_turn is for bidirectional nodes");
-      return recurrent::make_packed_kernel(node, spec,
-                                           recurrent::PackedThreading::kDirectionsInTurn);
+      return packed_in_turn(RecurrentWeightStorage::kFp32);
+    case recurrent::kPackedFp16TacticId:
+      return recurrent::make_packed_kernel(node, spec, PackedThreading::kDirectionGroups,
+                                           RecurrentWeightStorage::kFp16);
+    case recurrent::kPackedSingleThreadFp16TacticId:
+      return recurrent::make_packed_kernel(node, spec, PackedThreading::kSingleThread,
+                                           RecurrentWeightStorage::kFp16);
+    case recurrent::kPackedDirectionsInTurnFp16TacticId:
+      return packed_in_turn(RecurrentWeightStorage::kFp16);
     default: break;
   }
   return unsupported(node.describe(), ": unknown recurrent tactic ", tactic);
