@@ -145,6 +145,7 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &usage);
   const double ours_median = median(voxrt_ms), ort_median = median(ort_ms);
   nlohmann::json j = {{"model", onnx},
+                      {"engine", engine_path},
                       {"threads", threads},
                       {"voxrt_median_ms", ours_median},
                       {"onnxruntime_median_ms", ort_median},
@@ -155,9 +156,9 @@ int main(int argc, char** argv) {
   if (json) {
     std::cout << j.dump() << "\n";
   } else {
-    std::cout << onnx << " threads=" << threads << ": voxrt " << ours_median << " ms, onnxruntime "
-              << ort_median << " ms, speedup " << ort_median / ours_median << "x (max |diff| "
-              << max_abs << ")\n";
+    std::cout << onnx << " (" << engine_path << ") threads=" << threads << ": voxrt " << ours_median
+              << " ms, onnxruntime " << ort_median << " ms, speedup " << ort_median / ours_median
+              << "x (max |diff| " << max_abs << ")\n";
   }
   return 0;
 }

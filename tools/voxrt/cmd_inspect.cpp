@@ -1,5 +1,6 @@
 // voxrt inspect: what an engine holds (I/O, profiles, states, final layers with the original
 // nodes they came from, tactics, times, memory plan, metadata), as text or JSON.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -115,9 +116,14 @@ int run_inspect(const std::string& path, bool json, bool all_metadata) {
   std::cout << "memory      arena " << contents.memory_plan.peak_bytes << " bytes planned (vs "
             << contents.memory_plan.unplanned_bytes << " unplanned), weights "
             << contents.memory_plan.weights_bytes << " bytes\n\n";
+  // The tactic column fits the longest name (packed_directions_in_turn_fp16 is 30 characters).
+  std::size_t tactic_width = 18;
+  for (const auto& l : layers)
+    tactic_width = std::max(tactic_width, l["tactic"].get<std::string>().size() + 2);
+  const int tactic_column = static_cast<int>(tactic_width);
   std::cout << std::left << std::setw(4) << "#" << std::setw(28) << "layer" << std::setw(16) << "op"
-            << std::setw(18) << "tactic" << std::setw(6) << "prec" << std::right << std::setw(10)
-            << "time_us"
+            << std::setw(tactic_column) << "tactic" << std::setw(6) << "prec" << std::right
+            << std::setw(10) << "time_us"
             << "  from\n";
   int index = 0;
   for (const auto& l : layers) {
@@ -125,10 +131,10 @@ int run_inspect(const std::string& path, bool json, bool all_metadata) {
     for (const auto& o : l["origin"]) origin += (origin.empty() ? "" : ", ") + o.get<std::string>();
     std::cout << std::left << std::setw(4) << index++ << std::setw(28)
               << l["name"].get<std::string>().substr(0, 27) << std::setw(16)
-              << l["op"].get<std::string>() << std::setw(18) << l["tactic"].get<std::string>()
-              << std::setw(6) << l["precision"].get<std::string>() << std::right << std::setw(10)
-              << std::fixed << std::setprecision(1) << l["time_us"].get<double>() << "  " << origin
-              << "\n";
+              << l["op"].get<std::string>() << std::setw(tactic_column)
+              << l["tactic"].get<std::string>() << std::setw(6) << l["precision"].get<std::string>()
+              << std::right << std::setw(10) << std::fixed << std::setprecision(1)
+              << l["time_us"].get<double>() << "  " << origin << "\n";
   }
   std::cout << "total time at opt shapes: " << std::fixed << std::setprecision(1) << total_us
             << " us\n";
