@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "backends/cuda/executor.h"
@@ -500,7 +501,6 @@ class CudaSession final : public DeviceSession {
     if (inputs.size() != exe_.input_ids_.size())
       return invalid_argument("the graph takes ", exe_.input_ids_.size(), " inputs, got ",
                               inputs.size());
-    std::vector<std::int64_t> key;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const ir::Value* v = exe_.values_[static_cast<std::size_t>(exe_.input_ids_[i])];
       if (!inputs[i].is_valid()) return invalid_argument("input '", v->name, "' is missing");
@@ -508,13 +508,26 @@ class CudaSession final : public DeviceSession {
         return invalid_argument("input '", v->name, "': expected dtype ", dtype_name(v->dtype),
                                 ", got ", dtype_name(inputs[i].dtype()));
       }
-      if (i == 0) key.push_back((slots_mode ? 1 : 0) + (tolerant ? 2 : 0));
-      key.push_back(static_cast<std::int64_t>(inputs[i].rank()));
-      for (std::int64_t d : inputs[i].dims()) key.push_back(d);
     }
+    const auto plan_key = [&] {
+      std::vector<std::int64_t> key{(slots_mode ? 1 : 0) + (tolerant ? 2 : 0)};
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        key.push_back(static_cast<std::int64_t>(inputs[i].rank()));
+        for (std::int64_t d : inputs[i].dims()) key.push_back(d);
+        if (i < shape_operand_inputs_.size() && shape_operand_inputs_[i]) {
+          // Its values decided output shapes: a plan holds for these values only.
+          const std::optional<std::vector<std::int64_t>> values = host_integers(inputs[i]);
+          key.push_back(-1);
+          if (values) key.insert(key.end(), values->begin(), values->end());
+        }
+      }
+      return key;
+    };
+    std::vector<std::int64_t> key = plan_key();
     auto it = plans_.find(key);
     if (it == plans_.end()) {
       VOXRT_ASSIGN_OR_RETURN(auto plan, make_plan(inputs, tolerant));
+      key = plan_key();  // make_plan may have found inputs whose values shape the outputs
       plan->slots_mode = slots_mode;
       if (slots_mode) {
         plan->batch =
@@ -529,6 +542,51 @@ class CudaSession final : public DeviceSession {
     return it->second.get();
   }
 
+  template <typename Step>
+  static bool all_dims_known(const Step& step, const std::vector<ir::InferredOutput>& inferred) {
+    for (std::size_t i = 0; i < step.outputs.size() && i < inferred.size(); ++i) {
+      if (step.outputs[i] >= 0 && !ir::known_dims(inferred[i].shape)) return false;
+    }
+    return true;
+  }
+
+  // The values of a small integer host tensor (a shape or axes operand), or nothing.
+  static std::optional<std::vector<std::int64_t>> host_integers(const Tensor& t) {
+    if (t.raw_data() == nullptr || t.element_count() > kMaxShapeOperandElements)
+      return std::nullopt;
+    std::vector<std::int64_t> values;
+    for (std::int64_t e = 0; e < t.element_count(); ++e) {
+      if (t.dtype() == DType::kI64) {
+        values.push_back(t.data<std::int64_t>()[e]);
+      } else if (t.dtype() == DType::kI32) {
+        values.push_back(t.data<std::int32_t>()[e]);
+      } else {
+        return std::nullopt;
+      }
+    }
+    return values;
+  }
+
+  // Points the step's graph-input operands that are small integer host tensors at the caller's
+  // data, and marks those inputs as shaping the plan (plan_for then keys plans by their values).
+  // False when there is none.
+  template <typename Step>
+  bool lend_shape_operands(const Step& step, std::span<const Tensor> inputs,
+                           const std::unordered_map<int, std::size_t>& input_index_of_value,
+                           std::vector<ir::ValueInfo>& infos) {
+    bool lent = false;
+    for (std::size_t i = 0; i < step.inputs.size(); ++i) {
+      if (step.inputs[i] < 0 || infos[i].data) continue;
+      auto it = input_index_of_value.find(step.inputs[i]);
+      if (it == input_index_of_value.end() || !host_integers(inputs[it->second])) continue;
+      infos[i].data = &inputs[it->second];
+      if (shape_operand_inputs_.size() < inputs.size()) shape_operand_inputs_.resize(inputs.size());
+      shape_operand_inputs_[it->second] = true;
+      lent = true;
+    }
+    return lent;
+  }
+
   Expected<std::unique_ptr<ShapePlan>> make_plan(std::span<const Tensor> inputs, bool tolerant) {
     auto plan = std::make_unique<ShapePlan>();
     const std::size_t value_count = exe_.values_.size();
@@ -541,10 +599,12 @@ class CudaSession final : public DeviceSession {
         known[i] = true;
       }
     }
+    std::unordered_map<int, std::size_t> input_index_of_value;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       const auto v = static_cast<std::size_t>(exe_.input_ids_[i]);
       plan->values[v] = DevTensor{nullptr, inputs[i].dtype(), inputs[i].dims()};
       known[v] = true;
+      input_index_of_value.emplace(exe_.input_ids_[i], i);
     }
     // Storage root of each value (views share their input's storage), and where in the root's
     // storage the value starts (non-zero for a Slice that is a contiguous run of its input).
@@ -571,6 +631,13 @@ class CudaSession final : public DeviceSession {
       }
       std::vector<ir::InferredOutput> inferred;
       VOXRT_RETURN_IF_ERROR(ir::infer_outputs(*step.node, infos, inferred));
+      if (!all_dims_known(step, inferred) &&
+          lend_shape_operands(step, inputs, input_index_of_value, infos)) {
+        // An output's dims come from the values of a graph input (Reshape's shape, the axes
+        // of Squeeze/Unsqueeze): the caller passed them as host tensors, so read them there.
+        inferred.clear();
+        VOXRT_RETURN_IF_ERROR(ir::infer_outputs(*step.node, infos, inferred));
+      }
       for (std::size_t i = 0; i < step.outputs.size(); ++i) {
         const int v = step.outputs[i];
         if (v < 0) continue;
@@ -958,6 +1025,11 @@ class CudaSession final : public DeviceSession {
   char* pinned_ = nullptr;
   std::size_t pinned_bytes_ = 0;
   std::map<std::vector<std::int64_t>, std::unique_ptr<ShapePlan>> plans_;
+  // Per graph input: its values decide output shapes (found by make_plan), so plans are keyed by
+  // them too. A Reshape whose target shape is a graph input is the usual case.
+  std::vector<bool> shape_operand_inputs_;
+  // Larger integer inputs are data (token ids, lengths), never read on the host for shapes.
+  static constexpr std::int64_t kMaxShapeOperandElements = 16;
   std::vector<PoolState> pool_;
   int* slot_ids_ = nullptr;  // device, capacity entries
   int capacity_ = 0;
