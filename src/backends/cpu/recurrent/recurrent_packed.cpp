@@ -477,8 +477,12 @@ VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
 
     // Phase 1: every gate (z and r only for GRU without linear_before_reset).
     const std::int64_t phase = step * phases_per_step;
+    // Blocks done are published once, when this thread finds nothing left to claim: one shared
+    // counter update per thread and step instead of one per block (each bounced the counter's
+    // cache line between the cores; a preempted thread's in-flight block is waited for either way).
+    std::int64_t completed = 0;
     for (std::optional<std::int64_t> next; (next = schedule.claim(owner, phase, backwards));
-         schedule.complete(phase)) {
+         ++completed) {
       const std::int64_t block = *next;
       const std::int64_t unit0 = block * kLanes;
       const std::int64_t count = std::min<std::int64_t>(kLanes, hidden - unit0);
@@ -548,6 +552,7 @@ VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
         if (y) store_lanes(y + plan.strides.y_offset(times[m], d, b) + unit0, h_new, count);
       }
     }
+    schedule.complete(phase, completed);
     schedule.wait_phase(phase);
 
     if (split_candidate) {
@@ -557,8 +562,9 @@ VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
         a[m] = scratch.reset_h.get() + active[m] * padded;
         out[m] = acc.get() + m * gates * kLanes;
       }
+      std::int64_t completed2 = 0;
       for (std::optional<std::int64_t> next; (next = schedule.claim(owner, phase2, backwards));
-           schedule.complete(phase2)) {
+           ++completed2) {
         if (rows == 0) continue;
         const std::int64_t block = *next;
         panels_multiply(weights.r_candidate, block, a.data(), rows, out.data());
@@ -578,6 +584,7 @@ VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
           if (y) store_lanes(y + plan.strides.y_offset(times[m], d, b) + unit0, h_new, count);
         }
       }
+      schedule.complete(phase2, completed2);
       schedule.wait_phase(phase2);
     }
   }

@@ -67,9 +67,11 @@ class StepSchedule {
     return std::nullopt;
   }
 
-  // Marks one claimed block of `phase` done; the last one of the phase releases the waiters.
-  void complete(std::int64_t phase) {
-    const std::int64_t done = done_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  // Marks `count` claimed blocks of `phase` done (a thread's blocks of the phase, once it has no
+  // more to claim); the last of the phase releases the waiters.
+  void complete(std::int64_t phase, std::int64_t count) {
+    if (count == 0) return;
+    const std::int64_t done = done_.fetch_add(count, std::memory_order_acq_rel) + count;
     if (done == (phase + 1) * blocks_) {
       epoch_.fetch_add(1, std::memory_order_seq_cst);
       if (sleepers_.load(std::memory_order_seq_cst) > 0) {
