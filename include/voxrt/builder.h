@@ -84,6 +84,7 @@ struct TacticTiming {
   std::string tactic;
   double time_us = -1;
   bool chosen = false;
+  int profile = 0;  // the optimization profile whose opt shapes it was timed at
 };
 
 struct BuildReport {

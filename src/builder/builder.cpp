@@ -252,6 +252,16 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
   } else {
     builder::settle_cpu_layer_precisions(*graph, config.precision, report.pass_changes);
     VOXRT_RETURN_IF_ERROR(builder::select_tactics(*graph, run, config, cache, report));
+    if (config.autotune && config.profiles.size() > 1) {
+      const auto opt_inputs_for = [&](std::size_t p) -> Expected<std::vector<Tensor>> {
+        BuilderConfig at_p = config;
+        std::swap(at_p.profiles[0], at_p.profiles[p]);
+        std::vector<std::string> ignored;  // the same notes as profile 0's
+        return builder::make_opt_inputs(*graph, at_p, ignored);
+      };
+      VOXRT_RETURN_IF_ERROR(
+          builder::select_profile_tactics(*graph, config, cache, report, opt_inputs_for));
+    }
   }
   if (!config.timing_cache_path.empty())
     VOXRT_RETURN_IF_ERROR(cache.save(config.timing_cache_path));

@@ -216,6 +216,84 @@ Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderCo
   return Status::ok();
 }
 
+namespace {
+
+// Every node of `graph` and of its If branches.
+std::vector<ir::Node*> all_nodes(ir::Graph& graph) {
+  std::vector<ir::Graph*> graphs{&graph};
+  std::vector<ir::Node*> nodes;
+  for (std::size_t g = 0; g < graphs.size(); ++g) {
+    for (ir::Node* n : graphs[g]->nodes()) {
+      nodes.push_back(n);
+      for (const char* branch : {"then_branch", "else_branch"}) {
+        if (auto sub = n->attrs.get_graph(branch)) graphs.push_back(sub.get());
+      }
+    }
+  }
+  return nodes;
+}
+
+}  // namespace
+
+Status select_profile_tactics(
+    ir::Graph& graph, const BuilderConfig& config, TimingCache& cache, BuildReport& report,
+    const std::function<Expected<std::vector<Tensor>>(std::size_t profile)>& opt_inputs_for) {
+  const std::size_t profiles = config.profiles.size();
+  if (profiles < 2) return Status::ok();
+  struct Choice {
+    std::int64_t id = -1;
+    std::string name;
+    float time_us = 0;
+  };
+  const std::vector<ir::Node*> nodes = all_nodes(graph);
+  std::map<const ir::Node*, std::vector<Choice>> chosen;  // per node, per profile
+  const auto collect = [&] {
+    for (const ir::Node* node : nodes) {
+      if (!node->attrs.has(runtime::kTacticAttr)) continue;
+      chosen[node].push_back({node->attrs.get_int(runtime::kTacticAttr, -1),
+                              node->attrs.get_string(runtime::kTacticNameAttr, ""),
+                              node->attrs.get_float(runtime::kTimeUsAttr, 0)});
+    }
+  };
+  collect();  // profile 0, chosen by select_tactics before this call
+  for (std::size_t p = 1; p < profiles; ++p) {
+    VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, opt_inputs_for(p));
+    auto run = run_profiling(graph, inputs, config.threads);
+    if (!run) {
+      return run.status().with_context(
+          str_cat("profile '", config.profiles[p].name, "' (number ", p, ")"));
+    }
+    // select_tactics times at the first profile's opt shapes: make profile p the first.
+    BuilderConfig at_p = config;
+    std::swap(at_p.profiles[0], at_p.profiles[p]);
+    const std::size_t first_timing = report.tactic_timings.size();
+    VOXRT_RETURN_IF_ERROR(select_tactics(graph, *run, at_p, cache, report));
+    for (std::size_t t = first_timing; t < report.tactic_timings.size(); ++t)
+      report.tactic_timings[t].profile = static_cast<int>(p);
+    collect();
+  }
+  for (ir::Node* node : nodes) {
+    auto it = chosen.find(node);
+    if (it == chosen.end() || it->second.size() != profiles) continue;
+    const std::vector<Choice>& per_profile = it->second;
+    std::vector<std::int64_t> ids;
+    std::vector<std::string> names;
+    std::vector<float> times;
+    for (const Choice& c : per_profile) {
+      ids.push_back(c.id);
+      names.push_back(c.name);
+      times.push_back(c.time_us);
+    }
+    node->attrs.set(runtime::kTacticAttr, per_profile[0].id);
+    node->attrs.set(runtime::kTacticNameAttr, per_profile[0].name);
+    node->attrs.set(runtime::kTimeUsAttr, per_profile[0].time_us);
+    node->attrs.set(runtime::kProfileTacticsAttr, ids);
+    node->attrs.set(runtime::kProfileTacticNamesAttr, names);
+    node->attrs.set(runtime::kProfileTimesUsAttr, times);
+  }
+  return Status::ok();
+}
+
 runtime::MemoryPlanRecord plan_memory(const ir::Graph& graph, const ProfilingRun& run) {
   // Lifetimes of top-level intermediates in execution order, then greedy best-fit placement of
   // the largest first: the arena a static-shape executor would need at the opt shapes.

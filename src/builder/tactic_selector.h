@@ -2,6 +2,7 @@
 // profile's opt shapes (captured from one profiling run of the whole graph), with a timing cache.
 #pragma once
 
+#include <functional>
 #include <random>
 
 #include "builder/timing_cache.h"
@@ -30,6 +31,15 @@ Expected<ProfilingRun> run_profiling(const ir::Graph& graph, std::span<const Ten
 // Writes voxrt.tactic / voxrt.tactic_name / voxrt.time_us into each node.
 Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderConfig& config,
                       TimingCache& cache, BuildReport& report);
+
+// Engines with several optimization profiles: times the candidates again at every other
+// profile's opt shapes (one profiling run each) and records each node's choice per profile
+// (runtime::kProfileTacticsAttr and friends), so that a stream at batch 1 and a batch of 64 each
+// run the kernels that are fastest for them. voxrt.tactic keeps profile 0's choice.
+// `opt_inputs_for(p)` makes profile p's opt inputs.
+Status select_profile_tactics(
+    ir::Graph& graph, const BuilderConfig& config, TimingCache& cache, BuildReport& report,
+    const std::function<Expected<std::vector<Tensor>>(std::size_t profile)>& opt_inputs_for);
 
 runtime::MemoryPlanRecord plan_memory(const ir::Graph& graph, const ProfilingRun& run);
 

@@ -36,6 +36,18 @@ TensorInfo describe_value(const ir::Value& v) {
   return info;
 }
 
+// Whether some node (If branches included) records another tactic for `profile` than for 0.
+bool tactics_differ(const ir::Graph& graph, int profile) {
+  for (const ir::Node* node : graph.nodes()) {
+    if (runtime::recorded_tactic(*node, profile) != runtime::recorded_tactic(*node, 0)) return true;
+    for (const char* branch : {"then_branch", "else_branch"}) {
+      if (auto sub = node->attrs.get_graph(branch); sub && tactics_differ(*sub, profile))
+        return true;
+    }
+  }
+  return false;
+}
+
 Expected<std::shared_ptr<const Engine>> finish_load(std::unique_ptr<EngineImpl> impl,
                                                     const char* image, std::size_t size) {
   VOXRT_ASSIGN_OR_RETURN(impl->contents,
@@ -45,6 +57,16 @@ Expected<std::shared_ptr<const Engine>> finish_load(std::unique_ptr<EngineImpl> 
   if (impl->contents.target.device == DeviceKind::kCpu) {
     VOXRT_ASSIGN_OR_RETURN(impl->plan, runtime::Plan::compile(*impl->contents.graph,
                                                               runtime::TacticPolicy::kRecorded));
+    // A profile whose tactics differ from profile 0's somewhere gets its own plan (kernels with
+    // those tactics; weights repacked for them).
+    const int profiles = static_cast<int>(impl->contents.profiles.size());
+    if (profiles > 1) impl->profile_plans.resize(static_cast<std::size_t>(profiles));
+    for (int p = 1; p < profiles; ++p) {
+      if (!tactics_differ(*impl->contents.graph, p)) continue;
+      VOXRT_ASSIGN_OR_RETURN(
+          impl->profile_plans[static_cast<std::size_t>(p)],
+          runtime::Plan::compile(*impl->contents.graph, runtime::TacticPolicy::kRecorded, p));
+    }
   } else {
     // check_target found the backend; weights go to the device here, once.
     VOXRT_ASSIGN_OR_RETURN(impl->device_executable,
@@ -136,7 +158,6 @@ Expected<std::vector<Tensor>> ExecutionContextImpl::run(std::span<const Tensor> 
       return invalid_argument("input '", engine_.inputs[i].name, "' is missing");
   }
   VOXRT_ASSIGN_OR_RETURN(int profile, engine_.select_profile(inputs));
-  (void)profile;
   std::vector<Tensor> outputs;
   if (engine_.device_executable) {
     // Per-node observers are a CPU-plan feature; device runs report per-node times through
@@ -145,7 +166,9 @@ Expected<std::vector<Tensor>> ExecutionContextImpl::run(std::span<const Tensor> 
     VOXRT_RETURN_IF_ERROR(session->run(inputs, outputs));
     return outputs;
   }
-  VOXRT_RETURN_IF_ERROR(engine_.plan->execute(inputs, outputs, context_, observer, &workspace_));
+  const runtime::Plan& plan = engine_.plan_for_profile(profile);
+  last_plan_ = &plan;
+  VOXRT_RETURN_IF_ERROR(plan.execute(inputs, outputs, context_, observer, &workspaces_[&plan]));
   return outputs;
 }
 

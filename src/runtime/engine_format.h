@@ -80,5 +80,19 @@ Expected<EngineContents> deserialize_engine(const char* image, std::size_t size,
 inline constexpr char kTacticAttr[] = "voxrt.tactic";
 inline constexpr char kTacticNameAttr[] = "voxrt.tactic_name";
 inline constexpr char kTimeUsAttr[] = "voxrt.time_us";
+// Engines with several optimization profiles: the tactic chosen at each profile's opt shapes
+// (index = profile; voxrt.tactic above is profile 0's), their names and times. Absent: every
+// profile runs voxrt.tactic.
+inline constexpr char kProfileTacticsAttr[] = "voxrt.profile_tactics";
+inline constexpr char kProfileTacticNamesAttr[] = "voxrt.profile_tactic_names";
+inline constexpr char kProfileTimesUsAttr[] = "voxrt.profile_times_us";
+
+// The tactic recorded for `node` at optimization profile `profile` (-1: none recorded).
+inline std::int64_t recorded_tactic(const ir::Node& node, int profile) {
+  const std::vector<std::int64_t> per_profile = node.attrs.get_ints(kProfileTacticsAttr);
+  if (profile >= 0 && static_cast<std::size_t>(profile) < per_profile.size())
+    return per_profile[static_cast<std::size_t>(profile)];
+  return node.attrs.get_int(kTacticAttr, -1);
+}
 
 }  // namespace voxrt::runtime

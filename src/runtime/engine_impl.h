@@ -2,6 +2,7 @@
 // description. Immutable after load.
 #pragma once
 
+#include <map>
 #include <memory>
 
 #include "backends/device_backend.h"
@@ -15,7 +16,10 @@ namespace voxrt {
 class EngineImpl {
  public:
   runtime::EngineContents contents;
-  std::unique_ptr<runtime::Plan> plan;  // CPU engines
+  std::unique_ptr<runtime::Plan> plan;  // CPU engines: profile 0's tactics
+  // CPU engines: per optimization profile, a plan with that profile's tactics, or null where
+  // they are profile 0's (then `plan` runs it). Empty for single-profile engines.
+  std::vector<std::unique_ptr<runtime::Plan>> profile_plans;
   // Device (CUDA) engines: the whole graph on the device; plan is null.
   std::unique_ptr<backends::DeviceExecutable> device_executable;
   std::vector<TensorInfo> inputs;
@@ -26,6 +30,13 @@ class EngineImpl {
   // Index of the first profile whose ranges contain these input dims, or an error naming the
   // input and the ranges. Inputs no profile mentions are not checked here.
   Expected<int> select_profile(std::span<const Tensor> inputs) const;
+  // The CPU plan for inputs that fit profile `profile` (-1: the engine has no profiles).
+  const runtime::Plan& plan_for_profile(int profile) const {
+    if (profile > 0 && static_cast<std::size_t>(profile) < profile_plans.size() &&
+        profile_plans[static_cast<std::size_t>(profile)])
+      return *profile_plans[static_cast<std::size_t>(profile)];
+    return *plan;
+  }
 };
 
 class ExecutionContextImpl {
@@ -36,6 +47,8 @@ class ExecutionContextImpl {
   Expected<std::vector<Tensor>> run(std::span<const Tensor> inputs,
                                     const runtime::StepObserver* observer = nullptr);
   const EngineImpl& engine() const { return engine_; }
+  // The CPU plan of the last run (which profile's kernels ran), for tests and tools.
+  const runtime::Plan* last_plan() const { return last_plan_; }
 
   // Device engines only: the GPU-resident state slot pool of this context's session
   // (DeviceSession says how states are gathered and scattered on the device).
@@ -51,7 +64,9 @@ class ExecutionContextImpl {
   const EngineImpl& engine_;
   ThreadPool pool_;
   backends::KernelContext context_;
-  runtime::PlanWorkspace workspace_;  // CPU engines: shapes and buffers kept between runs
+  // CPU engines: shapes and buffers kept between runs, one workspace per plan that ran.
+  std::map<const runtime::Plan*, runtime::PlanWorkspace> workspaces_;
+  const runtime::Plan* last_plan_ = nullptr;
   std::unique_ptr<backends::DeviceSession> device_session_;  // made at the first run
 };
 

@@ -13,7 +13,7 @@ namespace voxrt::runtime {
 namespace {
 
 Expected<std::unique_ptr<backends::Kernel>> make_kernel(const ir::Node& node, TacticPolicy policy,
-                                                        std::string& tactic_name) {
+                                                        int profile, std::string& tactic_name) {
   const auto tactics = backends::cpu::tactics_for(node);
   if (tactics.empty()) {
     return unsupported(
@@ -23,8 +23,8 @@ Expected<std::unique_ptr<backends::Kernel>> make_kernel(const ir::Node& node, Ta
   }
   backends::TacticId tactic = tactics.front().id;
   tactic_name = tactics.front().name;
-  if (policy == TacticPolicy::kRecorded && node.attrs.has(kTacticAttr)) {
-    tactic = static_cast<backends::TacticId>(node.attrs.get_int(kTacticAttr, 0));
+  if (policy == TacticPolicy::kRecorded && recorded_tactic(node, profile) >= 0) {
+    tactic = static_cast<backends::TacticId>(recorded_tactic(node, profile));
     bool known = false;
     for (const auto& t : tactics) {
       if (t.id == tactic) {
@@ -48,7 +48,8 @@ Expected<std::unique_ptr<backends::Kernel>> make_kernel(const ir::Node& node, Ta
 
 }  // namespace
 
-Expected<std::unique_ptr<Plan>> Plan::compile(const ir::Graph& graph, TacticPolicy policy) {
+Expected<std::unique_ptr<Plan>> Plan::compile(const ir::Graph& graph, TacticPolicy policy,
+                                              int profile) {
   auto plan = std::unique_ptr<Plan>(new Plan());
   plan->graph_ = &graph;
   std::unordered_map<const ir::Value*, int> slot_of;
@@ -73,10 +74,10 @@ Expected<std::unique_ptr<Plan>> Plan::compile(const ir::Graph& graph, TacticPoli
       auto else_graph = node->attrs.get_graph("else_branch");
       if (!then_graph || !else_graph)
         return invalid_argument(node->describe(), ": missing a branch graph");
-      auto then_plan = compile(*then_graph, policy);
+      auto then_plan = compile(*then_graph, policy, profile);
       if (!then_plan)
         return then_plan.status().with_context(str_cat(node->describe(), " then_branch"));
-      auto else_plan = compile(*else_graph, policy);
+      auto else_plan = compile(*else_graph, policy, profile);
       if (!else_plan)
         return else_plan.status().with_context(str_cat(node->describe(), " else_branch"));
       step.then_plan = std::move(*then_plan);
@@ -86,7 +87,7 @@ Expected<std::unique_ptr<Plan>> Plan::compile(const ir::Graph& graph, TacticPoli
       step.is_view = true;
       step.tactic_name = "view";
     } else {
-      auto kernel = make_kernel(*node, policy, step.tactic_name);
+      auto kernel = make_kernel(*node, policy, profile, step.tactic_name);
       if (!kernel) {
         unsupported_nodes.push_back(kernel.status().message());
         continue;

@@ -28,8 +28,10 @@ enum class TacticPolicy {
 
 class Plan {
  public:
-  // `graph` must outlive the plan.
-  static Expected<std::unique_ptr<Plan>> compile(const ir::Graph& graph, TacticPolicy policy);
+  // `graph` must outlive the plan. With kRecorded, `profile` picks which optimization profile's
+  // recorded tactics the kernels use (runtime::recorded_tactic).
+  static Expected<std::unique_ptr<Plan>> compile(const ir::Graph& graph, TacticPolicy policy,
+                                                 int profile = 0);
 
   // Inputs in graph-input order; outputs in graph-output order. `workspace` (may be null: a
   // fresh one per call) carries memoized shapes and buffers from one call to the next; give

@@ -28,8 +28,8 @@ rows = first["tactic_timings"]
 assert rows, first
 by_node = collections.defaultdict(list)
 for row in rows:
-    assert set(row) == {"node", "tactic", "time_us", "chosen"}, row
-    by_node[row["node"]].append(row)
+    assert set(row) == {"node", "tactic", "time_us", "chosen", "profile"}, row
+    by_node[(row["node"], row["profile"])].append(row)  # one choice per layer and profile
 multi = {n: r for n, r in by_node.items() if len(r) > 1}
 assert multi, f"no layer with several candidates: {rows}"
 for node, cands in by_node.items():

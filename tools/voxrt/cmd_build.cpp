@@ -121,7 +121,8 @@ int run_build(const BuildArgs& args) {
     // Every autotuning candidate, as trtexec's verbose tactic log: which ones lost, by how much.
     j["tactic_timings"] = nlohmann::json::array();
     for (const auto& t : report.tactic_timings) {
-      nlohmann::json row = {{"node", t.node}, {"tactic", t.tactic}, {"chosen", t.chosen}};
+      nlohmann::json row = {
+          {"node", t.node}, {"tactic", t.tactic}, {"chosen", t.chosen}, {"profile", t.profile}};
       row["time_us"] = t.time_us >= 0 ? nlohmann::json(t.time_us) : nlohmann::json(nullptr);
       j["tactic_timings"].push_back(row);
     }
@@ -159,7 +160,9 @@ void add_build_command(CLI::App& app, int& exit_code) {
       "  voxrt build --onnx ds2.onnx --engine ds2_cpu_fp16.engine --precision fp16\n"
       "On the CPU, --precision fp16 stores the recurrent weights (GRU/LSTM/RNN R) in FP16 and\n"
       "keeps FP32 arithmetic: a batch-1 step reads half the bytes. Other layers stay fp32.\n"
-      "Repeating --profile for the same input adds another optimization profile.");
+      "Repeating --profile for the same input adds another optimization profile; with\n"
+      "autotuning each profile's kernels are timed at its own opt shape (inspect shows the\n"
+      "layers whose tactic differs), and a run uses the first profile that admits its shapes.");
   cmd->add_option("--onnx", args->onnx_path, "ONNX model to compile")
       ->required()
       ->check(CLI::ExistingFile);

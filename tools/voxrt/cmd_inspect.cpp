@@ -52,6 +52,17 @@ int run_inspect(const std::string& path, bool json, bool all_metadata) {
          {"precision",
           std::string(precision_name(backends::layer_precision(*n, contents.target.precision)))},
          {"time_us", us}});
+    if (n->attrs.has(runtime::kProfileTacticsAttr)) {
+      // Engines with several profiles: what each profile's opt shapes chose, and its time.
+      nlohmann::json per_profile = nlohmann::json::array();
+      const auto names = n->attrs.get_strings(runtime::kProfileTacticNamesAttr);
+      const auto times = n->attrs.get_floats(runtime::kProfileTimesUsAttr);
+      for (std::size_t p = 0; p < names.size(); ++p) {
+        per_profile.push_back(
+            {{"tactic", names[p]}, {"time_us", p < times.size() ? times[p] : 0.0f}});
+      }
+      layers.back()["profiles"] = per_profile;
+    }
   }
   nlohmann::json profiles = nlohmann::json::array();
   for (const auto& p : contents.profiles) {
@@ -138,6 +149,29 @@ int run_inspect(const std::string& path, bool json, bool all_metadata) {
   }
   std::cout << "total time at opt shapes: " << std::fixed << std::setprecision(1) << total_us
             << " us\n";
+  // Layers whose tactic depends on the profile (each profile's kernels were timed at its own opt
+  // shapes; the table above shows profile 0's).
+  bool header = false;
+  for (const auto& l : layers) {
+    if (!l.contains("profiles")) continue;
+    const auto& per_profile = l["profiles"];
+    bool differs = false;
+    for (const auto& entry : per_profile) differs = differs || entry["tactic"] != l["tactic"];
+    if (!differs) continue;
+    if (!header) {
+      std::cout << "tactics per profile (layers where they differ):\n";
+      header = true;
+    }
+    std::cout << "  " << l["name"].get<std::string>() << ":";
+    for (std::size_t p = 0; p < per_profile.size(); ++p) {
+      const std::string profile_name =
+          p < contents.profiles.size() ? contents.profiles[p].name : std::to_string(p);
+      std::cout << (p ? ", " : " ") << profile_name << " "
+                << per_profile[p]["tactic"].get<std::string>() << " ("
+                << per_profile[p]["time_us"].get<double>() << " us)";
+    }
+    std::cout << "\n";
+  }
   if (!contents.graph->metadata.empty()) {
     std::cout << "\nmetadata\n";
     for (const auto& [k, v] : metadata.items())

@@ -391,6 +391,93 @@ TEST(Builder, CpuLayerPrecisionsOverrideTheEngineAndAreTruthful) {
       << s.message();
 }
 
+// Several optimization profiles: each profile's tactics are timed at its own opt shapes and
+// recorded per node; profile 0's stay in voxrt.tactic.
+TEST(Builder, EachProfileGetsTacticsTimedAtItsOptShapes) {
+  auto graph = testing::make_streaming_cell();
+  BuilderConfig config;
+  config.autotune = true;
+  config.timing_iterations = 2;
+  config.states = {{"state_in", "state_out"}};
+  config.profiles = {{"alone", {{"x", {{1, 4}, {1, 4}, {1, 4}}}}},
+                     {"batched", {{"x", {{2, 4}, {16, 4}, {64, 4}}}}}};
+  BuildReport report;
+  auto bytes = builder::build_engine_from_graph(std::move(graph), 1, config, &report);
+  ASSERT_TRUE(bytes) << bytes.status().message();
+  bool timed_at_profile_1 = false;
+  for (const auto& t : report.tactic_timings) timed_at_profile_1 |= t.profile == 1;
+  EXPECT_TRUE(timed_at_profile_1);
+  auto engine = Engine::load_bytes(std::move(*bytes));
+  ASSERT_TRUE(engine) << engine.status().message();
+  int tuned = 0;
+  for (const ir::Node* node : (*engine)->impl().contents.graph->nodes()) {
+    if (!node->attrs.has(runtime::kTacticAttr)) continue;
+    ++tuned;
+    const auto ids = node->attrs.get_ints(runtime::kProfileTacticsAttr);
+    const auto names = node->attrs.get_strings(runtime::kProfileTacticNamesAttr);
+    ASSERT_EQ(ids.size(), 2u) << node->describe();
+    ASSERT_EQ(names.size(), 2u) << node->describe();
+    EXPECT_EQ(ids[0], node->attrs.get_int(runtime::kTacticAttr, -1)) << node->describe();
+    EXPECT_EQ(names[0], node->attrs.get_string(runtime::kTacticNameAttr, "")) << node->describe();
+  }
+  EXPECT_GT(tuned, 0);
+}
+
+// The runtime runs each profile's recorded tactics: a profile whose tactics differ gets its own
+// plan, and a run picks the plan of the first profile that admits its shapes.
+TEST(Engine, RunsThePlanOfTheProfileTheInputsFit) {
+  BuilderConfig config;
+  config.profiles = {{"alone", {{"x", {{1, 4}, {1, 4}, {1, 4}}}}},
+                     {"batched", {{"x", {{2, 4}, {16, 4}, {64, 4}}}}}};
+  std::string bytes = build_cell(config);
+  auto parsed = runtime::deserialize_engine(bytes.data(), bytes.size(), std::make_shared<int>(0));
+  ASSERT_TRUE(parsed.has_value());
+  // Profile 1 runs a layer (the fused cell, whatever the passes made of it) on the reference
+  // tactic (id 0), profile 0 on what the build chose.
+  ir::Node* layer_node = nullptr;
+  for (ir::Node* node : parsed->graph->nodes()) {
+    if (!layer_node && node->attrs.get_int(runtime::kTacticAttr, 0) > 0) layer_node = node;
+  }
+  ASSERT_NE(layer_node, nullptr) << "no layer with a non-reference tactic";
+  const std::string layer = layer_node->name;
+  const std::int64_t chosen = layer_node->attrs.get_int(runtime::kTacticAttr, -1);
+  ASSERT_NE(chosen, 0) << "the build should have chosen a non-reference tactic";
+  layer_node->attrs.set(runtime::kProfileTacticsAttr, std::vector<std::int64_t>{chosen, 0});
+  layer_node->attrs.set(
+      runtime::kProfileTacticNamesAttr,
+      std::vector<std::string>{layer_node->attrs.get_string(runtime::kTacticNameAttr, ""),
+                               "reference"});
+  auto reserialized = runtime::serialize_engine(*parsed);
+  ASSERT_TRUE(reserialized.has_value());
+  auto engine = Engine::load_bytes(*reserialized);
+  ASSERT_TRUE(engine) << engine.status().message();
+  const EngineImpl& impl = (*engine)->impl();
+  ASSERT_EQ(impl.profile_plans.size(), 2u);
+  ASSERT_NE(impl.profile_plans[1], nullptr);
+  const auto tactic_of_layer = [&](const runtime::Plan& plan) {
+    for (const auto& [node, name] : plan.tactics())
+      if (node->name == layer) return name;
+    return std::string("(none)");
+  };
+  EXPECT_EQ(tactic_of_layer(impl.plan_for_profile(1)), "reference");
+  EXPECT_NE(tactic_of_layer(impl.plan_for_profile(0)), "reference");
+
+  ExecutionContextImpl context(impl, 1);
+  std::mt19937 rng(2);
+  for (const std::int64_t batch : {1, 5}) {
+    Tensor x = random_tensor({batch, 4}, rng), s = random_tensor({batch, 4}, rng);
+    auto out = context.run(std::vector<Tensor>{x, s});
+    ASSERT_TRUE(out) << out.status().message();
+    EXPECT_EQ(context.last_plan(), &impl.plan_for_profile(batch == 1 ? 0 : 1));
+    for (std::int64_t b = 0; b < batch; ++b) {
+      float state[4], y[4];
+      std::copy_n(s.data<float>() + b * 4, 4, state);
+      cell_reference(x.data<float>() + b * 4, state, y);
+      for (int i = 0; i < 4; ++i) EXPECT_NEAR((*out)[0].data<float>()[b * 4 + i], y[i], 1e-5);
+    }
+  }
+}
+
 TEST(Builder, ProfilesAreValidatedAndStored) {
   BuilderConfig config;
   config.autotune = false;
