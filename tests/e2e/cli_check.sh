@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# `voxrt check`: against a test_data_set's expected outputs (pass, and fail on wrong data), and
+# `voxrt check`: against a test_data_set's expected outputs (pass, and fail on wrong data; an fp16
+# engine within looser tolerances), and
 # --mark-all against onnxruntime, which must compare every intermediate tensor in node order.
 set -euo pipefail
 voxrt=$1
@@ -23,6 +24,17 @@ if "$voxrt" check "$node/model.onnx" --data "$work/wrong" >"$work/fail.txt"; the
   echo "FAIL: check passed with a wrong expected output"; exit 1
 fi
 grep -q "^FAIL " "$work/fail.txt"
+
+# --precision fp16 (CPU: R stored in FP16) against the same FP32 expected outputs: within a
+# tolerance for FP16 weights, and an error naming the precision for one the CPU lacks.
+"$voxrt" check "$node/model.onnx" --data "$node/test_data_set_0" --precision fp16 \
+  --rtol 1e-2 --atol 1e-3 | tee "$work/fp16.txt"
+grep -q "^PASSED" "$work/fp16.txt"
+if "$voxrt" check "$node/model.onnx" --data "$node/test_data_set_0" --precision bf16 \
+  2>"$work/bf16.txt"; then
+  echo "FAIL: check accepted bf16 on the CPU"; exit 1
+fi
+grep -q "precision bf16 is not available on the CPU backend" "$work/bf16.txt"
 
 # --mark-all on a chain that voxrt would otherwise fuse (MatMul+Add+Relu -> Gemm, then Softmax).
 /usr/bin/python3 - "$work" <<'PY'

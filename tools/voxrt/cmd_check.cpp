@@ -28,6 +28,7 @@ struct CheckArgs {
   bool autotune = false;
   bool json = false;
   bool mark_all = false;
+  std::string precision = "fp32";
   std::vector<std::string> fixed_inputs;
 };
 
@@ -129,6 +130,16 @@ int run_check(const CheckArgs& args) {
   }
   BuilderConfig config;
   config.autotune = args.autotune;
+  auto precision = precision_from_name(args.precision);
+  if (!precision) {
+    std::cerr << "error: --precision: " << precision.status().message() << "\n";
+    return 1;
+  }
+  config.precision = *precision;
+  if (Status valid = config.validate(); !valid.is_ok()) {
+    std::cerr << "error: " << valid.message() << "\n";
+    return 1;
+  }
   if (!data_profile.inputs.empty()) config.profiles.push_back(data_profile);
   config.profiling_values = std::move(profiling_values);
   auto model = CheckedModel::prepare(args);
@@ -245,7 +256,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "to find the first layer that diverges.\n"
       "Example:\n  voxrt check /usr/share/libonnx-testdata/data/node/test_gru_defaults/model.onnx "
       "\\\n"
-      "    --data /usr/share/libonnx-testdata/data/node/test_gru_defaults/test_data_set_0");
+      "    --data /usr/share/libonnx-testdata/data/node/test_gru_defaults/test_data_set_0\n"
+      "A reduced-precision engine against the FP32 reference, with tolerances to match:\n"
+      "  voxrt check ds2.onnx --data in/ --precision fp16 --rtol 1e-2 --atol 1e-3");
   cmd->add_option("onnx", args->onnx_path, "ONNX model")->required()->check(CLI::ExistingFile);
   cmd->add_option("--data", args->data_dir, "Folder with input_K.pb [and output_K.pb]")
       ->required()
@@ -253,6 +266,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--rtol", args->rtol, "Relative tolerance")->capture_default_str();
   cmd->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
   cmd->add_flag("--autotune", args->autotune, "Time tactics as voxrt build does (slower)");
+  cmd->add_option("--precision", args->precision,
+                  "Engine precision, as voxrt build (CPU: fp32, or fp16 recurrent weights)")
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object with per-output errors");
   cmd->add_flag("--mark-all", args->mark_all,
                 "Compare every intermediate tensor with onnxruntime, in node order, and name the "
