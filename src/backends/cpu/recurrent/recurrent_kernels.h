@@ -22,8 +22,10 @@ inline constexpr TacticId kPackedFp16TacticId = 6;
 inline constexpr TacticId kPackedSingleThreadFp16TacticId = 7;
 inline constexpr TacticId kPackedDirectionsInTurnFp16TacticId = 8;  // bidirectional nodes only
 
-// Naive loops straight from the ONNX formulas: the test oracle.
-std::unique_ptr<Kernel> make_reference_kernel(const RecurrentSpec& spec);
+// Naive loops straight from the ONNX formulas: the test oracle. With kFp16, on R rounded to FP16
+// (the reference of a layer marked fp16).
+std::unique_ptr<Kernel> make_reference_kernel(
+    const RecurrentSpec& spec, RecurrentWeightStorage r_storage = RecurrentWeightStorage::kFp32);
 // OpenBLAS sgemm for the input projection of all steps and for each step's recurrence.
 Expected<std::unique_ptr<Kernel>> make_blas_kernel(const ir::Node& node, const RecurrentSpec& spec);
 // oneDNN RNN primitives; only for what they can express (onednn_can_run).

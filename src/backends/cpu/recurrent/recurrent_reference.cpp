@@ -139,7 +139,31 @@ class ReferenceKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_reference_kernel(const RecurrentSpec& spec) {
+// The reference on R rounded to FP16: what a layer marked fp16 must compute, so that even when
+// the reference wins the timing (a tiny layer) the engine runs at the precision it records.
+class Fp16WeightsReferenceKernel final : public Kernel {
+ public:
+  explicit Fp16WeightsReferenceKernel(RecurrentSpec spec) : reference_(std::move(spec)) {}
+
+  Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
+             KernelContext& context) const override {
+    if (inputs.size() < 3 || !inputs[2] || inputs[2]->dtype() != DType::kF32)
+      return reference_.run(inputs, outputs, context);  // it reports what is wrong
+    Tensor rounded = inputs[2]->clone();
+    for (float& v : rounded.span<float>()) v = half_bits_to_float(float_to_half_bits(v));
+    std::vector<const Tensor*> with_rounded(inputs.begin(), inputs.end());
+    with_rounded[2] = &rounded;
+    return reference_.run(with_rounded, outputs, context);
+  }
+
+ private:
+  ReferenceKernel reference_;
+};
+
+std::unique_ptr<Kernel> make_reference_kernel(const RecurrentSpec& spec,
+                                              RecurrentWeightStorage r_storage) {
+  if (r_storage == RecurrentWeightStorage::kFp16)
+    return std::make_unique<Fp16WeightsReferenceKernel>(spec);
   return std::make_unique<ReferenceKernel>(spec);
 }
 

@@ -35,7 +35,7 @@ std::vector<TacticInfo> recurrent_tactics(const ir::Node& node) {
   if (marked_fp16(node) && recurrent::packed_available()) {
     // Only kernels that store R in FP16, so that the layer runs at the precision it was given.
     std::vector<TacticInfo> tactics = {
-        {recurrent::kReferenceTacticId, "reference"},
+        {recurrent::kReferenceTacticId, "reference_fp16"},
         {recurrent::kPackedFp16TacticId, "packed_fp16"},
         {recurrent::kPackedSingleThreadFp16TacticId, "packed_single_thread_fp16"}};
     if (spec->num_directions == 2) {
@@ -73,7 +73,9 @@ Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, Ta
     return recurrent::make_packed_kernel(node, spec, PackedThreading::kDirectionsInTurn, storage);
   };
   switch (tactic) {
-    case recurrent::kReferenceTacticId: return recurrent::make_reference_kernel(spec);
+    case recurrent::kReferenceTacticId:
+      return recurrent::make_reference_kernel(
+          spec, marked_fp16(node) ? RecurrentWeightStorage::kFp16 : RecurrentWeightStorage::kFp32);
     case recurrent::kBlasTacticId: return recurrent::make_blas_kernel(node, spec);
     case recurrent::kOnednnTacticId:
       if (!recurrent::onednn_can_run(node, spec)) {
