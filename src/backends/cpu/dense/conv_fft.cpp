@@ -162,9 +162,6 @@ struct ProductArgs {
   const float* x;  // tile 0's group; tile t at x + t * x_tile_stride
   std::int64_t x_tile_stride;
   const float* w;  // output channel o's group at w + o * w_o_stride
-  // The same groups with each 16-float [re 8 | im 8] block swapped to [im 8 | re 8] (AVX-512
-  // path only; null otherwise).
-  const float* w_swapped;
   std::int64_t w_o_stride;
   std::int64_t channels, bins, tiles;
 };
@@ -191,42 +188,6 @@ VOXRT_AVX2 void sum_products_avx2(const ProductArgs& a) {
         float* out = a.acc + o * a.acc_o_stride + tile * a.acc_tile_stride;
         _mm256_storeu_ps(out + j, re[o]);
         _mm256_storeu_ps(out + a.bins + j, im[o]);
-      }
-    }
-  }
-}
-
-// 16 lanes: a channel's [xr | xi] times [wr | wi] and times [wi | wr] give [xr wr | xi wi] and
-// [xr wi | xi wr], so re = low + high of the first sum and im = high - low of the second: two
-// FMAs per channel and output where 8 lanes take four.
-template <int kCount>
-VOXRT_AVX512 void sum_products_avx512(const ProductArgs& a) {
-  const std::int64_t slice = a.channels * 16;
-  alignas(64) float halves[16];
-  for (std::int64_t j = 0; j < a.bins; j += 8) {
-    const float* wj = a.w + (j / 8) * slice;
-    const float* sj = a.w_swapped + (j / 8) * slice;
-    for (std::int64_t tile = 0; tile < a.tiles; ++tile) {
-      const float* xj = a.x + tile * a.x_tile_stride + (j / 8) * slice;
-      __m512 direct[kCount], crossed[kCount];
-      for (int o = 0; o < kCount; ++o) direct[o] = crossed[o] = _mm512_setzero_ps();
-      for (std::int64_t c = 0; c < a.channels; ++c) {
-        const __m512 x = _mm512_loadu_ps(xj + c * 16);
-        for (int o = 0; o < kCount; ++o) {
-          const std::int64_t offset = o * a.w_o_stride + c * 16;
-          direct[o] = _mm512_fmadd_ps(x, _mm512_loadu_ps(wj + offset), direct[o]);
-          crossed[o] = _mm512_fmadd_ps(x, _mm512_loadu_ps(sj + offset), crossed[o]);
-        }
-      }
-      for (int o = 0; o < kCount; ++o) {
-        float* out = a.acc + o * a.acc_o_stride + tile * a.acc_tile_stride;
-        // Halves through memory: GCC 12's extract intrinsics trip -Werror=uninitialized.
-        _mm512_store_ps(halves, direct[o]);
-        _mm256_storeu_ps(out + j,
-                         _mm256_add_ps(_mm256_load_ps(halves), _mm256_load_ps(halves + 8)));
-        _mm512_store_ps(halves, crossed[o]);
-        _mm256_storeu_ps(out + a.bins + j,
-                         _mm256_sub_ps(_mm256_load_ps(halves + 8), _mm256_load_ps(halves)));
       }
     }
   }
@@ -261,14 +222,6 @@ void sum_products(const ProductArgs& a, int count) {
   if (!cpu_has_avx2_fma()) {
     sum_products_generic(a, count);
     return;
-  }
-  if (a.w_swapped && cpu_has_avx512f()) {
-    switch (count) {
-      case 1: sum_products_avx512<1>(a); return;
-      case 2: sum_products_avx512<2>(a); return;
-      case 3: sum_products_avx512<3>(a); return;
-      default: sum_products_avx512<4>(a); return;
-    }
   }
   switch (count) {
     case 1: sum_products_avx2<1>(a); break;
@@ -365,15 +318,7 @@ class ConvFftKernel final : public Kernel {
         size_w_(plan.fft_w),
         size_h_fold_(plan.fft_h / plan.fold_h),
         size_w_fold_(plan.fft_w / plan.fold_w),
-        w_(std::move(w)) {
-    if (cpu_has_avx512f()) {
-      w_swapped_.resize(w_.size());
-      for (std::size_t group = 0; group + 16 <= w_.size(); group += 16) {
-        std::copy_n(w_.data() + group + 8, 8, w_swapped_.data() + group);
-        std::copy_n(w_.data() + group, 8, w_swapped_.data() + group + 8);
-      }
-    }
-  }
+        w_(std::move(w)) {}
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
              KernelContext& context) const override {
@@ -428,9 +373,6 @@ class ConvFftKernel final : public Kernel {
           args.x = spectra;
           args.x_tile_stride = interleaved_floats(p.in_channels, bins);
           args.w = w_.data() + oc0 * interleaved_floats(p.in_channels, bins);
-          args.w_swapped = w_swapped_.empty()
-                               ? nullptr
-                               : w_swapped_.data() + oc0 * interleaved_floats(p.in_channels, bins);
           args.w_o_stride = interleaved_floats(p.in_channels, bins);
           args.channels = p.in_channels;
           args.bins = bins;
@@ -528,7 +470,6 @@ class ConvFftKernel final : public Kernel {
   FftSize size_h_, size_w_;            // forward transforms
   FftSize size_h_fold_, size_w_fold_;  // inverse transforms of the folded spectra
   std::vector<float> w_;               // one channel-interleaved group per output channel
-  std::vector<float> w_swapped_;       // w_ with re/im halves swapped (AVX-512 CPUs)
 };
 
 // The transform size along one axis: the power of two at or above `factor` times the kernel
