@@ -39,8 +39,6 @@
 // AVX2 and FMA, plus F16C for the FP16 panels (every x86 CPU with AVX2 has it; packed_available
 // checks all three).
 #define VOXRT_PACKED_ISA __attribute__((target("avx2,fma,f16c")))
-// The batch-1 product with 16-lane registers, where the CPU has AVX-512F.
-#define VOXRT_PACKED_ISA_512 __attribute__((target("avx512f,avx2,fma,f16c")))
 
 namespace voxrt::backends::cpu::recurrent {
 namespace {
@@ -168,95 +166,10 @@ VOXRT_PACKED_ISA void rows_multiply(const float* const* a, int rows, std::int64_
   }
 }
 
-// 16 weights of a panel (two 8-unit rows) as FP32. The masked forms: GCC 12's unmasked ones
-// start from _mm512_undefined_ps, which -Werror=uninitialized rejects.
-template <typename W>
-VOXRT_PACKED_ISA_512 inline __m512 load_weights16(const W* p) {
-  if constexpr (std::is_same_v<W, float>) {
-    return _mm512_loadu_ps(p);
-  } else {
-    return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  }
-}
-
-// One row (batch 1) with 16-lane registers: out[g*8 .. g*8+8) = sum_k a[k] * panel[k][g][0..8).
-// Half the instructions of the 8-lane tile per weight, which is what bounds a step once R sits
-// in L2 (2 threads) or is FP16 (a conversion per 8 or 16 weights). Two consecutive k of the
-// panel, 2*G*8 weights, are G 16-lane chunks: chunk c holds positions 2c and 2c+1 of the pair,
-// position p being (k + p / G, gate p % G), so its multiplier is a[k] or a[k+1] per half. Two
-// sets of accumulators (4 k per iteration) hide the FMA latency; an odd last k uses 8 lanes.
-template <typename W, int G>
-VOXRT_PACKED_ISA_512 void row_multiply_avx512(const float* a, std::int64_t depth, const W* panel,
-                                              float* out) {
-  constexpr std::int64_t kPairElements = 2 * G * kLanes;
-  constexpr std::int64_t kPrefetchAhead = kPrefetchBytes / static_cast<std::int64_t>(sizeof(W));
-  constexpr int kLinesPerQuad = static_cast<int>((2 * kPairElements * sizeof(W) + 63) / 64);
-  __m512 acc[2][G];
-#pragma GCC unroll 2
-  for (int set = 0; set < 2; ++set) {
-#pragma GCC unroll 4
-    for (int c = 0; c < G; ++c) acc[set][c] = _mm512_setzero_ps();
-  }
-  std::int64_t k = 0;
-  for (; k + 1 < depth; k += 2) {
-    const int set = (k & 2) ? 1 : 0;
-    const W* p = panel + k * G * kLanes;
-    if (set == 0) {
-#pragma GCC unroll 8
-      for (int line = 0; line < kLinesPerQuad; ++line) {
-        _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetchAhead) + line * 64, _MM_HINT_T0);
-      }
-    }
-    const __m512 a0 = _mm512_set1_ps(a[k]);
-    const __m512 a1 = _mm512_set1_ps(a[k + 1]);
-    const __m512 mixed = _mm512_mask_blend_ps(0xff00, a0, a1);  // a[k] low, a[k+1] high
-#pragma GCC unroll 4
-    for (int c = 0; c < G; ++c) {
-      const int low_k = (2 * c) / G, high_k = (2 * c + 1) / G;
-      const __m512 multiplier = low_k != high_k ? mixed : low_k == 0 ? a0 : a1;
-      const __m512 weights = load_weights16(p + c * 16);
-      if (set == 0) {
-        acc[0][c] = _mm512_fmadd_ps(multiplier, weights, acc[0][c]);
-      } else {
-        acc[1][c] = _mm512_fmadd_ps(multiplier, weights, acc[1][c]);
-      }
-    }
-  }
-  __m256 sums[G];
-#pragma GCC unroll 4
-  for (int g = 0; g < G; ++g) sums[g] = _mm256_setzero_ps();
-  // Halves through memory: GCC 12's extract intrinsics, masked or not, read an undefined
-  // vector that -Werror=uninitialized rejects. Once per block, so it costs nothing.
-  alignas(64) float halves[16];
-#pragma GCC unroll 4
-  for (int c = 0; c < G; ++c) {
-    _mm512_store_ps(halves, _mm512_add_ps(acc[0][c], acc[1][c]));
-    sums[(2 * c) % G] = _mm256_add_ps(sums[(2 * c) % G], _mm256_load_ps(halves));
-    sums[(2 * c + 1) % G] = _mm256_add_ps(sums[(2 * c + 1) % G], _mm256_load_ps(halves + 8));
-  }
-  for (; k < depth; ++k) {
-    const __m256 value = _mm256_broadcast_ss(a + k);
-#pragma GCC unroll 4
-    for (int g = 0; g < G; ++g) {
-      sums[g] = _mm256_fmadd_ps(value, load_weights(panel + (k * G + g) * kLanes), sums[g]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int g = 0; g < G; ++g) _mm256_storeu_ps(out + g * kLanes, sums[g]);
-}
-
 template <typename W>
 VOXRT_PACKED_ISA void panels_multiply_as(int gates, const float* const* a, int rows,
                                          std::int64_t depth, const W* panel, const float* init,
                                          float* const* out) {
-  if (rows == 1 && !init && cpu_has_avx512f()) {
-    switch (gates) {
-      case 1: row_multiply_avx512<W, 1>(a[0], depth, panel, out[0]); return;
-      case 2: row_multiply_avx512<W, 2>(a[0], depth, panel, out[0]); return;
-      case 3: row_multiply_avx512<W, 3>(a[0], depth, panel, out[0]); return;
-      default: row_multiply_avx512<W, 4>(a[0], depth, panel, out[0]); return;
-    }
-  }
   switch (gates) {
     case 1: rows_multiply<W, 1>(a, rows, depth, panel, init, out); break;
     case 2: rows_multiply<W, 2>(a, rows, depth, panel, init, out); break;
