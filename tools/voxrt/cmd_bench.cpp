@@ -287,12 +287,20 @@ int run_bench(const BenchArgs& args) {
         return 1;
       }
     }
+    // The tactics of the plan that ran: with several profiles, the one these shapes fit.
+    std::map<const ir::Node*, std::string> tactic_of;
+    if (const runtime::Plan* plan = (*context)->impl().last_plan()) {
+      for (const auto& [node, name] : plan->tactics()) tactic_of[node] = name;
+    }
     for (const ir::Node* n : order) {
       auto v = per_node[n];
       std::sort(v.begin(), v.end());
+      auto named = tactic_of.find(n);
       layers.push_back({{"name", n->name},
                         {"op", std::string(ir::op_name(n->op))},
-                        {"tactic", n->attrs.get_string(runtime::kTacticNameAttr, "view")},
+                        {"tactic", named != tactic_of.end()
+                                       ? named->second
+                                       : n->attrs.get_string(runtime::kTacticNameAttr, "view")},
                         {"median_us", v[v.size() / 2]}});
     }
   }
