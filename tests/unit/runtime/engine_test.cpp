@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <random>
 #include <thread>
@@ -394,16 +395,38 @@ TEST(Builder, CpuLayerPrecisionsOverrideTheEngineAndAreTruthful) {
 // Several optimization profiles: each profile's tactics are timed at its own opt shapes and
 // recorded per node; profile 0's stay in voxrt.tactic.
 TEST(Builder, EachProfileGetsTacticsTimedAtItsOptShapes) {
-  auto graph = testing::make_streaming_cell();
+  auto graph = testing::make_streaming_cell();  // moved into the first build
   BuilderConfig config;
   config.autotune = true;
   config.timing_iterations = 2;
   config.states = {{"state_in", "state_out"}};
   config.profiles = {{"alone", {{"x", {{1, 4}, {1, 4}, {1, 4}}}}},
                      {"batched", {{"x", {{2, 4}, {16, 4}, {64, 4}}}}}};
+  const std::string cache = ::testing::TempDir() + "/profiles.cache";
+  std::remove(cache.c_str());
+  config.timing_cache_path = cache;
   BuildReport report;
   auto bytes = builder::build_engine_from_graph(std::move(graph), 1, config, &report);
   ASSERT_TRUE(bytes) << bytes.status().message();
+  // A second build with the cache times nothing and records the same tactics per profile.
+  BuildReport again_report;
+  auto again =
+      builder::build_engine_from_graph(testing::make_streaming_cell(), 1, config, &again_report);
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_EQ(again_report.tactics_timed, 0);
+  EXPECT_GT(again_report.timing_cache_hits, 0);
+  const auto per_profile_tactics = [](const std::string& engine_bytes) {
+    auto parsed = runtime::deserialize_engine(engine_bytes.data(), engine_bytes.size(),
+                                              std::make_shared<int>(0));
+    std::vector<std::vector<std::int64_t>> all;
+    if (parsed) {
+      for (const ir::Node* node : parsed->graph->nodes())
+        all.push_back(node->attrs.get_ints(runtime::kProfileTacticsAttr));
+    }
+    return all;
+  };
+  EXPECT_EQ(per_profile_tactics(*bytes), per_profile_tactics(*again));
+  std::remove(cache.c_str());
   bool timed_at_profile_1 = false;
   for (const auto& t : report.tactic_timings) timed_at_profile_1 |= t.profile == 1;
   EXPECT_TRUE(timed_at_profile_1);
