@@ -266,6 +266,13 @@ Status select_profile_tactics(
     // select_tactics times at the first profile's opt shapes: make profile p the first.
     BuilderConfig at_p = config;
     std::swap(at_p.profiles[0], at_p.profiles[p]);
+    if (config.on_progress) {
+      // The progress display says which profile's opt shapes the layers are timed at.
+      at_p.on_progress = [&config, name = config.profiles[p].name](BuildProgress progress) {
+        progress.detail = str_cat(name, ": ", progress.detail);
+        config.on_progress(progress);
+      };
+    }
     const std::size_t first_timing = report.tactic_timings.size();
     VOXRT_RETURN_IF_ERROR(select_tactics(graph, *run, at_p, cache, report));
     for (std::size_t t = first_timing; t < report.tactic_timings.size(); ++t)
