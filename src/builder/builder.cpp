@@ -262,6 +262,7 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
       VOXRT_RETURN_IF_ERROR(
           builder::select_profile_tactics(*graph, config, cache, report, opt_inputs_for));
     }
+    builder::record_tuned_cpu_precisions(*graph, report.pass_changes);
   }
   if (!config.timing_cache_path.empty())
     VOXRT_RETURN_IF_ERROR(cache.save(config.timing_cache_path));

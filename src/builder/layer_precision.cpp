@@ -1,9 +1,11 @@
 #include "builder/layer_precision.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/layer_precision.h"
+#include "runtime/engine_format.h"
 
 namespace voxrt::builder {
 namespace {
@@ -82,10 +84,10 @@ Status apply_layer_precisions(ir::Graph& graph, const BuilderConfig& config,
   return Status::ok();
 }
 
-void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
-                                 std::vector<std::string>& notes) {
-  int fp16_layers = 0, fp32_layers = 0;
-  // Nodes of If branches run on the CPU too: walk every subgraph.
+namespace {
+
+// Nodes of `graph` and of its If branches.
+std::vector<ir::Node*> nodes_with_branches(ir::Graph& graph) {
   std::vector<ir::Node*> nodes;
   std::vector<ir::Graph*> graphs{&graph};
   for (std::size_t g = 0; g < graphs.size(); ++g) {
@@ -96,7 +98,31 @@ void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
       }
     }
   }
-  for (ir::Node* node : nodes) {
+  return nodes;
+}
+
+}  // namespace
+
+void record_tuned_cpu_precisions(ir::Graph& graph, std::vector<std::string>& notes) {
+  for (ir::Node* node : nodes_with_branches(graph)) {
+    if (backends::layer_precision(*node, Precision::kFp32) != Precision::kFp16) continue;
+    std::vector<std::string> chosen = node->attrs.get_strings(runtime::kProfileTacticNamesAttr);
+    chosen.push_back(node->attrs.get_string(runtime::kTacticNameAttr, ""));
+    const bool any_fp16 = std::any_of(chosen.begin(), chosen.end(), [](const std::string& name) {
+      return name.ends_with("_fp16");
+    });
+    if (any_fp16) continue;
+    node->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kFp32));
+    notes.push_back(str_cat("layer '", node->name, "' runs in fp32: its FP32 kernel (",
+                            chosen.back(), ") was faster than the fp16 ones at every profile"));
+  }
+}
+
+void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
+                                 std::vector<std::string>& notes) {
+  int fp16_layers = 0, fp32_layers = 0;
+  // Nodes of If branches run on the CPU too.
+  for (ir::Node* node : nodes_with_branches(graph)) {
     const Precision asked = backends::layer_precision(*node, engine_precision);
     const bool explicit_fp16 =
         asked == Precision::kFp16 && node->attrs.has(backends::kLayerPrecisionAttr);

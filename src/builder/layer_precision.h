@@ -31,4 +31,10 @@ Status apply_layer_precisions(ir::Graph& graph, const BuilderConfig& config,
 void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
                                  std::vector<std::string>& notes);
 
+// CPU engines, after tactic selection: a layer marked fp16 whose chosen tactics (at every
+// profile) all keep FP32 weights, because they were faster, is recorded as fp32 (with a note).
+// A layer keeps fp16 while one profile runs an FP16 tactic; `inspect` lists per-profile tactics,
+// whose names end in _fp16 where the weights are FP16.
+void record_tuned_cpu_precisions(ir::Graph& graph, std::vector<std::string>& notes);
+
 }  // namespace voxrt::builder

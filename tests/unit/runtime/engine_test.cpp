@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/layer_precision.h"
 #include "builder/build_graph.h"
+#include "builder/layer_precision.h"
 #include "runtime/engine_format.h"
 #include "runtime/engine_impl.h"
 #include "runtime/state_pool.h"
@@ -499,6 +500,28 @@ TEST(Engine, RunsThePlanOfTheProfileTheInputsFit) {
       for (int i = 0; i < 4; ++i) EXPECT_NEAR((*out)[0].data<float>()[b * 4 + i], y[i], 1e-5);
     }
   }
+}
+
+// --precision fp16 allows FP16 weights: a layer whose chosen tactics all keep FP32 weights (they
+// were faster) is recorded fp32 after tuning, with a note; one FP16 choice keeps it fp16.
+TEST(Builder, TunedLayersRecordTheirRealPrecision) {
+  auto graph = make_gru_graph();
+  ir::Node* gru = graph->nodes()[0];
+  gru->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kFp16));
+  gru->attrs.set(runtime::kTacticNameAttr, std::string("packed_fp16"));
+  gru->attrs.set(runtime::kProfileTacticNamesAttr,
+                 std::vector<std::string>{"packed_fp16", "onednn"});
+  std::vector<std::string> notes;
+  builder::record_tuned_cpu_precisions(*graph, notes);
+  EXPECT_EQ(precision_of(gru), Precision::kFp16);
+  EXPECT_TRUE(notes.empty());
+
+  gru->attrs.set(runtime::kTacticNameAttr, std::string("onednn"));
+  gru->attrs.set(runtime::kProfileTacticNamesAttr, std::vector<std::string>{"onednn", "packed"});
+  builder::record_tuned_cpu_precisions(*graph, notes);
+  EXPECT_EQ(precision_of(gru), Precision::kFp32);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("layer 'gru' runs in fp32"), std::string::npos) << notes[0];
 }
 
 TEST(Builder, ProfilesAreValidatedAndStored) {

@@ -32,20 +32,22 @@ bool recurrent_fp16_available(const ir::Node& node) {
 std::vector<TacticInfo> recurrent_tactics(const ir::Node& node) {
   auto spec = recurrent::parse_recurrent_spec(node);
   if (!spec || !all_f32(node)) return {};
-  if (marked_fp16(node) && recurrent::packed_available()) {
-    // Only kernels that store R in FP16, so that the layer runs at the precision it was given.
-    std::vector<TacticInfo> tactics = {
-        {recurrent::kReferenceTacticId, "reference_fp16"},
-        {recurrent::kPackedFp16TacticId, "packed_fp16"},
-        {recurrent::kPackedSingleThreadFp16TacticId, "packed_single_thread_fp16"}};
+  const bool fp16 = marked_fp16(node) && recurrent::packed_available();
+  // A layer marked fp16 may use FP16 weights, as TensorRT's FP16 flag allows rather than
+  // demands: its FP16 kernels come first (the reference on rounded R, then the packed ones),
+  // and the FP32 ones stay candidates, which timing picks where they are faster (the
+  // compute-bound batched shapes). The builder then records what the layer really runs.
+  std::vector<TacticInfo> tactics = {
+      {recurrent::kReferenceTacticId, fp16 ? "reference_fp16" : "reference"}};
+  if (fp16) {
+    tactics.push_back({recurrent::kPackedFp16TacticId, "packed_fp16"});
+    tactics.push_back({recurrent::kPackedSingleThreadFp16TacticId, "packed_single_thread_fp16"});
     if (spec->num_directions == 2) {
       tactics.push_back(
           {recurrent::kPackedDirectionsInTurnFp16TacticId, "packed_directions_in_turn_fp16"});
     }
-    return tactics;
   }
-  std::vector<TacticInfo> tactics = {{recurrent::kReferenceTacticId, "reference"},
-                                     {recurrent::kBlasTacticId, "blas"}};
+  tactics.push_back({recurrent::kBlasTacticId, "blas"});
   if (recurrent::onednn_can_run(node, *spec)) {
     tactics.push_back({recurrent::kOnednnTacticId, "onednn"});
   }
