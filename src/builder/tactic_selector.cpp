@@ -281,8 +281,13 @@ Status select_profile_tactics(
   }
   for (ir::Node* node : nodes) {
     auto it = chosen.find(node);
-    if (it == chosen.end() || it->second.size() != profiles) continue;
+    if (it == chosen.end()) continue;
     const std::vector<Choice>& per_profile = it->second;
+    // voxrt.tactic keeps profile 0's choice (the rounds above overwrote it).
+    node->attrs.set(runtime::kTacticAttr, per_profile[0].id);
+    node->attrs.set(runtime::kTacticNameAttr, per_profile[0].name);
+    node->attrs.set(runtime::kTimeUsAttr, per_profile[0].time_us);
+    if (per_profile.size() != profiles) continue;  // not tuned at every profile: profile 0's
     std::vector<std::int64_t> ids;
     std::vector<std::string> names;
     std::vector<float> times;
@@ -291,9 +296,6 @@ Status select_profile_tactics(
       names.push_back(c.name);
       times.push_back(c.time_us);
     }
-    node->attrs.set(runtime::kTacticAttr, per_profile[0].id);
-    node->attrs.set(runtime::kTacticNameAttr, per_profile[0].name);
-    node->attrs.set(runtime::kTimeUsAttr, per_profile[0].time_us);
     node->attrs.set(runtime::kProfileTacticsAttr, ids);
     node->attrs.set(runtime::kProfileTacticNamesAttr, names);
     node->attrs.set(runtime::kProfileTimesUsAttr, times);

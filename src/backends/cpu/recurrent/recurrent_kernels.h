@@ -16,7 +16,7 @@ inline constexpr TacticId kOnednnTacticId = 2;
 inline constexpr TacticId kPackedTacticId = 3;
 inline constexpr TacticId kPackedSingleThreadTacticId = 4;
 inline constexpr TacticId kPackedDirectionsInTurnTacticId = 5;  // bidirectional nodes only
-// The packed tactics with R stored in FP16 (FP32 arithmetic): offered instead of the FP32 ones
+// The packed tactics with R stored in FP16 (FP32 arithmetic): offered, ahead of the FP32 ones,
 // for a node whose layer precision is fp16 (recurrent_registry.cpp).
 inline constexpr TacticId kPackedFp16TacticId = 6;
 inline constexpr TacticId kPackedSingleThreadFp16TacticId = 7;
