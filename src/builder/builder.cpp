@@ -88,6 +88,36 @@ Status apply_profiles(ir::Graph& graph, const BuilderConfig& config) {
   return Status::ok();
 }
 
+// A run uses the first profile that admits its shapes, so a profile whose every admitted shape an
+// earlier profile admits too is never used (its tactics would be timed for nothing): a warning.
+// Profile q covers p when every input q bounds is bounded by p within q's ranges.
+std::vector<std::string> shadowed_profiles(const std::vector<OptimizationProfile>& profiles) {
+  const auto covers = [](const OptimizationProfile& q, const OptimizationProfile& p) {
+    for (const auto& [name, q_range] : q.inputs) {
+      auto it = p.inputs.find(name);
+      if (it == p.inputs.end()) return false;  // p lets this input be anything; q does not
+      const ShapeRange& p_range = it->second;
+      if (p_range.min.size() != q_range.min.size()) return false;
+      for (std::size_t d = 0; d < q_range.min.size(); ++d) {
+        if (p_range.min[d] < q_range.min[d] || p_range.max[d] > q_range.max[d]) return false;
+      }
+    }
+    return true;
+  };
+  std::vector<std::string> warnings;
+  for (std::size_t p = 1; p < profiles.size(); ++p) {
+    for (std::size_t q = 0; q < p; ++q) {
+      if (!covers(profiles[q], profiles[p])) continue;
+      warnings.push_back(
+          str_cat("warning: profile '", profiles[p].name,
+                  "' is never used: every shape it admits fits the earlier profile '",
+                  profiles[q].name, "', and a run takes the first profile that admits its shapes"));
+      break;
+    }
+  }
+  return warnings;
+}
+
 Status check_states(const ir::Graph& graph, const BuilderConfig& config) {
   for (const auto& s : config.states) {
     const ir::Value* in = nullptr;
@@ -178,6 +208,7 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
   }
   VOXRT_RETURN_IF_ERROR(bind_fixed_inputs(*graph, config));
   VOXRT_RETURN_IF_ERROR(apply_profiles(*graph, config));
+  for (auto& w : shadowed_profiles(config.profiles)) report.pass_changes.push_back(std::move(w));
   VOXRT_RETURN_IF_ERROR(check_states(*graph, config));
   VOXRT_RETURN_IF_ERROR(ir::infer_graph(*graph));
 

@@ -128,8 +128,9 @@ int run_build(const BuildArgs& args) {
     }
     std::cout << j.dump(2) << "\n";
   } else {
-    if (args.verbose) {
-      for (const auto& c : report.pass_changes) std::cerr << "  " << c << "\n";
+    // Warnings always; every other rewrite and note with -v.
+    for (const auto& c : report.pass_changes) {
+      if (args.verbose || c.starts_with("warning:")) std::cerr << "  " << c << "\n";
     }
     std::cerr << "built " << args.engine_path << " (" << engine->size() << " bytes) in "
               << report.build_seconds << " s: " << report.pass_changes.size() << " rewrites, "

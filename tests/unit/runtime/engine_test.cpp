@@ -549,5 +549,31 @@ TEST(Builder, ProfilesAreValidatedAndStored) {
       builder::build_engine_from_graph(testing::make_streaming_cell(), 1, config).has_value());
 }
 
+// A run takes the first profile that admits its shapes: a later profile inside an earlier one is
+// never used, and the build says so; one that reaches beyond it is not flagged.
+TEST(Builder, AProfileAnEarlierOneCoversIsReported) {
+  const auto warnings_for = [](std::vector<OptimizationProfile> profiles) {
+    BuilderConfig config;
+    config.autotune = false;
+    config.profiles = std::move(profiles);
+    BuildReport report;
+    auto bytes =
+        builder::build_engine_from_graph(testing::make_streaming_cell(), 1, config, &report);
+    EXPECT_TRUE(bytes) << bytes.status().message();
+    std::vector<std::string> found;
+    for (const auto& change : report.pass_changes)
+      if (change.find("is never used") != std::string::npos) found.push_back(change);
+    return found;
+  };
+  const OptimizationProfile wide{"wide", {{"x", ShapeRange{{1, 4}, {8, 4}, {64, 4}}}}};
+  const OptimizationProfile inside{"inside", {{"x", ShapeRange{{1, 4}, {1, 4}, {1, 4}}}}};
+  const OptimizationProfile beyond{"beyond", {{"x", ShapeRange{{32, 4}, {128, 4}, {256, 4}}}}};
+  auto shadowed = warnings_for({wide, inside});
+  ASSERT_EQ(shadowed.size(), 1u);
+  EXPECT_NE(shadowed[0].find("profile 'inside' is never used"), std::string::npos) << shadowed[0];
+  EXPECT_TRUE(warnings_for({inside, wide}).empty());
+  EXPECT_TRUE(warnings_for({wide, beyond}).empty());
+}
+
 }  // namespace
 }  // namespace voxrt
