@@ -5,6 +5,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/layer_precision.h"
+#include "ir/graph_walk.h"
 #include "runtime/engine_format.h"
 
 namespace voxrt::builder {
@@ -84,27 +85,8 @@ Status apply_layer_precisions(ir::Graph& graph, const BuilderConfig& config,
   return Status::ok();
 }
 
-namespace {
-
-// Nodes of `graph` and of its If branches.
-std::vector<ir::Node*> nodes_with_branches(ir::Graph& graph) {
-  std::vector<ir::Node*> nodes;
-  std::vector<ir::Graph*> graphs{&graph};
-  for (std::size_t g = 0; g < graphs.size(); ++g) {
-    for (ir::Node* node : graphs[g]->nodes()) {
-      nodes.push_back(node);
-      for (const char* branch : {"then_branch", "else_branch"}) {
-        if (auto sub = node->attrs.get_graph(branch)) graphs.push_back(sub.get());
-      }
-    }
-  }
-  return nodes;
-}
-
-}  // namespace
-
 void record_tuned_cpu_precisions(ir::Graph& graph, std::vector<std::string>& notes) {
-  for (ir::Node* node : nodes_with_branches(graph)) {
+  for (ir::Node* node : ir::nodes_with_branches(graph)) {
     if (backends::layer_precision(*node, Precision::kFp32) != Precision::kFp16) continue;
     std::vector<std::string> chosen = node->attrs.get_strings(runtime::kProfileTacticNamesAttr);
     chosen.push_back(node->attrs.get_string(runtime::kTacticNameAttr, ""));
@@ -122,7 +104,7 @@ void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
                                  std::vector<std::string>& notes) {
   int fp16_layers = 0, fp32_layers = 0;
   // Nodes of If branches run on the CPU too.
-  for (ir::Node* node : nodes_with_branches(graph)) {
+  for (ir::Node* node : ir::nodes_with_branches(graph)) {
     const Precision asked = backends::layer_precision(*node, engine_precision);
     const bool explicit_fp16 =
         asked == Precision::kFp16 && node->attrs.has(backends::kLayerPrecisionAttr);

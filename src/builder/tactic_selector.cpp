@@ -7,6 +7,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "core/thread_pool.h"
+#include "ir/graph_walk.h"
 #include "runtime/plan.h"
 
 namespace voxrt::builder {
@@ -151,17 +152,8 @@ Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderCo
   backends::KernelContext context{&pool};
   const std::string fingerprint = backends::cpu::cpu_fingerprint();
 
-  // Nodes of branch graphs are tuned too: walk the graph and every subgraph.
-  std::vector<ir::Graph*> graphs{&graph};
-  std::vector<ir::Node*> nodes;
-  for (std::size_t g = 0; g < graphs.size(); ++g) {
-    for (ir::Node* n : graphs[g]->nodes()) {
-      nodes.push_back(n);
-      for (const char* branch : {"then_branch", "else_branch"}) {
-        if (auto sub = n->attrs.get_graph(branch)) graphs.push_back(sub.get());
-      }
-    }
-  }
+  // Nodes of branch graphs are tuned too.
+  const std::vector<ir::Node*> nodes = ir::nodes_with_branches(graph);
   int done = 0;
   for (ir::Node* node : nodes) {
     ++done;
@@ -216,25 +208,6 @@ Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderCo
   return Status::ok();
 }
 
-namespace {
-
-// Every node of `graph` and of its If branches.
-std::vector<ir::Node*> all_nodes(ir::Graph& graph) {
-  std::vector<ir::Graph*> graphs{&graph};
-  std::vector<ir::Node*> nodes;
-  for (std::size_t g = 0; g < graphs.size(); ++g) {
-    for (ir::Node* n : graphs[g]->nodes()) {
-      nodes.push_back(n);
-      for (const char* branch : {"then_branch", "else_branch"}) {
-        if (auto sub = n->attrs.get_graph(branch)) graphs.push_back(sub.get());
-      }
-    }
-  }
-  return nodes;
-}
-
-}  // namespace
-
 Status select_profile_tactics(
     ir::Graph& graph, const BuilderConfig& config, TimingCache& cache, BuildReport& report,
     const std::function<Expected<std::vector<Tensor>>(std::size_t profile)>& opt_inputs_for) {
@@ -245,7 +218,7 @@ Status select_profile_tactics(
     std::string name;
     float time_us = 0;
   };
-  const std::vector<ir::Node*> nodes = all_nodes(graph);
+  const std::vector<ir::Node*> nodes = ir::nodes_with_branches(graph);
   std::map<const ir::Node*, std::vector<Choice>> chosen;  // per node, per profile
   const auto collect = [&] {
     for (const ir::Node* node : nodes) {
