@@ -57,6 +57,9 @@ class DeviceSession {
   // CUDA-event timing of model(x) on inputs already on the GPU measures; run() adds the copies.
   virtual Expected<std::vector<double>> time_compute(std::span<const Tensor> inputs,
                                                      int iterations) = 0;
+  // The optimization profile whose tactics the last run (of any kind) used: the first profile
+  // that admits its shapes, 0 when none does or the engine has none.
+  virtual int last_profile() const = 0;
 };
 
 // Per Engine: weights on the device, one prepared kernel per node. Immutable and shared.
@@ -64,8 +67,9 @@ class DeviceExecutable {
  public:
   virtual ~DeviceExecutable() = default;
   virtual Expected<std::unique_ptr<DeviceSession>> create_session() const = 0;
-  // The tactic chosen for each node, in execution order (views report "view").
-  virtual std::vector<std::pair<const ir::Node*, std::string>> tactics() const = 0;
+  // The tactic each node runs at shapes that fit optimization profile `profile`, in execution
+  // order (views report "view"). Profile 0's for an engine with one profile or none.
+  virtual std::vector<std::pair<const ir::Node*, std::string>> tactics(int profile) const = 0;
 };
 
 // Where the builder keeps measured tactic times (its TimingCache, keyed by node, shapes,
@@ -105,9 +109,11 @@ class DeviceBackend {
   virtual Status select_tactics(ir::Graph& graph, std::span<const Tensor> opt_inputs,
                                 Precision precision, bool autotune, int iterations,
                                 TacticTimingStore& store, TacticSelectionStats& stats) const = 0;
-  // Prepares `graph` (which must outlive the result) with its recorded tactics.
-  virtual Expected<std::unique_ptr<DeviceExecutable>> compile(const ir::Graph& graph,
-                                                              Precision precision) const = 0;
+  // Prepares `graph` (which must outlive the result) with its recorded tactics: per profile of
+  // `profiles` (the engine's), the tactics recorded for it.
+  virtual Expected<std::unique_ptr<DeviceExecutable>> compile(
+      const ir::Graph& graph, Precision precision,
+      std::span<const OptimizationProfile> profiles) const = 0;
 };
 
 // The registered backend for `kind`, or null. Set once at start-up, before any engine is built or

@@ -241,6 +241,14 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
   if (!config.timing_cache_path.empty()) {
     VOXRT_ASSIGN_OR_RETURN(cache, builder::TimingCache::load(config.timing_cache_path));
   }
+  // Profile p's opt inputs (p = 0 has them above), for the per-profile tuning rounds.
+  const auto opt_inputs_for = [&](std::size_t p) -> Expected<std::vector<Tensor>> {
+    BuilderConfig at_p = config;
+    std::swap(at_p.profiles[0], at_p.profiles[p]);
+    std::vector<std::string> ignored;  // the same notes as profile 0's
+    return builder::make_opt_inputs(*graph, at_p, ignored);
+  };
+  const bool tune_per_profile = config.autotune && config.profiles.size() > 1;
   if (device) {
     // The whole graph runs on the device: every node needs a device kernel.
     const auto unsupported_nodes = device->unsupported_nodes(*graph, config.precision);
@@ -251,47 +259,68 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
       return unsupported(unsupported_nodes.size(),
                          " node(s) cannot run on the CUDA backend (no CPU fallback):", all);
     }
-    std::unordered_map<const ir::Node*, const builder::ProfilingRun::Record*> record_of;
-    for (const auto& r : run.records) record_of.emplace(r.node, &r);
-    auto key_for = [&](const ir::Node& node, const backends::TacticInfo& tactic) {
-      const std::string key_target =
-          str_cat(fingerprint,
-                  " precision=", precision_name(backends::layer_precision(node, config.precision)));
-      std::vector<const Tensor*> ins;
-      auto it = record_of.find(&node);
-      if (it != record_of.end()) {
-        for (const Tensor& t : it->second->inputs) ins.push_back(t.is_valid() ? &t : nullptr);
-      }
-      return builder::TimingCache::key(node, ins, tactic, key_target, 1);
+    // Times every candidate on the device at `inputs` (profile `profile`'s opt inputs); `shapes`
+    // (a CPU profiling run at the same inputs) gives each node's input shapes for the
+    // timing-cache keys.
+    const auto tune_on_device = [&](const builder::ProfilingRun& shapes,
+                                    std::span<const Tensor> inputs, std::size_t profile) -> Status {
+      const std::string label =
+          profile < config.profiles.size() ? config.profiles[profile].name : std::string();
+      progress(config, "autotune", 0, 1, label);
+      std::unordered_map<const ir::Node*, const builder::ProfilingRun::Record*> record_of;
+      for (const auto& r : shapes.records) record_of.emplace(r.node, &r);
+      auto key_for = [&](const ir::Node& node, const backends::TacticInfo& tactic) {
+        const std::string key_target = str_cat(
+            fingerprint,
+            " precision=", precision_name(backends::layer_precision(node, config.precision)));
+        std::vector<const Tensor*> ins;
+        auto it = record_of.find(&node);
+        if (it != record_of.end()) {
+          for (const Tensor& t : it->second->inputs) ins.push_back(t.is_valid() ? &t : nullptr);
+        }
+        return builder::TimingCache::key(node, ins, tactic, key_target, 1);
+      };
+      backends::TacticTimingStore store;
+      store.find = [&](const ir::Node& node, const backends::TacticInfo& tactic) {
+        return cache.find(key_for(node, tactic));
+      };
+      store.put = [&](const ir::Node& node, const backends::TacticInfo& tactic, double us) {
+        cache.put(key_for(node, tactic), us);
+      };
+      backends::TacticSelectionStats stats;
+      VOXRT_RETURN_IF_ERROR(device->select_tactics(*graph, inputs, config.precision,
+                                                   config.autotune, config.timing_iterations, store,
+                                                   stats));
+      report.tactics_timed += stats.timed;
+      report.timing_cache_hits += stats.cache_hits;
+      for (const auto& note : stats.notes) report.pass_changes.push_back("warning: " + note);
+      report.tactic_timings.insert(report.tactic_timings.end(), stats.timings.begin(),
+                                   stats.timings.end());
+      progress(config, "autotune", 1, 1, label);
+      return Status::ok();
     };
-    backends::TacticTimingStore store;
-    store.find = [&](const ir::Node& node, const backends::TacticInfo& tactic) {
-      return cache.find(key_for(node, tactic));
-    };
-    store.put = [&](const ir::Node& node, const backends::TacticInfo& tactic, double us) {
-      cache.put(key_for(node, tactic), us);
-    };
-    backends::TacticSelectionStats stats;
-    VOXRT_RETURN_IF_ERROR(device->select_tactics(*graph, opt_inputs, config.precision,
-                                                 config.autotune, config.timing_iterations, store,
-                                                 stats));
-    report.tactics_timed += stats.timed;
-    report.timing_cache_hits += stats.cache_hits;
-    for (const auto& note : stats.notes) report.pass_changes.push_back("warning: " + note);
-    report.tactic_timings.insert(report.tactic_timings.end(), stats.timings.begin(),
-                                 stats.timings.end());
+    VOXRT_RETURN_IF_ERROR(tune_on_device(run, opt_inputs, 0));
+    if (tune_per_profile) {
+      VOXRT_RETURN_IF_ERROR(
+          builder::select_profile_tactics(*graph, config, report, [&](std::size_t p) -> Status {
+            VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, opt_inputs_for(p));
+            auto shapes = builder::run_profiling(*graph, inputs, config.threads);
+            if (!shapes) {
+              return shapes.status().with_context(
+                  str_cat("profile '", config.profiles[p].name, "' (number ", p, ")"));
+            }
+            return tune_on_device(*shapes, inputs, p);
+          }));
+    }
   } else {
     builder::settle_cpu_layer_precisions(*graph, config.precision, report.pass_changes);
     VOXRT_RETURN_IF_ERROR(builder::select_tactics(*graph, run, config, cache, report));
-    if (config.autotune && config.profiles.size() > 1) {
-      const auto opt_inputs_for = [&](std::size_t p) -> Expected<std::vector<Tensor>> {
-        BuilderConfig at_p = config;
-        std::swap(at_p.profiles[0], at_p.profiles[p]);
-        std::vector<std::string> ignored;  // the same notes as profile 0's
-        return builder::make_opt_inputs(*graph, at_p, ignored);
-      };
+    if (tune_per_profile) {
       VOXRT_RETURN_IF_ERROR(
-          builder::select_profile_tactics(*graph, config, cache, report, opt_inputs_for));
+          builder::select_profile_tactics(*graph, config, report, [&](std::size_t p) -> Status {
+            VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, opt_inputs_for(p));
+            return builder::cpu_tune_at_profile(*graph, config, p, inputs, cache, report);
+          }));
     }
     builder::record_tuned_cpu_precisions(*graph, report.pass_changes);
   }

@@ -208,9 +208,29 @@ Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderCo
   return Status::ok();
 }
 
-Status select_profile_tactics(
-    ir::Graph& graph, const BuilderConfig& config, TimingCache& cache, BuildReport& report,
-    const std::function<Expected<std::vector<Tensor>>(std::size_t profile)>& opt_inputs_for) {
+Status cpu_tune_at_profile(ir::Graph& graph, const BuilderConfig& config, std::size_t profile,
+                           std::span<const Tensor> opt_inputs, TimingCache& cache,
+                           BuildReport& report) {
+  auto run = run_profiling(graph, opt_inputs, config.threads);
+  if (!run) {
+    return run.status().with_context(
+        str_cat("profile '", config.profiles[profile].name, "' (number ", profile, ")"));
+  }
+  // select_tactics times at the first profile's opt shapes: make this profile the first.
+  BuilderConfig at_p = config;
+  std::swap(at_p.profiles[0], at_p.profiles[profile]);
+  if (config.on_progress) {
+    // The progress display says which profile's opt shapes the layers are timed at.
+    at_p.on_progress = [&config, name = config.profiles[profile].name](BuildProgress progress) {
+      progress.detail = str_cat(name, ": ", progress.detail);
+      config.on_progress(progress);
+    };
+  }
+  return select_tactics(graph, *run, at_p, cache, report);
+}
+
+Status select_profile_tactics(ir::Graph& graph, const BuilderConfig& config, BuildReport& report,
+                              const std::function<Status(std::size_t profile)>& tune_at) {
   const std::size_t profiles = config.profiles.size();
   if (profiles < 2) return Status::ok();
   struct Choice {
@@ -228,26 +248,10 @@ Status select_profile_tactics(
                               node->attrs.get_float(runtime::kTimeUsAttr, 0)});
     }
   };
-  collect();  // profile 0, chosen by select_tactics before this call
+  collect();  // profile 0, chosen before this call
   for (std::size_t p = 1; p < profiles; ++p) {
-    VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> inputs, opt_inputs_for(p));
-    auto run = run_profiling(graph, inputs, config.threads);
-    if (!run) {
-      return run.status().with_context(
-          str_cat("profile '", config.profiles[p].name, "' (number ", p, ")"));
-    }
-    // select_tactics times at the first profile's opt shapes: make profile p the first.
-    BuilderConfig at_p = config;
-    std::swap(at_p.profiles[0], at_p.profiles[p]);
-    if (config.on_progress) {
-      // The progress display says which profile's opt shapes the layers are timed at.
-      at_p.on_progress = [&config, name = config.profiles[p].name](BuildProgress progress) {
-        progress.detail = str_cat(name, ": ", progress.detail);
-        config.on_progress(progress);
-      };
-    }
     const std::size_t first_timing = report.tactic_timings.size();
-    VOXRT_RETURN_IF_ERROR(select_tactics(graph, *run, at_p, cache, report));
+    VOXRT_RETURN_IF_ERROR(tune_at(p));
     for (std::size_t t = first_timing; t < report.tactic_timings.size(); ++t)
       report.tactic_timings[t].profile = static_cast<int>(p);
     collect();

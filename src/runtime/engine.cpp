@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/profile_fit.h"
 #include "runtime/engine_impl.h"
 
 namespace voxrt {
@@ -71,7 +72,8 @@ Expected<std::shared_ptr<const Engine>> finish_load(std::unique_ptr<EngineImpl> 
     // check_target found the backend; weights go to the device here, once.
     VOXRT_ASSIGN_OR_RETURN(impl->device_executable,
                            backends::device_backend(impl->contents.target.device)
-                               ->compile(*impl->contents.graph, impl->contents.target.precision));
+                               ->compile(*impl->contents.graph, impl->contents.target.precision,
+                                         impl->contents.profiles));
   }
   for (const ir::Value* v : impl->contents.graph->inputs)
     impl->inputs.push_back(describe_value(*v));
@@ -120,25 +122,11 @@ Expected<int> EngineImpl::select_profile(std::span<const Tensor> run_inputs) con
   for (std::size_t p = 0; p < profiles.size(); ++p) {
     bool fits = true;
     for (std::size_t i = 0; i < run_inputs.size() && fits; ++i) {
-      auto it = profiles[p].inputs.find(inputs[i].name);
-      if (it == profiles[p].inputs.end()) continue;
-      const Dims& dims = run_inputs[i].dims();
-      const ShapeRange& r = it->second;
-      if (dims.size() != r.min.size()) {
-        fits = false;
-        why += str_cat("\n  profile '", profiles[p].name, "': input '", inputs[i].name,
-                       "' has rank ", dims.size(), ", the profile has rank ", r.min.size());
-        continue;
-      }
-      for (std::size_t d = 0; d < dims.size(); ++d) {
-        if (dims[d] < r.min[d] || dims[d] > r.max[d]) {
-          fits = false;
-          why += str_cat("\n  profile '", profiles[p].name, "': input '", inputs[i].name, "' is ",
-                         dims_to_string(dims), ", allowed ", dims_to_string(r.min), " .. ",
-                         dims_to_string(r.max));
-          break;
-        }
-      }
+      const std::string mismatch =
+          backends::profile_mismatch(profiles[p], inputs[i].name, run_inputs[i].dims());
+      if (mismatch.empty()) continue;
+      fits = false;
+      why += str_cat("\n  profile '", profiles[p].name, "': ", mismatch);
     }
     if (fits) return static_cast<int>(p);
   }

@@ -1233,6 +1233,97 @@ TEST(CudaModels, StepGraphTimingTimesEveryChosenTactic) {
   EXPECT_LE(relative_error((*go)[0], (*co)[0]), tolerance(Precision::kFp16) * 4);
 }
 
+// Engines with several profiles are tuned at each profile's opt shapes, and a run uses the
+// tactics of the first profile that admits its shapes (plain runs and slot-pool runs alike).
+TEST(CudaModels, EachProfileRunsItsOwnTactics) {
+  REQUIRE_CUDA_DEVICE();
+  BuilderConfig config;
+  config.device = DeviceKind::kCuda;
+  config.precision = Precision::kFp32;
+  config.timing_iterations = 2;
+  config.profiles = {{"alone",
+                      {{"x", {{1, 1, 40, 16}, {1, 1, 40, 16}, {1, 1, 40, 16}}},
+                       {"h0", {{1, 1, 64}, {1, 1, 64}, {1, 1, 64}}}}},
+                     {"batched",
+                      {{"x", {{2, 1, 40, 16}, {32, 1, 40, 16}, {64, 1, 40, 16}}},
+                       {"h0", {{1, 2, 64}, {1, 32, 64}, {1, 64, 64}}}}}};
+  std::mt19937 rng_cpu(3), rng_gpu(3);
+  BuildReport report;
+  auto bytes =
+      builder::build_engine_from_graph(ds2_streaming_graph(rng_gpu, 0), 7, config, &report);
+  ASSERT_TRUE(bytes) << bytes.status().message();
+  bool timed_at_profile_1 = false;
+  for (const auto& t : report.tactic_timings) timed_at_profile_1 |= t.profile == 1;
+  EXPECT_TRUE(timed_at_profile_1) << "the batched profile's candidates were not timed";
+  auto parsed = runtime::deserialize_engine(bytes->data(), bytes->size(), std::make_shared<int>(0));
+  ASSERT_TRUE(parsed) << parsed.status().message();
+  // Every tuned node records a choice per profile; force the GRU's batched choice onto the
+  // reference kernel (a tactic no timing would pick) so that the profiles surely differ.
+  ir::Node* gru = nullptr;
+  for (ir::Node* n : parsed->graph->nodes()) {
+    if (!n->attrs.has(runtime::kTacticAttr) || ir::is_view_op(*n)) continue;
+    EXPECT_EQ(n->attrs.get_ints(runtime::kProfileTacticsAttr).size(), 2u) << n->describe();
+    if (n->op == ir::OpKind::kGRU) gru = n;
+  }
+  ASSERT_NE(gru, nullptr);
+  const std::int64_t chosen = gru->attrs.get_int(runtime::kTacticAttr, -1);
+  ASSERT_NE(chosen, 0) << "the build chose the reference kernel for the GRU";
+  gru->attrs.set(runtime::kProfileTacticsAttr, std::vector<std::int64_t>{chosen, 0});
+  gru->attrs.set(
+      runtime::kProfileTacticNamesAttr,
+      std::vector<std::string>{gru->attrs.get_string(runtime::kTacticNameAttr, ""), "reference"});
+  auto reserialized = runtime::serialize_engine(*parsed);
+  ASSERT_TRUE(reserialized) << reserialized.status().message();
+  auto gpu = Engine::load_bytes(std::move(*reserialized));
+  ASSERT_TRUE(gpu) << gpu.status().message();
+  const auto& exe = *(*gpu)->impl().device_executable;
+  const auto tactic_of_gru = [&](int profile) {
+    for (const auto& [n, tactic] : exe.tactics(profile))
+      if (n->op == ir::OpKind::kGRU) return tactic;
+    return std::string("(none)");
+  };
+  EXPECT_NE(tactic_of_gru(0), "reference");
+  EXPECT_EQ(tactic_of_gru(1), "reference");
+
+  BuilderConfig cpu_config = config;
+  cpu_config.device = DeviceKind::kCpu;
+  auto cpu_bytes = builder::build_engine_from_graph(ds2_streaming_graph(rng_cpu, 0), 7, cpu_config);
+  ASSERT_TRUE(cpu_bytes) << cpu_bytes.status().message();
+  auto cpu = Engine::load_bytes(std::move(*cpu_bytes));
+  ASSERT_TRUE(cpu) << cpu.status().message();
+  auto cpu_ctx = (*cpu)->create_context(1);
+  ASSERT_TRUE(cpu_ctx);
+  auto session = exe.create_session();
+  ASSERT_TRUE(session) << session.status().message();
+  std::mt19937 rng(9);
+  for (const std::int64_t batch : {1, 5, 1}) {
+    SCOPED_TRACE(str_cat("batch ", batch));
+    const std::vector<Tensor> in = {random_tensor({batch, 1, 40, 16}, rng),
+                                    random_tensor({1, batch, 64}, rng, 0.5f)};
+    std::vector<Tensor> go;
+    const Status st = (*session)->run(in, go);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    EXPECT_EQ((*session)->last_profile(), batch == 1 ? 0 : 1);
+    auto co = (*cpu_ctx)->run(in);
+    ASSERT_TRUE(co) << co.status().message();
+    EXPECT_LE(relative_error(go[0], (*co)[0]), tolerance(Precision::kFp32) * 4);
+    EXPECT_LE(relative_error(go[1], (*co)[1]), tolerance(Precision::kFp32) * 4);
+  }
+  // The slot pool's runs pick the profile the same way (the batch is the number of slots).
+  auto pooled = exe.create_session();
+  ASSERT_TRUE(pooled);
+  const backends::DeviceStateSpec spec{"h0", "hn", 1};
+  ASSERT_TRUE((*pooled)->create_state_pool({&spec, 1}, 8).is_ok());
+  for (const std::vector<int>& slots : {std::vector<int>{3}, std::vector<int>{0, 2, 5}}) {
+    const auto batch = static_cast<std::int64_t>(slots.size());
+    const std::vector<Tensor> in = {random_tensor({batch, 1, 40, 16}, rng)};
+    std::vector<Tensor> out;
+    const Status st = (*pooled)->run_slots(in, slots, out);
+    ASSERT_TRUE(st.is_ok()) << st.message();
+    EXPECT_EQ((*pooled)->last_profile(), batch == 1 ? 0 : 1) << "batch " << batch;
+  }
+}
+
 TEST(CudaModels, BiLstmMatchesCpuAndTheTimingCacheReproducesThePlan) {
   REQUIRE_CUDA_DEVICE();
   const std::string cache =
@@ -1267,8 +1358,8 @@ TEST(CudaModels, BiLstmMatchesCpuAndTheTimingCacheReproducesThePlan) {
       EXPECT_EQ(chosen, 1) << node;
       EXPECT_EQ(chosen_us, fastest) << node;
     }
-    const auto a = gpu->impl().device_executable->tactics();
-    const auto b = again->impl().device_executable->tactics();
+    const auto a = gpu->impl().device_executable->tactics(0);
+    const auto b = again->impl().device_executable->tactics(0);
     ASSERT_EQ(a.size(), b.size());
     for (std::size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].second, b[i].second) << i;
     Tensor x = random_tensor({30, 2, 48}, rng_x);
@@ -1287,7 +1378,7 @@ TEST(CudaModels, PointwiseChainsAreFusedCompiledAtBuildAndStoredInTheEngine) {
   auto gpu = build_and_load(pointwise_chain_graph(rng_gpu), DeviceKind::kCuda, Precision::kFp32);
   ASSERT_TRUE(cpu && gpu);
   int fused = 0;
-  for (const auto& [node, tactic] : gpu->impl().device_executable->tactics()) {
+  for (const auto& [node, tactic] : gpu->impl().device_executable->tactics(0)) {
     if (node->op != ir::OpKind::kFusedPointwise) continue;
     ++fused;
     EXPECT_EQ(tactic, "nvrtc");
@@ -1347,7 +1438,7 @@ TEST(CudaModels, LayerPrecisionOverrideRunsThatLayerInFp32) {
     ASSERT_TRUE(bytes) << bytes.status().message();
     auto engine = Engine::load_bytes(std::move(*bytes));
     ASSERT_TRUE(engine) << engine.status().message();
-    for (const auto& [n, tactic] : (*engine)->impl().device_executable->tactics()) {
+    for (const auto& [n, tactic] : (*engine)->impl().device_executable->tactics(0)) {
       EXPECT_EQ(backends::layer_precision(*n, Precision::kFp16),
                 overridden ? Precision::kFp32 : Precision::kFp16)
           << n->describe();

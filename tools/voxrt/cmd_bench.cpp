@@ -265,7 +265,8 @@ int run_bench(const BenchArgs& args) {
       std::cerr << "error: " << times.status().message() << "\n";
       return 1;
     }
-    const auto steps = executable.tactics();
+    // The tactics of the profile these shapes fit (engines tuned per profile).
+    const auto steps = executable.tactics((*session)->last_profile());
     for (std::size_t i = 0; i < steps.size() && i < times->size(); ++i) {
       layers.push_back({{"name", steps[i].first->name},
                         {"op", std::string(ir::op_name(steps[i].first->op))},

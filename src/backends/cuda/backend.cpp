@@ -157,7 +157,7 @@ class CudaBackend final : public DeviceBackend {
           stats.notes.push_back(str_cat("tactic variant ", v, ": ", measured.status().message()));
           continue;
         }
-        const auto steps = (*exe)->tactics();
+        const auto steps = (*exe)->tactics(0);
         for (std::size_t s = 0; s < steps.size(); ++s) {
           const ir::Node* node = steps[s].first;
           auto it = tactics.find(node);
@@ -207,11 +207,12 @@ class CudaBackend final : public DeviceBackend {
     return Status::ok();
   }
 
-  Expected<std::unique_ptr<DeviceExecutable>> compile(const ir::Graph& graph,
-                                                      Precision precision) const override {
+  Expected<std::unique_ptr<DeviceExecutable>> compile(
+      const ir::Graph& graph, Precision precision,
+      std::span<const OptimizationProfile> profiles) const override {
     std::string why;
     if (!cuda_device_available(&why)) return unsupported("loading a CUDA engine: ", why);
-    return compile_graph(graph, precision);
+    return compile_graph(graph, precision, {profiles.begin(), profiles.end()});
   }
 };
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "backends/cuda/executor.h"
+#include "backends/profile_fit.h"
 #include "ir/shape_inference.h"
 #include "ir/view_ops.h"
 #include "runtime/engine_format.h"
@@ -51,6 +52,7 @@ struct ShapePlan {
   std::vector<std::string> failed;
   std::size_t slots_pinned = 0;
   std::int64_t batch = 0;
+  int profile = 0;  // the optimization profile these shapes fit (its tactics run); 0 if none
   cudaGraphExec_t graph = nullptr;
   int runs = 0;
   bool graph_failed = false;
@@ -68,25 +70,63 @@ class CudaExecutable final : public DeviceExecutable {
  public:
   struct Step {
     const ir::Node* node = nullptr;
-    std::unique_ptr<CudaKernel> kernel;
+    std::unique_ptr<CudaKernel> kernel;  // profile 0's tactic
     std::string tactic;
+    // Profiles whose recorded tactic differs from profile 0's: their kernel and tactic name,
+    // indexed by profile (null / empty where profile 0's serves).
+    std::vector<std::unique_ptr<CudaKernel>> profile_kernels;
+    std::vector<std::string> profile_tactics;
     bool view = false;
     std::vector<int> inputs, outputs;  // value ids, -1 omitted
+
+    const CudaKernel* kernel_at(int profile) const {
+      const auto p = static_cast<std::size_t>(profile);
+      return profile > 0 && p < profile_kernels.size() && profile_kernels[p]
+                 ? profile_kernels[p].get()
+                 : kernel.get();
+    }
+    const std::string& tactic_at(int profile) const {
+      const auto p = static_cast<std::size_t>(profile);
+      return profile > 0 && p < profile_tactics.size() && !profile_tactics[p].empty()
+                 ? profile_tactics[p]
+                 : tactic;
+    }
   };
 
-  CudaExecutable(const ir::Graph& graph, Precision precision)
-      : graph_(&graph), engine_precision_(precision), build_(precision) {}
+  CudaExecutable(const ir::Graph& graph, Precision precision,
+                 std::vector<OptimizationProfile> profiles)
+      : graph_(&graph),
+        engine_precision_(precision),
+        profiles_(std::move(profiles)),
+        build_(precision) {}
 
   Status init();
   Expected<std::unique_ptr<DeviceSession>> create_session() const override;
-  std::vector<std::pair<const ir::Node*, std::string>> tactics() const override {
+  std::vector<std::pair<const ir::Node*, std::string>> tactics(int profile) const override {
     std::vector<std::pair<const ir::Node*, std::string>> out;
-    for (const Step& s : steps_) out.emplace_back(s.node, s.tactic);
+    for (const Step& s : steps_) out.emplace_back(s.node, s.tactic_at(profile));
     return out;
+  }
+
+  // The first profile that admits these graph inputs (the runtime's rule), 0 when none does or
+  // the engine has no profiles.
+  int profile_of(std::span<const Tensor> inputs) const {
+    for (std::size_t p = 0; p < profiles_.size(); ++p) {
+      bool fits = true;
+      for (std::size_t i = 0; i < inputs.size() && i < input_ids_.size() && fits; ++i) {
+        fits =
+            profile_mismatch(profiles_[p], values_[static_cast<std::size_t>(input_ids_[i])]->name,
+                             inputs[i].dims())
+                .empty();
+      }
+      if (fits) return static_cast<int>(p);
+    }
+    return 0;
   }
 
   const ir::Graph* graph_;
   Precision engine_precision_;
+  std::vector<OptimizationProfile> profiles_;
   KernelBuildContext build_;  // its precision is set per node while kernels are made
   std::vector<Step> steps_;
   std::vector<const ir::Value*> values_;
@@ -148,6 +188,29 @@ Status CudaExecutable::init() {
         continue;
       }
       step.kernel = std::move(*kernel);
+      // The other profiles' tactics (BuilderConfig profiles tuned one by one): a kernel each
+      // where it differs. Its weights are its own device copy, as the CPU's plans repack theirs.
+      for (std::size_t p = 1; p < profiles_.size(); ++p) {
+        const auto other =
+            static_cast<TacticId>(runtime::recorded_tactic(*node, static_cast<int>(p)));
+        if (!node->attrs.has(runtime::kProfileTacticsAttr) || other == tactic) continue;
+        const TacticInfo* other_info = nullptr;
+        for (const auto& t : tactics) other_info = t.id == other ? &t : other_info;
+        if (!other_info) {
+          failures.push_back(str_cat(node->describe(), ": profile ", p, " asks for CUDA tactic ",
+                                     other, " which this runtime does not have"));
+          continue;
+        }
+        auto other_kernel = create_kernel(*node, other, build_);
+        if (!other_kernel) {
+          failures.push_back(other_kernel.status().message());
+          continue;
+        }
+        step.profile_kernels.resize(profiles_.size());
+        step.profile_tactics.resize(profiles_.size());
+        step.profile_kernels[p] = std::move(*other_kernel);
+        step.profile_tactics[p] = other_info->name;
+      }
     }
     steps_.push_back(std::move(step));
   }
@@ -448,6 +511,8 @@ class CudaSession final : public DeviceSession {
     return medians;
   }
 
+  int last_profile() const override { return last_profile_; }
+
   Expected<std::vector<double>> time_compute(std::span<const Tensor> inputs,
                                              int iterations) override {
     VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs, false));
@@ -539,6 +604,7 @@ class CudaSession final : public DeviceSession {
       it = plans_.emplace(key, std::move(plan)).first;
       VOXRT_RETURN_IF_ERROR(fit(*it->second));
     }
+    last_profile_ = it->second->profile;
     return it->second.get();
   }
 
@@ -589,6 +655,7 @@ class CudaSession final : public DeviceSession {
 
   Expected<std::unique_ptr<ShapePlan>> make_plan(std::span<const Tensor> inputs, bool tolerant) {
     auto plan = std::make_unique<ShapePlan>();
+    plan->profile = exe_.profile_of(inputs);
     const std::size_t value_count = exe_.values_.size();
     plan->values.resize(value_count);
     plan->arena_offset.assign(value_count, -1);
@@ -654,13 +721,14 @@ class CudaSession final : public DeviceSession {
           root_shift[static_cast<std::size_t>(v)] = root_shift[in0];
         }
       }
-      if (!step.view && step.kernel && step.outputs.size() == 1 && step.outputs[0] >= 0 &&
+      const CudaKernel* kernel = step.kernel_at(plan->profile);
+      if (!step.view && kernel && step.outputs.size() == 1 && step.outputs[0] >= 0 &&
           !step.inputs.empty() && step.inputs[0] >= 0) {
         const auto in0 = static_cast<std::size_t>(step.inputs[0]);
         const auto out0 = static_cast<std::size_t>(step.outputs[0]);
         const DevTensor& source = plan->values[in0];
         if (source.dtype == plan->values[out0].dtype) {
-          if (auto first = step.kernel->aliases_input(source.dims, plan->values[out0].dims)) {
+          if (auto first = kernel->aliases_input(source.dims, plan->values[out0].dims)) {
             plan->aliased[s] = true;
             root[out0] = root[in0];
             root_shift[out0] =
@@ -738,7 +806,7 @@ class CudaSession final : public DeviceSession {
       const auto& step = exe_.steps_[s];
       if (step.view || plan->aliased[s]) continue;
       fill_step(*plan, s);
-      auto call = step.kernel->prepare(plan->step_in[s], plan->step_out[s], lt_);
+      auto call = step.kernel_at(plan->profile)->prepare(plan->step_in[s], plan->step_out[s], lt_);
       if (!call && tolerant) {
         plan->failed[s] = call.status().with_context(step.node->describe()).message();
         continue;
@@ -767,7 +835,8 @@ class CudaSession final : public DeviceSession {
   void place_concat_parts(std::size_t s, ShapePlan& plan, std::vector<int>& root,
                           std::vector<std::size_t>& root_shift) const {
     const auto& step = exe_.steps_[s];
-    if (step.view || !step.kernel || step.outputs.size() != 1 || step.outputs[0] < 0 ||
+    const CudaKernel* kernel = step.kernel_at(plan.profile);
+    if (step.view || !kernel || step.outputs.size() != 1 || step.outputs[0] < 0 ||
         step.inputs.size() < 2)
       return;
     const auto whole = static_cast<std::size_t>(step.outputs[0]);
@@ -786,7 +855,7 @@ class CudaSession final : public DeviceSession {
         if (step.inputs[j] == p) return;
       parts.push_back(plan.values[pu].dims);
     }
-    const auto offsets = step.kernel->places_inputs_in_output(parts, plan.values[whole].dims);
+    const auto offsets = kernel->places_inputs_in_output(parts, plan.values[whole].dims);
     if (!offsets) return;
     const std::size_t element_bytes = dtype_size_bytes(plan.values[whole].dtype);
     for (std::size_t i = 0; i < step.inputs.size(); ++i) {
@@ -1028,6 +1097,7 @@ class CudaSession final : public DeviceSession {
   // Per graph input: its values decide output shapes (found by make_plan), so plans are keyed by
   // them too. A Reshape whose target shape is a graph input is the usual case.
   std::vector<bool> shape_operand_inputs_;
+  int last_profile_ = 0;
   // Larger integer inputs are data (token ids, lengths), never read on the host for shapes.
   static constexpr std::int64_t kMaxShapeOperandElements = 16;
   std::vector<PoolState> pool_;
@@ -1043,9 +1113,9 @@ Expected<std::unique_ptr<DeviceSession>> CudaExecutable::create_session() const 
 
 }  // namespace
 
-Expected<std::unique_ptr<DeviceExecutable>> compile_graph(const ir::Graph& graph,
-                                                          Precision precision) {
-  auto exe = std::make_unique<CudaExecutable>(graph, precision);
+Expected<std::unique_ptr<DeviceExecutable>> compile_graph(
+    const ir::Graph& graph, Precision precision, std::vector<OptimizationProfile> profiles) {
+  auto exe = std::make_unique<CudaExecutable>(graph, precision, std::move(profiles));
   VOXRT_RETURN_IF_ERROR(exe->init());
   return std::unique_ptr<DeviceExecutable>(std::move(exe));
 }

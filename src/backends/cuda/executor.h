@@ -10,8 +10,9 @@
 namespace voxrt::backends::cuda {
 
 // `graph` must outlive the result; every node's voxrt.tactic is used (tactic 1 when absent,
-// tactic 0 when the node has only one).
-Expected<std::unique_ptr<DeviceExecutable>> compile_graph(const ir::Graph& graph,
-                                                          Precision precision);
+// tactic 0 when the node has only one). With `profiles` (the engine's), shapes that fit profile
+// p > 0 run the tactics recorded for p (runtime::recorded_tactic) where they differ.
+Expected<std::unique_ptr<DeviceExecutable>> compile_graph(
+    const ir::Graph& graph, Precision precision, std::vector<OptimizationProfile> profiles = {});
 
 }  // namespace voxrt::backends::cuda
