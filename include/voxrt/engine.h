@@ -22,6 +22,14 @@ struct TensorInfo {
   std::vector<std::string> dim_names;
 };
 
+// A tensor in device memory (CUDA engines' enqueue): the caller allocates, owns and keeps it
+// alive until the run that uses it has finished on its stream.
+struct DeviceTensor {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  Dims dims;
+};
+
 class ExecutionContext;
 class EngineImpl;
 
@@ -52,6 +60,17 @@ class ExecutionContext {
   ~ExecutionContext();
   // Inputs in the engine's input order; returns outputs in its output order.
   Expected<std::vector<Tensor>> run(std::span<const Tensor> inputs);
+  // CUDA engines (TensorRT's enqueue): enqueues one run on the caller's stream `cuda_stream` (a
+  // cudaStream_t) and returns without waiting. Inputs are read from and outputs written to
+  // device memory the caller owns, in the engine's input / output order; each output must have
+  // the dims output_dims gives for these inputs. The caller synchronizes its stream (or waits
+  // on an event) before it reads the outputs or reuses the inputs. Runs of one context are
+  // ordered among themselves whatever streams they use. A CPU engine returns an error.
+  Status enqueue(std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs,
+                 void* cuda_stream);
+  // CUDA engines: the dims of every output for inputs of these dtypes and dims (data unused),
+  // planned without running.
+  Expected<std::vector<Dims>> output_dims(std::span<const DeviceTensor> inputs);
   ExecutionContextImpl& impl() { return *impl_; }
 
  private:

@@ -17,6 +17,7 @@
 #include "backends/layer_precision.h"
 #include "ir/graph.h"
 #include "voxrt/builder.h"
+#include "voxrt/engine.h"
 #include "voxrt/status.h"
 #include "voxrt/tensor.h"
 
@@ -57,6 +58,10 @@ class DeviceSession {
   // CUDA-event timing of model(x) on inputs already on the GPU measures; run() adds the copies.
   virtual Expected<std::vector<double>> time_compute(std::span<const Tensor> inputs,
                                                      int iterations) = 0;
+  // ExecutionContext::enqueue: device memory in and out, on the caller's stream, no wait.
+  virtual Status enqueue(std::span<const DeviceTensor> inputs,
+                         std::span<const DeviceTensor> outputs, void* stream) = 0;
+  virtual Expected<std::vector<Dims>> output_dims(std::span<const DeviceTensor> inputs) = 0;
   // The optimization profile whose tactics the last run (of any kind) used: the first profile
   // that admits its shapes, 0 when none does or the engine has none.
   virtual int last_profile() const = 0;

@@ -160,6 +160,36 @@ Expected<std::vector<Tensor>> ExecutionContextImpl::run(std::span<const Tensor> 
   return outputs;
 }
 
+Status ExecutionContextImpl::check_device_inputs(std::span<const DeviceTensor> inputs) const {
+  if (!engine_.device_executable) {
+    return failed_precondition(
+        "enqueue and output_dims take device memory and need a CUDA engine; this is a CPU "
+        "engine: use run");
+  }
+  if (inputs.size() != engine_.inputs.size())
+    return invalid_argument("the engine takes ", engine_.inputs.size(), " inputs, got ",
+                            inputs.size());
+  // The profile check reads dims only.
+  std::vector<Tensor> shapes;
+  for (const DeviceTensor& t : inputs)
+    shapes.push_back(Tensor::wrap(t.dtype, t.dims, nullptr, nullptr));
+  return engine_.select_profile(shapes).status();
+}
+
+Status ExecutionContextImpl::enqueue(std::span<const DeviceTensor> inputs,
+                                     std::span<const DeviceTensor> outputs, void* stream) {
+  VOXRT_RETURN_IF_ERROR(check_device_inputs(inputs));
+  VOXRT_ASSIGN_OR_RETURN(backends::DeviceSession * session, device_session());
+  return session->enqueue(inputs, outputs, stream);
+}
+
+Expected<std::vector<Dims>> ExecutionContextImpl::output_dims(
+    std::span<const DeviceTensor> inputs) {
+  VOXRT_RETURN_IF_ERROR(check_device_inputs(inputs));
+  VOXRT_ASSIGN_OR_RETURN(backends::DeviceSession * session, device_session());
+  return session->output_dims(inputs);
+}
+
 Expected<backends::DeviceSession*> ExecutionContextImpl::device_session() {
   if (!engine_.device_executable)
     return failed_precondition("this is a CPU engine; device state pools need a device engine");
@@ -253,6 +283,15 @@ ExecutionContext::~ExecutionContext() = default;
 
 Expected<std::vector<Tensor>> ExecutionContext::run(std::span<const Tensor> inputs) {
   return impl_->run(inputs);
+}
+
+Status ExecutionContext::enqueue(std::span<const DeviceTensor> inputs,
+                                 std::span<const DeviceTensor> outputs, void* cuda_stream) {
+  return impl_->enqueue(inputs, outputs, cuda_stream);
+}
+
+Expected<std::vector<Dims>> ExecutionContext::output_dims(std::span<const DeviceTensor> inputs) {
+  return impl_->output_dims(inputs);
 }
 
 }  // namespace voxrt

@@ -50,6 +50,12 @@ class ExecutionContextImpl {
   // The CPU plan of the last run (which profile's kernels ran), for tests and tools.
   const runtime::Plan* last_plan() const { return last_plan_; }
 
+  // Device engines only: a run on the caller's stream with device memory in and out
+  // (ExecutionContext::enqueue), and the output dims it needs.
+  Status enqueue(std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs,
+                 void* stream);
+  Expected<std::vector<Dims>> output_dims(std::span<const DeviceTensor> inputs);
+
   // Device engines only: the GPU-resident state slot pool of this context's session
   // (DeviceSession says how states are gathered and scattered on the device).
   Status create_device_state_pool(std::span<const backends::DeviceStateSpec> states, int capacity);
@@ -60,6 +66,8 @@ class ExecutionContextImpl {
 
  private:
   Expected<backends::DeviceSession*> device_session();
+  // A device engine, the right number of inputs, dims that fit a profile.
+  Status check_device_inputs(std::span<const DeviceTensor> inputs) const;
 
   const EngineImpl& engine_;
   ThreadPool pool_;

@@ -1676,6 +1676,123 @@ TEST(CudaSlots, StatePoolOnTheDeviceMatchesTheCpuPool) {
       << refused.status().message();
 }
 
+// ExecutionContext::enqueue (TensorRT's enqueue): device memory in and out on the caller's
+// stream, nothing through the host. A stream of chunks whose state output buffer is the next
+// chunk's state input gives what run() gives with host states, though consecutive chunks are
+// enqueued on two different streams without any wait in between (the context orders its runs);
+// the first chunk runs eagerly, later ones replay a graph. Wrong output dims are refused.
+TEST(CudaEngine, EnqueueRunsOnTheCallersStreamWithDeviceMemory) {
+  REQUIRE_CUDA_DEVICE();
+  BuilderConfig config;
+  config.device = DeviceKind::kCuda;
+  config.precision = Precision::kFp32;
+  config.timing_iterations = 2;
+  config.profiles = {{"chunks",
+                      {{"x", {{1, 1, 40, 16}, {4, 1, 40, 16}, {8, 1, 40, 16}}},
+                       {"h0", {{1, 1, 64}, {1, 4, 64}, {1, 8, 64}}}}}};
+  std::mt19937 rng_g(3);
+  auto bytes = builder::build_engine_from_graph(ds2_streaming_graph(rng_g, 0), 7, config);
+  ASSERT_TRUE(bytes) << bytes.status().message();
+  auto engine = Engine::load_bytes(std::move(*bytes));
+  ASSERT_TRUE(engine) << engine.status().message();
+  auto on_device = (*engine)->create_context(1);
+  auto on_host = (*engine)->create_context(1);
+  ASSERT_TRUE(on_device && on_host);
+
+  constexpr std::int64_t kBatch = 3;
+  constexpr int kChunks = 5;
+  const Dims x_dims = {kBatch, 1, 40, 16}, h_dims = {1, kBatch, 64};
+  std::mt19937 rng(21);
+  std::vector<Tensor> x(kChunks), logp_reference(kChunks);
+  Tensor h_host = Tensor::zeros(DType::kF32, h_dims);
+  for (int c = 0; c < kChunks; ++c) {
+    x[static_cast<std::size_t>(c)] = random_tensor(x_dims, rng);
+    const std::vector<Tensor> in = {x[static_cast<std::size_t>(c)], h_host};
+    auto out = (*on_host)->run(in);
+    ASSERT_TRUE(out) << out.status().message();
+    logp_reference[static_cast<std::size_t>(c)] = (*out)[0];
+    h_host = (*out)[1];
+  }
+
+  // Device buffers: every chunk's input and log-probabilities, and two state buffers in turn.
+  std::vector<void*> buffers;
+  struct Freed {
+    std::vector<void*>& buffers;
+    ~Freed() {
+      for (void* b : buffers) cudaFree(b);
+    }
+  } freed{buffers};
+  const auto device_buffer = [&](std::size_t size) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, size), cudaSuccess);
+    buffers.push_back(p);
+    return p;
+  };
+  const std::size_t h_bytes = static_cast<std::size_t>(kBatch * 64) * sizeof(float);
+  void* h_dev[2] = {device_buffer(h_bytes), device_buffer(h_bytes)};
+  ASSERT_EQ(cudaMemset(h_dev[0], 0, h_bytes), cudaSuccess);
+  std::vector<void*> x_dev, logp_dev;
+  const std::vector<DeviceTensor> probe = {{h_dev[0], DType::kF32, x_dims},
+                                           {h_dev[0], DType::kF32, h_dims}};
+  auto out_dims = (*on_device)->output_dims(probe);
+  ASSERT_TRUE(out_dims) << out_dims.status().message();
+  ASSERT_EQ(out_dims->size(), 2u);
+  EXPECT_EQ((*out_dims)[0], logp_reference[0].dims());
+  EXPECT_EQ((*out_dims)[1], h_dims);
+  for (int c = 0; c < kChunks; ++c) {
+    const Tensor& xc = x[static_cast<std::size_t>(c)];
+    x_dev.push_back(device_buffer(xc.size_bytes()));
+    ASSERT_EQ(cudaMemcpy(x_dev.back(), xc.raw_data(), xc.size_bytes(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    logp_dev.push_back(device_buffer(logp_reference[0].size_bytes()));
+  }
+  cudaStream_t streams[2] = {nullptr, nullptr};
+  for (auto& s : streams)
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  struct StreamsGone {
+    cudaStream_t* streams;
+    ~StreamsGone() {
+      for (int i = 0; i < 2; ++i) cudaStreamDestroy(streams[i]);
+    }
+  } streams_gone{streams};
+
+  for (int c = 0; c < kChunks; ++c) {
+    const auto i = static_cast<std::size_t>(c);
+    const std::vector<DeviceTensor> in = {{x_dev[i], DType::kF32, x_dims},
+                                          {h_dev[c % 2], DType::kF32, h_dims}};
+    const std::vector<DeviceTensor> out = {{logp_dev[i], DType::kF32, (*out_dims)[0]},
+                                           {h_dev[(c + 1) % 2], DType::kF32, h_dims}};
+    const Status st = (*on_device)->enqueue(in, out, streams[c % 2]);
+    ASSERT_TRUE(st.is_ok()) << "chunk " << c << ": " << st.message();
+  }
+  for (auto& s : streams) ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  for (int c = 0; c < kChunks; ++c) {
+    const auto i = static_cast<std::size_t>(c);
+    Tensor logp = Tensor::uninitialized(DType::kF32, (*out_dims)[0]);
+    ASSERT_EQ(cudaMemcpy(logp.raw_data(), logp_dev[i], logp.size_bytes(), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_LE(relative_error(logp, logp_reference[i]), 1e-4) << "chunk " << c;
+  }
+  Tensor h_last = Tensor::uninitialized(DType::kF32, h_dims);
+  ASSERT_EQ(cudaMemcpy(h_last.raw_data(), h_dev[kChunks % 2], h_bytes, cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  EXPECT_LE(relative_error(h_last, h_host), 1e-4);
+
+  // An output buffer of the wrong dims is refused before anything is enqueued.
+  const std::vector<DeviceTensor> in = {{x_dev[0], DType::kF32, x_dims},
+                                        {h_dev[0], DType::kF32, h_dims}};
+  const std::vector<DeviceTensor> wrong = {{logp_dev[0], DType::kF32, (*out_dims)[0]},
+                                           {h_dev[1], DType::kF32, {1, 2, 64}}};
+  const Status refused = (*on_device)->enqueue(in, wrong, streams[0]);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("must be f32 1x3x64"), std::string::npos) << refused.message();
+  // The host API still works on the same context afterwards.
+  const std::vector<Tensor> host_in = {x[0], Tensor::zeros(DType::kF32, h_dims)};
+  auto again = (*on_device)->run(host_in);
+  ASSERT_TRUE(again) << again.status().message();
+  EXPECT_LE(relative_error((*again)[0], logp_reference[0]), 1e-4);
+}
+
 TEST(CudaEngine, FingerprintMismatchNamesTheFields) {
   REQUIRE_CUDA_DEVICE();
   auto here = cuda::cuda_backend().fingerprint();

@@ -56,13 +56,18 @@ struct ShapePlan {
   cudaGraphExec_t graph = nullptr;
   int runs = 0;
   bool graph_failed = false;
+  // The steps alone, without host copies (DeviceSession::enqueue: device memory in and out).
+  cudaGraphExec_t steps_graph = nullptr;
+  int steps_runs = 0;
+  bool steps_graph_failed = false;
 
-  ~ShapePlan() {
-    if (graph) cudaGraphExecDestroy(graph);
-  }
+  ~ShapePlan() { drop_graph(); }
+  // Graphs hold the buffers' addresses: dropped whenever a buffer moves.
   void drop_graph() {
     if (graph) cudaGraphExecDestroy(graph);
+    if (steps_graph) cudaGraphExecDestroy(steps_graph);
     graph = nullptr;
+    steps_graph = nullptr;
   }
 };
 
@@ -253,6 +258,8 @@ class CudaSession final : public DeviceSession {
     poison_ = poison && std::string(poison) == "1";
   }
   ~CudaSession() override {
+    (void)finish_enqueued();  // the caller's stream may still be using our buffers
+    if (enqueued_) cudaEventDestroy(enqueued_);
     plans_.clear();
     if (arena_) cudaFree(arena_);
     if (scratch_) cudaFree(scratch_);
@@ -267,12 +274,14 @@ class CudaSession final : public DeviceSession {
 
   Status init() {
     VOXRT_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    VOXRT_CUDA_TRY(cudaEventCreateWithFlags(&enqueued_, cudaEventDisableTiming));
     VOXRT_CUBLAS_TRY(cublasLtCreate(&lt_));
     VOXRT_CUDA_TRY(cudaMalloc(&lt_workspace_, kLtWorkspaceBytes));
     return Status::ok();
   }
 
   Status run(std::span<const Tensor> inputs, std::vector<Tensor>& outputs) override {
+    VOXRT_RETURN_IF_ERROR(finish_enqueued());
     VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs, false));
     stage_inputs(*plan, inputs);
     VOXRT_RETURN_IF_ERROR(launch(*plan));
@@ -287,6 +296,7 @@ class CudaSession final : public DeviceSession {
   }
 
   Status create_state_pool(std::span<const DeviceStateSpec> states, int capacity) override {
+    VOXRT_RETURN_IF_ERROR(finish_enqueued());
     if (!pool_.empty()) return failed_precondition("this session already has a state pool");
     if (capacity < 1) return invalid_argument("state pool capacity must be >= 1");
     auto find = [&](const std::vector<int>& ids, const std::string& name) {
@@ -335,6 +345,7 @@ class CudaSession final : public DeviceSession {
   Status run_slots(std::span<const Tensor> inputs, std::span<const int> slots,
                    std::vector<Tensor>& outputs) override {
     if (pool_.empty()) return failed_precondition("run_slots: create_state_pool first");
+    VOXRT_RETURN_IF_ERROR(finish_enqueued());
     const std::size_t stream_inputs = exe_.input_ids_.size() - pool_.size();
     if (inputs.size() != stream_inputs)
       return invalid_argument("run_slots takes ", stream_inputs, " non-state inputs, got ",
@@ -380,6 +391,7 @@ class CudaSession final : public DeviceSession {
 
   Status reset_slot(int slot) override {
     if (slot < 0 || slot >= capacity_) return invalid_argument("slot ", slot, " out of range");
+    VOXRT_RETURN_IF_ERROR(finish_enqueued());
     for (const auto& st : pool_) {
       VOXRT_CUDA_TRY(cudaMemsetAsync(
           static_cast<char*>(st.storage) + st.bytes_per_slot * static_cast<std::size_t>(slot), 0,
@@ -392,6 +404,7 @@ class CudaSession final : public DeviceSession {
   Expected<Tensor> read_slot_state(int slot, std::size_t index) override {
     if (slot < 0 || slot >= capacity_ || index >= pool_.size())
       return invalid_argument("read_slot_state: slot ", slot, " / state ", index, " out of range");
+    VOXRT_RETURN_IF_ERROR(finish_enqueued());
     const PoolState& st = pool_[index];
     Tensor t = Tensor::uninitialized(DType::kF32, st.dims);  // batch dim 1
     VOXRT_CUDA_TRY(cudaMemcpy(
@@ -451,6 +464,7 @@ class CudaSession final : public DeviceSession {
                                              int iterations) override {
     // A tolerant plan: a step whose kernel cannot be prepared or enqueued at these shapes is
     // skipped and reported as -1, so one failing candidate does not hide the other nodes' times.
+    VOXRT_RETURN_IF_ERROR(finish_enqueued());
     VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs, false, true));
     stage_inputs(*plan, inputs);
     const std::size_t n = exe_.steps_.size();
@@ -475,7 +489,7 @@ class CudaSession final : public DeviceSession {
     } graphs_gone{step_graphs};
     if (graphs_enabled_ && step_graph_timing_) {
       for (std::size_t s = 0; s < n; ++s)
-        if (plan->calls[s] && !failed[s]) step_graphs[s] = capture_step(*plan, s);
+        if (plan->calls[s] && !failed[s]) step_graphs[s] = capture_steps(*plan, s, s + 1);
       VOXRT_CUDA_TRY(cudaStreamSynchronize(stream_));
     }
     std::vector<cudaEvent_t> events(n + 1, nullptr);
@@ -515,23 +529,14 @@ class CudaSession final : public DeviceSession {
 
   Expected<std::vector<double>> time_compute(std::span<const Tensor> inputs,
                                              int iterations) override {
+    VOXRT_RETURN_IF_ERROR(finish_enqueued());
     VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(inputs, false));
     stage_inputs(*plan, inputs);
     VOXRT_RETURN_IF_ERROR(launch(*plan));  // the inputs now sit in the arena
     // The steps alone, without the input and output copies, as one graph when graphs are on.
     cudaGraphExec_t steps_graph = nullptr;
-    if (graphs_enabled_ && !plan->graph_failed) {
-      VOXRT_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-      Status enqueued = Status::ok();
-      for (std::size_t s = 0; s < exe_.steps_.size() && enqueued.is_ok(); ++s)
-        if (plan->calls[s]) enqueued = enqueue_step(*plan, s);
-      cudaGraph_t graph = nullptr;
-      const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
-      if (enqueued.is_ok() && ended == cudaSuccess && graph)
-        cudaGraphInstantiate(&steps_graph, graph, 0);
-      if (graph) cudaGraphDestroy(graph);
-      cudaGetLastError();
-    }
+    if (graphs_enabled_ && !plan->graph_failed)
+      steps_graph = capture_steps(*plan, 0, exe_.steps_.size());
     const auto once = [&]() -> Status {
       if (steps_graph) return cuda_status(cudaGraphLaunch(steps_graph, stream_), "graph launch");
       for (std::size_t s = 0; s < exe_.steps_.size(); ++s)
@@ -560,7 +565,104 @@ class CudaSession final : public DeviceSession {
     return ms;
   }
 
+  Expected<std::vector<Dims>> output_dims(std::span<const DeviceTensor> inputs) override {
+    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, device_io_plan(inputs));
+    std::vector<Dims> dims;
+    for (int v : exe_.output_ids_) dims.push_back(plan->values[static_cast<std::size_t>(v)].dims);
+    return dims;
+  }
+
+  Status enqueue(std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs,
+                 void* stream) override {
+    if (!stream) return invalid_argument("enqueue: no stream given (a cudaStream_t)");
+    VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, device_io_plan(inputs));
+    if (outputs.size() != exe_.output_ids_.size())
+      return invalid_argument("enqueue: the graph has ", exe_.output_ids_.size(), " outputs, got ",
+                              outputs.size());
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const DevTensor& v = plan->values[static_cast<std::size_t>(exe_.output_ids_[i])];
+      const std::string& name = exe_.values_[static_cast<std::size_t>(exe_.output_ids_[i])]->name;
+      if (!outputs[i].data) return invalid_argument("enqueue: output '", name, "' has no buffer");
+      if (outputs[i].dtype != v.dtype || outputs[i].dims != v.dims) {
+        return invalid_argument("enqueue: output '", name, "' must be ", dtype_name(v.dtype), " ",
+                                dims_to_string(v.dims), " for these inputs, got ",
+                                dtype_name(outputs[i].dtype), " ", dims_to_string(outputs[i].dims));
+      }
+    }
+    auto* caller = static_cast<cudaStream_t>(stream);
+    // After this session's previous run, whatever stream that used.
+    if (enqueue_pending_) VOXRT_CUDA_TRY(cudaStreamWaitEvent(caller, enqueued_, 0));
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const DevTensor& v = plan->values[static_cast<std::size_t>(exe_.input_ids_[i])];
+      VOXRT_CUDA_TRY(
+          cudaMemcpyAsync(v.data, inputs[i].data, v.bytes(), cudaMemcpyDeviceToDevice, caller));
+    }
+    // The first run of a plan goes eagerly (lazy library set-up must not land in a capture),
+    // later ones replay its steps as one graph.
+    if (graphs_enabled_ && plan->steps_runs > 0 && !plan->steps_graph &&
+        !plan->steps_graph_failed) {
+      plan->steps_graph = capture_steps(*plan, 0, exe_.steps_.size());
+      plan->steps_graph_failed = plan->steps_graph == nullptr;
+    }
+    if (plan->steps_graph) {
+      VOXRT_CUDA_TRY(cudaGraphLaunch(plan->steps_graph, caller));
+    } else {
+      caller_stream_ = caller;
+      Status enqueued = Status::ok();
+      for (std::size_t s = 0; s < exe_.steps_.size() && enqueued.is_ok(); ++s)
+        if (plan->calls[s]) enqueued = enqueue_step(*plan, s);
+      caller_stream_ = nullptr;
+      VOXRT_RETURN_IF_ERROR(enqueued);
+    }
+    ++plan->steps_runs;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+      const DevTensor& v = plan->values[static_cast<std::size_t>(exe_.output_ids_[i])];
+      VOXRT_CUDA_TRY(
+          cudaMemcpyAsync(outputs[i].data, v.data, v.bytes(), cudaMemcpyDeviceToDevice, caller));
+    }
+    VOXRT_CUDA_TRY(cudaEventRecord(enqueued_, caller));
+    enqueue_pending_ = true;
+    return Status::ok();
+  }
+
  private:
+  // Blocks until the last run enqueued on a caller's stream is done with our buffers.
+  Status finish_enqueued() {
+    if (!enqueue_pending_) return Status::ok();
+    enqueue_pending_ = false;
+    return cuda_status(cudaEventSynchronize(enqueued_), "waiting for the enqueued run");
+  }
+
+  // The plan for device-memory inputs: their dims decide it; their data stays on the device, so
+  // a graph whose output shapes depend on an input's values cannot be planned this way.
+  Expected<ShapePlan*> device_io_plan(std::span<const DeviceTensor> inputs) {
+    if (inputs.size() != exe_.input_ids_.size())
+      return invalid_argument("the graph takes ", exe_.input_ids_.size(), " inputs, got ",
+                              inputs.size());
+    std::vector<Tensor> shapes;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const std::string& name = exe_.values_[static_cast<std::size_t>(exe_.input_ids_[i])]->name;
+      if (!inputs[i].data) return invalid_argument("input '", name, "' has no device buffer");
+      // A host tensor of these dims whose data is never read (null: not a shape operand).
+      shapes.push_back(Tensor::wrap(inputs[i].dtype, inputs[i].dims, nullptr, nullptr));
+    }
+    for (std::size_t i = 0; i < shape_operand_inputs_.size(); ++i) {
+      if (!shape_operand_inputs_[i]) continue;
+      return unsupported(
+          "input '", exe_.values_[static_cast<std::size_t>(exe_.input_ids_[i])]->name,
+          "' decides output shapes through its values, which must be read on the host: run this "
+          "engine with host tensors (run), not device memory (enqueue)");
+    }
+    auto plan = plan_for(shapes, false);
+    if (!plan) {
+      return Status(plan.status().code(),
+                    str_cat(plan.status().message(),
+                            " (inputs in device memory: an output shape that depends on an "
+                            "input's values cannot be planned; use run with host tensors)"));
+    }
+    return *plan;
+  }
+
   Expected<ShapePlan*> plan_for(std::span<const Tensor> inputs, bool slots_mode,
                                 bool tolerant = false) {
     if (inputs.size() != exe_.input_ids_.size())
@@ -883,6 +985,8 @@ class CudaSession final : public DeviceSession {
 
   // Makes room for `plan`; growing any buffer re-points every plan and drops their graphs.
   Status fit(ShapePlan& plan) {
+    // A run enqueued on the caller's stream may still use the buffers about to be replaced.
+    VOXRT_RETURN_IF_ERROR(finish_enqueued());
     bool grew = false;
     if (plan.arena_bytes > arena_bytes_) {
       if (arena_) VOXRT_CUDA_TRY(cudaFree(arena_));
@@ -932,7 +1036,8 @@ class CudaSession final : public DeviceSession {
   }
 
   CudaRunContext context() const {
-    return CudaRunContext{stream_, lt_, lt_workspace_, kLtWorkspaceBytes, scratch_};
+    return CudaRunContext{caller_stream_ ? caller_stream_ : stream_, lt_, lt_workspace_,
+                          kLtWorkspaceBytes, scratch_};
   }
 
   Status enqueue_step(const ShapePlan& plan, std::size_t s) {
@@ -1022,13 +1127,16 @@ class CudaSession final : public DeviceSession {
     return outputs.flush(kZeroCopyMaxBytes);
   }
 
-  // Step s alone as an instantiated graph, or null when it cannot be captured.
-  cudaGraphExec_t capture_step(const ShapePlan& plan, std::size_t s) {
+  // Steps [first, last) (those with a call) as one instantiated graph, or null when they cannot
+  // be captured. Captured on the session's own stream; the graph may be launched on any.
+  cudaGraphExec_t capture_steps(const ShapePlan& plan, std::size_t first, std::size_t last) {
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
       cudaGetLastError();
       return nullptr;
     }
-    const Status enqueued = enqueue_step(plan, s);
+    Status enqueued = Status::ok();
+    for (std::size_t s = first; s < last && enqueued.is_ok(); ++s)
+      if (plan.calls[s]) enqueued = enqueue_step(plan, s);
     cudaGraph_t graph = nullptr;
     const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
     cudaGraphExec_t exec = nullptr;
@@ -1098,6 +1206,11 @@ class CudaSession final : public DeviceSession {
   // them too. A Reshape whose target shape is a graph input is the usual case.
   std::vector<bool> shape_operand_inputs_;
   int last_profile_ = 0;
+  // enqueue(): the caller's stream while its steps are enqueued eagerly (null: stream_), and an
+  // event recorded after its last run, which every later use of the session's buffers waits for.
+  cudaStream_t caller_stream_ = nullptr;
+  cudaEvent_t enqueued_ = nullptr;
+  bool enqueue_pending_ = false;
   // Larger integer inputs are data (token ids, lengths), never read on the host for shapes.
   static constexpr std::int64_t kMaxShapeOperandElements = 16;
   std::vector<PoolState> pool_;

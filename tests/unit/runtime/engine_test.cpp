@@ -449,6 +449,26 @@ TEST(Builder, EachProfileGetsTacticsTimedAtItsOptShapes) {
 
 // The runtime runs each profile's recorded tactics: a profile whose tactics differ gets its own
 // plan, and a run picks the plan of the first profile that admits its shapes.
+// enqueue / output_dims take device memory: a CPU engine refuses them with a message that says
+// what to use instead (the CUDA side is tested in tests/gpu).
+TEST(Engine, DeviceMemoryRunsAreRefusedByCpuEngines) {
+  auto engine = Engine::load_bytes(build_cell());
+  ASSERT_TRUE(engine) << engine.status().message();
+  auto context = (*engine)->create_context(1);
+  ASSERT_TRUE(context);
+  float x[4] = {}, s[4] = {}, y[4] = {}, s_out[4] = {};
+  const std::vector<DeviceTensor> inputs = {{x, DType::kF32, {1, 4}}, {s, DType::kF32, {1, 4}}};
+  const std::vector<DeviceTensor> outputs = {{y, DType::kF32, {1, 4}},
+                                             {s_out, DType::kF32, {1, 4}}};
+  const Status enqueued = (*context)->enqueue(inputs, outputs, nullptr);
+  EXPECT_EQ(enqueued.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(enqueued.message().find("CPU engine: use run"), std::string::npos)
+      << enqueued.message();
+  auto dims = (*context)->output_dims(inputs);
+  ASSERT_FALSE(dims);
+  EXPECT_EQ(dims.status().code(), StatusCode::kFailedPrecondition);
+}
+
 TEST(Engine, RunsThePlanOfTheProfileTheInputsFit) {
   BuilderConfig config;
   config.profiles = {{"alone", {{"x", {{1, 4}, {1, 4}, {1, 4}}}}},
