@@ -26,9 +26,9 @@ source bench/gpu/device_env.sh
 cat "$OUT/env.txt"
 
 if [ "${VOXRT_SKIP_TESTS:-0}" != 1 ]; then
-  echo "== gpu tests (limit 120 s)"
+  echo "== gpu tests (limit 180 s)"
   VOXRT_GPU_MODEL_DIR="$dev/data/models" \
-    timeout -k 5 120 "$dev/bin/gpu_cuda_backend" --gtest_output=xml:"$OUT/gpu_tests.xml" 2>&1 |
+    timeout -k 5 180 "$dev/bin/gpu_cuda_backend" --gtest_output=xml:"$OUT/gpu_tests.xml" 2>&1 |
     tee "$OUT/gpu_tests.log" | grep -E "^\[ +(OK|FAILED|SKIPPED|PASSED|note) +\]|Failure|error|Expected|Which is|tactics|trace"
   echo "gpu tests rc=${PIPESTATUS[0]} after $((SECONDS - T0)) s"
   echo "== ONNX node tests on the CUDA backend, fp32 (limit 90 s)"
