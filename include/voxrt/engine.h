@@ -65,7 +65,8 @@ class ExecutionContext {
   // device memory the caller owns, in the engine's input / output order; each output must have
   // the dims output_dims gives for these inputs. The caller synchronizes its stream (or waits
   // on an event) before it reads the outputs or reuses the inputs. Runs of one context are
-  // ordered among themselves whatever streams they use. A CPU engine returns an error.
+  // ordered among themselves whatever streams they use. A CPU engine returns an error. Not for
+  // a stream being captured into the caller's own CUDA graph.
   Status enqueue(std::span<const DeviceTensor> inputs, std::span<const DeviceTensor> outputs,
                  void* cuda_stream);
   // CUDA engines: the dims of every output for inputs of these dtypes and dims (data unused),
