@@ -1324,6 +1324,133 @@ TEST(CudaModels, EachProfileRunsItsOwnTactics) {
   }
 }
 
+// A stack of GRU layers as PyTorch exports nn.GRU(num_layers = L): each layer's initial state a
+// Slice of one [L, B, H] input, Y squeezed into the next layer, the Y_h concatenated.
+// `separate_states`: each layer's initial state is a graph input of its own instead (the
+// stack then stages the states). `early_reader`: layer 1 starts from Relu(layer 0's Y_h), a
+// read of a lower layer's Y_h before the top layer runs: layers 0..2 cannot be one stack,
+// layers 1..2 can.
+std::unique_ptr<ir::Graph> gru_stack_graph(std::mt19937& rng, int layers, std::int64_t batch,
+                                           bool separate_states, bool early_reader) {
+  auto g = std::make_unique<ir::Graph>();
+  const std::int64_t T = 12, I = 40, H = 64;
+  ir::Value* x = g->add_value("x", DType::kF32, shape_of({T, batch, I}));
+  g->inputs = {x};
+  ir::Value* h0 = nullptr;
+  if (!separate_states) {
+    h0 = g->add_value("h0", DType::kF32, shape_of({layers, batch, H}));
+    g->inputs.push_back(h0);
+  }
+  ir::Value* layer_in = x;
+  std::vector<ir::Value*> finals;
+  for (int l = 0; l < layers; ++l) {
+    const std::string p = str_cat("l", l, "_");
+    ir::Value* state = nullptr;
+    if (early_reader && l == 1) {
+      state = out(*g, p + "h0");
+      node(*g, ir::OpKind::kRelu, "early_relu", {finals[0]}, {state});
+    } else if (separate_states) {
+      state = g->add_value(p + "h0", DType::kF32, shape_of({1, batch, H}));
+      g->inputs.push_back(state);
+    } else {
+      state = out(*g, p + "h0");
+      node(*g, ir::OpKind::kSlice, p + "slice",
+           {h0, i64s(*g, p + "starts", {l}), i64s(*g, p + "ends", {l + 1}),
+            i64s(*g, p + "axes", {0})},
+           {state});
+    }
+    const std::int64_t in_size = l == 0 ? I : H;
+    ir::Value* y = out(*g, p + "y");
+    ir::Value* yh = out(*g, p + "yh");
+    ir::Node* gru =
+        node(*g, ir::OpKind::kGRU, p + "gru",
+             {layer_in, g->add_constant(p + "W", random_tensor({1, 3 * H, in_size}, rng, 0.15f)),
+              g->add_constant(p + "R", random_tensor({1, 3 * H, H}, rng, 0.15f)),
+              g->add_constant(p + "B", random_tensor({1, 6 * H}, rng, 0.1f)), nullptr, state},
+             {y, yh});
+    gru->attrs.set("hidden_size", H);
+    gru->attrs.set("linear_before_reset", std::int64_t{1});
+    ir::Value* squeezed = out(*g, p + "sq");
+    node(*g, ir::OpKind::kSqueeze, p + "squeeze", {y, i64s(*g, p + "sq_axes", {1})}, {squeezed});
+    layer_in = squeezed;
+    finals.push_back(yh);
+  }
+  ir::Value* hn = out(*g, "hn");
+  node(*g, ir::OpKind::kConcat, "concat", finals, {hn})->attrs.set("axis", std::int64_t{0});
+  ir::Value* y_top = g->add_value("y", DType::kF32, {}, false);
+  node(*g, ir::OpKind::kRelu, "head", {layer_in}, {y_top});
+  g->outputs = {y_top, hn};
+  return g;
+}
+
+// VOXRT_CUDA_RNN_STACK=1: a chain of GRU nodes that cuDNN can run as one multi-layer call runs
+// as one step, and gives what the CPU gives, with the states side by side (in place) or not
+// (staged), at FP32 and FP16. A lower layer's Y_h read before the top layer keeps that layer
+// out of the stack.
+TEST(CudaModels, RecurrentStackRunsAsOneCallAndMatchesCpu) {
+  REQUIRE_CUDA_DEVICE();
+  struct Unset {
+    ~Unset() { unsetenv("VOXRT_CUDA_RNN_STACK"); }
+  } unset;
+  for (const bool separate : {false, true}) {
+    for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+      SCOPED_TRACE(str_cat(separate ? "separate states " : "sliced states ", precision_name(p)));
+      const int layers = 3;
+      const std::int64_t batch = 6;
+      std::mt19937 rng_cpu(4), rng_gpu(4), rng_x(12);
+      auto cpu = build_and_load(gru_stack_graph(rng_cpu, layers, batch, separate, false),
+                                DeviceKind::kCpu, Precision::kFp32);
+      setenv("VOXRT_CUDA_RNN_STACK", "1", 1);
+      auto gpu = build_and_load(gru_stack_graph(rng_gpu, layers, batch, separate, false),
+                                DeviceKind::kCuda, p);
+      unsetenv("VOXRT_CUDA_RNN_STACK");
+      ASSERT_TRUE(cpu && gpu);
+      int grus = 0;
+      std::string stack_tactic;
+      for (const auto& [n, tactic] : gpu->impl().device_executable->tactics(0)) {
+        if (n->op != ir::OpKind::kGRU) continue;
+        ++grus;
+        stack_tactic = tactic;
+      }
+      EXPECT_EQ(grus, 1) << "the three GRU nodes should run as one step";
+      EXPECT_EQ(stack_tactic, "cudnn_rnn_stack3");
+      std::vector<Tensor> in = {random_tensor({12, batch, 40}, rng_x)};
+      if (separate) {
+        for (int l = 0; l < layers; ++l) in.push_back(random_tensor({1, batch, 64}, rng_x, 0.5f));
+      } else {
+        in.push_back(random_tensor({layers, batch, 64}, rng_x, 0.5f));
+      }
+      auto co = (*cpu->create_context(1))->run(in);
+      auto go = (*gpu->create_context(1))->run(in);
+      ASSERT_TRUE(co) << co.status().message();
+      ASSERT_TRUE(go) << go.status().message();
+      EXPECT_LE(relative_error((*go)[0], (*co)[0]), tolerance(p) * 4);
+      EXPECT_LE(relative_error((*go)[1], (*co)[1]), tolerance(p) * 4);
+    }
+  }
+  // A reader of layer 0's Y_h ahead of the top layer: layers 1..2 stack, layer 0 alone.
+  std::mt19937 rng_cpu(4), rng_gpu(4), rng_x(12);
+  auto cpu = build_and_load(gru_stack_graph(rng_cpu, 3, 6, false, true), DeviceKind::kCpu,
+                            Precision::kFp32);
+  setenv("VOXRT_CUDA_RNN_STACK", "1", 1);
+  auto gpu = build_and_load(gru_stack_graph(rng_gpu, 3, 6, false, true), DeviceKind::kCuda,
+                            Precision::kFp32);
+  unsetenv("VOXRT_CUDA_RNN_STACK");
+  ASSERT_TRUE(cpu && gpu);
+  std::vector<std::string> gru_tactics;
+  for (const auto& [n, tactic] : gpu->impl().device_executable->tactics(0))
+    if (n->op == ir::OpKind::kGRU) gru_tactics.push_back(tactic);
+  ASSERT_EQ(gru_tactics.size(), 2u);
+  EXPECT_EQ(gru_tactics[1], "cudnn_rnn_stack2");
+  const std::vector<Tensor> in = {random_tensor({12, 6, 40}, rng_x),
+                                  random_tensor({3, 6, 64}, rng_x, 0.5f)};
+  auto co = (*cpu->create_context(1))->run(in);
+  auto go = (*gpu->create_context(1))->run(in);
+  ASSERT_TRUE(co && go);
+  for (std::size_t o = 0; o < co->size(); ++o)
+    EXPECT_LE(relative_error((*go)[o], (*co)[o]), tolerance(Precision::kFp32) * 4) << o;
+}
+
 TEST(CudaModels, BiLstmMatchesCpuAndTheTimingCacheReproducesThePlan) {
   REQUIRE_CUDA_DEVICE();
   const std::string cache =

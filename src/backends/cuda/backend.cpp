@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -212,7 +213,11 @@ class CudaBackend final : public DeviceBackend {
       std::span<const OptimizationProfile> profiles) const override {
     std::string why;
     if (!cuda_device_available(&why)) return unsupported("loading a CUDA engine: ", why);
-    return compile_graph(graph, precision, {profiles.begin(), profiles.end()});
+    // Opt-in until a benchmark shows a win (docs/cuda_backend.md): the tuner times node by node
+    // and never sees the stack.
+    const char* stack = std::getenv("VOXRT_CUDA_RNN_STACK");
+    return compile_graph(graph, precision, {profiles.begin(), profiles.end()},
+                         stack && stack[0] == '1');
   }
 };
 

@@ -14,6 +14,21 @@ bool cudnn_rnn_takes(const ir::Node& node) {
   return spec && !spec->reverse_only && (spec->gates == 3 || spec->gates == 4);
 }
 
+bool cudnn_rnn_stackable(std::span<const ir::Node* const> layers) {
+  if (layers.size() < 2) return false;
+  std::int64_t hidden = -1;
+  for (std::size_t l = 0; l < layers.size(); ++l) {
+    const ir::Node& node = *layers[l];
+    if (node.op != ir::OpKind::kGRU || !cudnn_rnn_takes(node)) return false;
+    auto spec = rec::parse_recurrent_spec(node);
+    if (!spec || spec->num_directions != 1 || spec->input_size <= 0) return false;
+    if (l == 0) hidden = spec->hidden_size;
+    // Each layer above the first reads the one below: its input is the hidden size.
+    if (spec->hidden_size != hidden || (l > 0 && spec->input_size != hidden)) return false;
+  }
+  return true;
+}
+
 #if VOXRT_HAVE_CUDNN
 
 namespace {
@@ -28,12 +43,20 @@ int onnx_gate(int gates, int g) {
 }
 
 struct RnnConfig {
-  rec::RecurrentSpec spec;
+  rec::RecurrentSpec spec;  // layer 0's; the layers above take its hidden output as input
   ops::LowType data_type = ops::LowType::kF32;
   bool tf32 = false;
+  // 1: one ONNX node (inputs X, W, R, B, sequence_lens, initial_h, initial_c; outputs Y, Y_h,
+  // Y_c). More: a stack of forward GRU nodes, one cudnnRNNForward over all of them (inputs X,
+  // initial_h of each layer; outputs the top layer's Y, Y_h of each layer).
+  int layers = 1;
+
+  std::int64_t layer_input_size(int layer) const {
+    return layer == 0 ? spec.input_size : spec.hidden_size * spec.num_directions;
+  }
 };
 
-// A handle and an RNN descriptor for one layer (numLayers 1: one ONNX node), owned together.
+// A handle and an RNN descriptor for `config.layers` layers, owned together.
 class RnnDescriptor {
  public:
   RnnDescriptor(const CudnnApi& api, const CudnnRnnApi& rnn) : api_(api), rnn_(rnn) {}
@@ -64,14 +87,15 @@ class RnnDescriptor {
         rnn_.set_rnn(desc_, algo, s.gates == 3 ? CUDNN_GRU : CUDNN_LSTM, CUDNN_RNN_DOUBLE_BIAS,
                      s.num_directions == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
                      CUDNN_LINEAR_INPUT, cudnn_data_type(config.data_type), CUDNN_DATA_FLOAT, math,
-                     static_cast<std::int32_t>(s.input_size), hidden, hidden, 1, dropout_,
-                     CUDNN_RNN_PADDED_IO_DISABLED),
+                     static_cast<std::int32_t>(s.input_size), hidden, hidden, config.layers,
+                     dropout_, CUDNN_RNN_PADDED_IO_DISABLED),
         "cudnnSetRNNDescriptor_v8");
   }
 
-  // Where each parameter starts in the weight space, in elements: for direction d, matrix m
-  // (cuDNN's numbering) at [(d * 2G + m) * 2] and its bias at [... + 1]. `space` is any device
-  // buffer of the weight space's size (cuDNN only computes addresses inside it).
+  // Where each parameter starts in the weight space, in elements: for layer l, direction d,
+  // matrix m (cuDNN's numbering) at [((l * D + d) * 2G + m) * 2] and its bias at [... + 1].
+  // `space` is any device buffer of the weight space's size (cuDNN only computes addresses
+  // inside it).
   Expected<std::vector<std::int64_t>> param_offsets(const RnnConfig& config, void* space,
                                                     std::size_t space_bytes) const {
     const rec::RecurrentSpec& s = config.spec;
@@ -80,20 +104,24 @@ class RnnDescriptor {
     VOXRT_RETURN_IF_ERROR(check(api_.create_tensor(&m_desc), "cudnnCreateTensorDescriptor"));
     Status status = check(api_.create_tensor(&b_desc), "cudnnCreateTensorDescriptor");
     std::vector<std::int64_t> offsets;
-    for (int d = 0; d < s.num_directions && status.is_ok(); ++d) {
+    const int pseudo_layers = config.layers * s.num_directions;
+    for (int p = 0; p < pseudo_layers && status.is_ok(); ++p) {
+      const int d = p % s.num_directions;
       for (int m = 0; m < 2 * s.gates && status.is_ok(); ++m) {
         void* m_addr = nullptr;
         void* b_addr = nullptr;
-        status = check(rnn_.get_weight_params(handle_, desc_, d, space_bytes, space, m, m_desc,
+        status = check(rnn_.get_weight_params(handle_, desc_, p, space_bytes, space, m, m_desc,
                                               &m_addr, b_desc, &b_addr),
                        "cudnnGetRNNWeightParams");
         if (!status.is_ok()) break;
-        const std::int64_t cols = m < s.gates ? s.input_size : s.hidden_size;
+        const std::int64_t cols =
+            m < s.gates ? config.layer_input_size(p / s.num_directions) : s.hidden_size;
         const std::int64_t matrix = elements_of(m_desc), bias = elements_of(b_desc);
         if (!m_addr || !b_addr || matrix != s.hidden_size * cols || bias != s.hidden_size) {
-          status = internal_error("cuDNN RNN weight space: matrix ", m, " of direction ", d,
-                                  " has ", matrix, " weights and ", bias, " biases; expected ",
-                                  s.hidden_size * cols, " and ", s.hidden_size);
+          status = internal_error("cuDNN RNN weight space: matrix ", m, " of layer ",
+                                  p / s.num_directions, " direction ", d, " has ", matrix,
+                                  " weights and ", bias, " biases; expected ", s.hidden_size * cols,
+                                  " and ", s.hidden_size);
           break;
         }
         const auto at = [&](void* addr) {
@@ -144,6 +172,9 @@ class RnnDescriptor {
 // workspace).
 struct RnnScratch {
   std::size_t x_low = 0, h_low = 0, c_low = 0, y = 0, y_f32 = 0, hy_low = 0, cy_low = 0;
+  // A stack: every layer's initial and final state side by side, in the call's type, when the
+  // layers' own tensors are not already so in float.
+  std::size_t h_stage = 0, hy_stage = 0;
   std::size_t workspace = 0, total = 0;
 };
 
@@ -167,7 +198,7 @@ class CudnnRnnCall final : public CudaCall {
     seq_ = seq;
     batch_ = batch;
     const rec::RecurrentSpec& s = config_.spec;
-    const std::int64_t D = s.num_directions, H = s.hidden_size;
+    const std::int64_t D = s.num_directions, H = s.hidden_size, L = config_.layers;
     VOXRT_RETURN_IF_ERROR(descriptor_.init(config_, algo));
     const auto check = [&](cudnnStatus_t status, const char* what) {
       return descriptor_.check(status, what);
@@ -186,7 +217,7 @@ class CudnnRnnCall final : public CudaCall {
                                                   static_cast<int>(D * H), lengths.data(), nullptr),
                                 "cudnnSetRNNDataDescriptor(y)"));
     VOXRT_RETURN_IF_ERROR(check(api_.create_tensor(&h_), "cudnnCreateTensorDescriptor"));
-    const int dims[3] = {static_cast<int>(D), static_cast<int>(batch), static_cast<int>(H)};
+    const int dims[3] = {static_cast<int>(L * D), static_cast<int>(batch), static_cast<int>(H)};
     const int strides[3] = {static_cast<int>(batch * H), static_cast<int>(H), 1};
     VOXRT_RETURN_IF_ERROR(
         check(rnn_.set_tensor_nd(h_, type, 3, dims, strides), "cudnnSetTensorNdDescriptor(h)"));
@@ -220,6 +251,9 @@ class CudnnRnnCall final : public CudaCall {
     scratch_.y_f32 = take(low && D == 2 ? bytes(y_count, 4) : 0);
     scratch_.hy_low = take(low ? bytes(state, lb) : 0);
     scratch_.cy_low = take(low && s.gates == 4 ? bytes(state, lb) : 0);
+    const std::size_t call_bytes = low ? lb : sizeof(float);
+    scratch_.h_stage = take(L > 1 ? bytes(L * state, call_bytes) : 0);
+    scratch_.hy_stage = take(L > 1 ? bytes(L * state, call_bytes) : 0);
     scratch_.workspace = take(align_up(workspace));
     workspace_bytes_ = workspace;
     scratch_.total = at;
@@ -230,6 +264,7 @@ class CudnnRnnCall final : public CudaCall {
 
   Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
                  const CudaRunContext& context) const override {
+    if (config_.layers > 1) return enqueue_stack(in, out, context);
     const rec::RecurrentSpec& s = config_.spec;
     const std::int64_t D = s.num_directions, H = s.hidden_size;
     const std::int64_t state = D * batch_ * H, y_count = seq_ * batch_ * D * H;
@@ -301,6 +336,96 @@ class CudnnRnnCall final : public CudaCall {
   }
 
  private:
+  // A stack of forward GRU layers: in = X, initial_h of each layer (absent: zeros); out = the
+  // top layer's Y, Y_h of each layer.
+  Status enqueue_stack(std::span<const DevTensor> in, std::span<const DevTensor> out,
+                       const CudaRunContext& context) const {
+    const rec::RecurrentSpec& s = config_.spec;
+    const int L = config_.layers;
+    const std::int64_t state = batch_ * s.hidden_size, y_count = seq_ * state;
+    const bool low = config_.data_type != ops::LowType::kF32;
+    const ops::LowType type = config_.data_type;
+    const std::size_t call_bytes = low ? low_type_bytes(type) : sizeof(float);
+    const std::size_t state_bytes = static_cast<std::size_t>(state) * call_bytes;
+    cudaStream_t stream = context.stream;
+    char* base = static_cast<char*>(context.scratch);
+    VOXRT_RETURN_IF_ERROR(
+        descriptor_.check(api_.set_stream(descriptor_.handle(), stream), "cudnnSetStream"));
+    const void* x = in[0].data;
+    if (low) {
+      VOXRT_CUDA_TRY(ops::convert_from_f32(in[0].as<const float>(), base + scratch_.x_low, type,
+                                           seq_ * batch_ * s.input_size, stream));
+      x = base + scratch_.x_low;
+    }
+    // The layers' tensors used in place when they already lie side by side in float (the
+    // slices of one [layers, batch, hidden] state, a Concat's parts), else staged.
+    const auto side_by_side = [&](std::span<const DevTensor> parts) {
+      for (int l = 0; l < L; ++l) {
+        const auto& t = parts[static_cast<std::size_t>(l)];
+        if (low || !t.data ||
+            t.data != static_cast<char*>(parts[0].data) + static_cast<std::size_t>(l) * state_bytes)
+          return false;
+      }
+      return true;
+    };
+    const auto present = [&](std::span<const DevTensor> parts) {
+      for (const auto& t : parts.first(static_cast<std::size_t>(L)))
+        if (t.data) return true;
+      return false;
+    };
+    const std::span<const DevTensor> h_in = in.subspan(1), h_out = out.subspan(1);
+    const void* hx = nullptr;
+    if (present(h_in)) {
+      if (side_by_side(h_in)) {
+        hx = h_in[0].data;
+      } else {
+        char* stage = base + scratch_.h_stage;
+        for (int l = 0; l < L; ++l) {
+          char* to = stage + static_cast<std::size_t>(l) * state_bytes;
+          const DevTensor& t = h_in[static_cast<std::size_t>(l)];
+          if (!t.data) {
+            VOXRT_CUDA_TRY(cudaMemsetAsync(to, 0, state_bytes, stream));
+          } else if (low) {
+            VOXRT_CUDA_TRY(ops::convert_from_f32(t.as<const float>(), to, type, state, stream));
+          } else {
+            VOXRT_CUDA_TRY(
+                cudaMemcpyAsync(to, t.data, state_bytes, cudaMemcpyDeviceToDevice, stream));
+          }
+        }
+        hx = stage;
+      }
+    }
+    const bool hy_in_place = present(h_out) && side_by_side(h_out);
+    void* hy = !present(h_out) ? nullptr : hy_in_place ? h_out[0].data : base + scratch_.hy_stage;
+    const DevTensor* y_out = out[0].data ? &out[0] : nullptr;
+    void* y = !low && y_out ? y_out->data : base + scratch_.y;
+    VOXRT_RETURN_IF_ERROR(descriptor_.check(
+        rnn_.forward(descriptor_.handle(), descriptor_.desc(), CUDNN_FWD_MODE_INFERENCE,
+                     static_cast<const std::int32_t*>(seq_lengths_->data()), x_, x, y_, y, h_, hx,
+                     hy, nullptr, nullptr, nullptr, weight_bytes_, weights_, workspace_bytes_,
+                     workspace_bytes_ ? base + scratch_.workspace : nullptr, 0, nullptr),
+        "cudnnRNNForward (stack)"));
+    const auto to_float = [&](const void* from, float* to, std::int64_t n) {
+      return ops::bias_activation(from, type, nullptr, 1, n, n, ops::UnaryOp::kIdentity, 0.0f, 0.0f,
+                                  to, stream);
+    };
+    if (y_out && low) VOXRT_CUDA_TRY(to_float(y, y_out->as<float>(), y_count));
+    if (hy && !hy_in_place) {
+      for (int l = 0; l < L; ++l) {
+        const DevTensor& t = h_out[static_cast<std::size_t>(l)];
+        if (!t.data) continue;
+        const char* from = static_cast<const char*>(hy) + static_cast<std::size_t>(l) * state_bytes;
+        if (low) {
+          VOXRT_CUDA_TRY(to_float(from, t.as<float>(), state));
+        } else {
+          VOXRT_CUDA_TRY(
+              cudaMemcpyAsync(t.data, from, state_bytes, cudaMemcpyDeviceToDevice, stream));
+        }
+      }
+    }
+    return Status::ok();
+  }
+
   const CudnnApi& api_;
   const CudnnRnnApi& rnn_;
   RnnConfig config_;
@@ -320,9 +445,9 @@ class CudnnRnnKernel final : public CudaKernel {
   CudnnRnnKernel(const CudnnApi& api, const CudnnRnnApi& rnn, RnnConfig config, cudnnRNNAlgo_t algo)
       : api_(api), rnn_(rnn), config_(std::move(config)), algo_(algo) {}
 
-  // Packs W, R and B into cuDNN's weight space (in the call's type) on the device. Failures are
-  // kept for prepare() (see make_cudnn_rnn_kernel).
-  Status init(const ir::Node& node, KernelBuildContext& build) {
+  // Packs W, R and B of every layer (`nodes`, bottom first) into cuDNN's weight space (in the
+  // call's type) on the device. Failures are kept for prepare() (see make_cudnn_rnn_kernel).
+  Status init(std::span<const ir::Node* const> nodes, KernelBuildContext& build) {
     const rec::RecurrentSpec& s = config_.spec;
     RnnDescriptor descriptor(api_, rnn_);
     VOXRT_RETURN_IF_ERROR(descriptor.init(config_, algo_));
@@ -345,12 +470,15 @@ class CudnnRnnKernel final : public CudaKernel {
     probe.reset();
     const std::size_t element_bytes = low_type_bytes(config_.data_type);
     std::vector<float> space((weight_bytes_ + element_bytes - 1) / element_bytes, 0.0f);
-    const std::int64_t G = s.gates, H = s.hidden_size, I = s.input_size;
-    const float* w = node.input(1)->constant->data<float>();
-    const float* r = node.input(2)->constant->data<float>();
-    const float* b = node.input(3) ? node.input(3)->constant->data<float>() : nullptr;
+    const std::int64_t G = s.gates, H = s.hidden_size;
     std::size_t next = 0;
-    for (std::int64_t d = 0; d < s.num_directions; ++d) {
+    for (std::int64_t p = 0; p < config_.layers * s.num_directions; ++p) {
+      const ir::Node& node = *nodes[static_cast<std::size_t>(p / s.num_directions)];
+      const std::int64_t d = p % s.num_directions;
+      const std::int64_t I = config_.layer_input_size(static_cast<int>(p / s.num_directions));
+      const float* w = node.input(1)->constant->data<float>();
+      const float* r = node.input(2)->constant->data<float>();
+      const float* b = node.input(3) ? node.input(3)->constant->data<float>() : nullptr;
       for (std::int64_t m = 0; m < 2 * G; ++m) {
         const bool recurrent = m >= G;
         const std::int64_t gate = onnx_gate(static_cast<int>(G), static_cast<int>(m % G));
@@ -417,9 +545,32 @@ Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_kernel(const ir::Node& node
   const cudnnRNNAlgo_t algo =
       tactic == kRecurrentCudnnStandard ? CUDNN_RNN_ALGO_STANDARD : CUDNN_RNN_ALGO_PERSIST_STATIC;
   auto kernel = std::make_unique<CudnnRnnKernel>(*api, *rnn, std::move(config), algo);
-  Status packed = kernel->init(node, build);
+  const ir::Node* const nodes[1] = {&node};
+  Status packed = kernel->init(nodes, build);
   // cuDNN refusing a descriptor (a type, a size) means the tactic cannot run, which the tuner
   // learns from prepare(); a failing device call is an error now.
+  if (!packed.is_ok() && packed.code() != StatusCode::kUnsupported) return packed;
+  kernel->set_init_status(std::move(packed));
+  return std::unique_ptr<CudaKernel>(std::move(kernel));
+}
+
+Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_stack_kernel(
+    std::span<const ir::Node* const> layers, KernelBuildContext& build) {
+  VOXRT_ASSIGN_OR_RETURN(const CudnnApi* api, cudnn_api());
+  VOXRT_ASSIGN_OR_RETURN(const CudnnRnnApi* rnn, cudnn_rnn_api());
+  if (!cudnn_rnn_stackable(layers))
+    return unsupported("these recurrent nodes do not form a stack cuDNN can run as one");
+  VOXRT_ASSIGN_OR_RETURN(rec::RecurrentSpec spec, rec::parse_recurrent_spec(*layers[0]));
+  RnnConfig config;
+  config.spec = spec;
+  config.data_type = low_type_for(build.precision());
+  config.tf32 = build.precision() == Precision::kTf32;
+  config.layers = static_cast<int>(layers.size());
+  // The standard algorithm: the persistent one is for small batches, where one layer per
+  // call already runs on chip.
+  auto kernel =
+      std::make_unique<CudnnRnnKernel>(*api, *rnn, std::move(config), CUDNN_RNN_ALGO_STANDARD);
+  Status packed = kernel->init(layers, build);
   if (!packed.is_ok() && packed.code() != StatusCode::kUnsupported) return packed;
   kernel->set_init_status(std::move(packed));
   return std::unique_ptr<CudaKernel>(std::move(kernel));
@@ -430,6 +581,11 @@ Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_kernel(const ir::Node& node
 Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_kernel(const ir::Node&,
                                                             const rec::RecurrentSpec&, TacticId,
                                                             KernelBuildContext&) {
+  return unsupported("this build has no cuDNN support");
+}
+
+Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_stack_kernel(std::span<const ir::Node* const>,
+                                                                  KernelBuildContext&) {
   return unsupported("this build has no cuDNN support");
 }
 

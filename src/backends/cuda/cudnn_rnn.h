@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "backends/cpu/recurrent/recurrent_spec.h"
 #include "backends/cuda/cuda_common.h"
@@ -22,5 +23,17 @@ bool cudnn_rnn_takes(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_kernel(
     const ir::Node& node, const cpu::recurrent::RecurrentSpec& spec, TacticId tactic,
     KernelBuildContext& build);
+
+// A stack of forward GRU nodes, each reading the one below (bottom first; every node one the
+// CUDA backend runs, recurrent_unsupported() empty), with one hidden size: the nodes cuDNN can
+// run as one multi-layer cudnnRNNForward.
+bool cudnn_rnn_stackable(std::span<const ir::Node* const> layers);
+
+// One kernel for such a stack (CUDNN_RNN_ALGO_STANDARD, the build's precision): cuDNN
+// overlaps the layers' steps, where one call per node runs them layer after layer. Its
+// inputs: layer 0's X, then each layer's initial_h (absent: zeros); its outputs: the top
+// layer's Y, then each layer's Y_h (absent: not written).
+Expected<std::unique_ptr<CudaKernel>> make_cudnn_rnn_stack_kernel(
+    std::span<const ir::Node* const> layers, KernelBuildContext& build);
 
 }  // namespace voxrt::backends::cuda

@@ -11,6 +11,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "backends/cuda/cudnn_rnn.h"
 #include "backends/cuda/executor.h"
 #include "backends/profile_fit.h"
 #include "ir/shape_inference.h"
@@ -83,6 +84,11 @@ class CudaExecutable final : public DeviceExecutable {
     std::vector<std::string> profile_tactics;
     bool view = false;
     std::vector<int> inputs, outputs;  // value ids, -1 omitted
+    // A stack of this many GRU layers run as one kernel (stack_recurrent_layers): inputs are the
+    // bottom layer's X and each layer's initial_h, outputs the top layer's Y and each layer's
+    // Y_h; `node` is the top layer. 0: an ordinary step.
+    int stack_layers = 0;
+    std::int64_t stack_hidden = 0;
 
     const CudaKernel* kernel_at(int profile) const {
       const auto p = static_cast<std::size_t>(profile);
@@ -99,13 +105,17 @@ class CudaExecutable final : public DeviceExecutable {
   };
 
   CudaExecutable(const ir::Graph& graph, Precision precision,
-                 std::vector<OptimizationProfile> profiles)
+                 std::vector<OptimizationProfile> profiles, bool stack_recurrent)
       : graph_(&graph),
         engine_precision_(precision),
         profiles_(std::move(profiles)),
+        stack_recurrent_(stack_recurrent),
         build_(precision) {}
 
   Status init();
+  // Chains GRU -> Squeeze (a view) -> GRU ... that cuDNN can run as one multi-layer call become
+  // one step (see Step::stack_layers).
+  Status stack_recurrent_layers();
   Expected<std::unique_ptr<DeviceSession>> create_session() const override;
   std::vector<std::pair<const ir::Node*, std::string>> tactics(int profile) const override {
     std::vector<std::pair<const ir::Node*, std::string>> out;
@@ -132,6 +142,7 @@ class CudaExecutable final : public DeviceExecutable {
   const ir::Graph* graph_;
   Precision engine_precision_;
   std::vector<OptimizationProfile> profiles_;
+  bool stack_recurrent_ = false;
   KernelBuildContext build_;  // its precision is set per node while kernels are made
   std::vector<Step> steps_;
   std::vector<const ir::Value*> values_;
@@ -241,6 +252,86 @@ Status CudaExecutable::init() {
         device_constant_[i],
         build_.upload_bytes(host_constant_[i]->raw_data(), host_constant_[i]->size_bytes()));
   }
+  return stack_recurrent_ ? stack_recurrent_layers() : Status::ok();
+}
+
+Status CudaExecutable::stack_recurrent_layers() {
+  std::vector<std::vector<std::size_t>> readers(values_.size());
+  for (std::size_t s = 0; s < steps_.size(); ++s)
+    for (int v : steps_[s].inputs)
+      if (v >= 0) readers[static_cast<std::size_t>(v)].push_back(s);
+  std::vector<bool> is_output(values_.size(), false);
+  for (int v : output_ids_) is_output[static_cast<std::size_t>(v)] = true;
+  // The one step that reads value v, if exactly one step does and v is not a graph output.
+  const auto only_reader = [&](int v) -> std::optional<std::size_t> {
+    if (v < 0 || is_output[static_cast<std::size_t>(v)] ||
+        readers[static_cast<std::size_t>(v)].size() != 1)
+      return std::nullopt;
+    return readers[static_cast<std::size_t>(v)][0];
+  };
+  const auto is_gru = [&](std::size_t s) {
+    return !steps_[s].view && steps_[s].kernel && steps_[s].stack_layers == 0 &&
+           steps_[s].node->op == ir::OpKind::kGRU && !steps_[s].outputs.empty();
+  };
+  std::vector<bool> removed(steps_.size(), false);
+  for (std::size_t first = 0; first < steps_.size(); ++first) {
+    if (removed[first] || !is_gru(first)) continue;
+    // Follow GRU -> Squeeze -> GRU while each value has that single reader.
+    std::vector<std::size_t> grus = {first}, squeezes;
+    for (;;) {
+      const auto squeeze = only_reader(steps_[grus.back()].outputs[0]);
+      if (!squeeze || !steps_[*squeeze].view || steps_[*squeeze].node->op != ir::OpKind::kSqueeze)
+        break;
+      const auto next = only_reader(steps_[*squeeze].outputs[0]);
+      if (!next || !is_gru(*next) || steps_[*next].inputs[0] != steps_[*squeeze].outputs[0]) break;
+      std::vector<const ir::Node*> candidate;
+      for (std::size_t g : grus) candidate.push_back(steps_[g].node);
+      candidate.push_back(steps_[*next].node);
+      if (!cudnn_rnn_stackable(candidate)) break;
+      squeezes.push_back(*squeeze);
+      grus.push_back(*next);
+    }
+    if (grus.size() < 2) continue;
+    // The stack runs where its top layer ran, so a lower layer's Y_h must not be read before.
+    const std::size_t top = grus.back();
+    bool readers_after_top = true;
+    for (std::size_t g : grus) {
+      const auto& outs = steps_[g].outputs;
+      if (outs.size() < 2 || outs[1] < 0) continue;
+      for (std::size_t r : readers[static_cast<std::size_t>(outs[1])]) readers_after_top &= r > top;
+    }
+    if (!readers_after_top) continue;
+    std::vector<const ir::Node*> layers;
+    for (std::size_t g : grus) layers.push_back(steps_[g].node);
+    build_.set_precision(layer_precision(*steps_[top].node, engine_precision_));
+    auto kernel = make_cudnn_rnn_stack_kernel(layers, build_);
+    build_.set_precision(engine_precision_);
+    if (!kernel) continue;  // stays layer by layer
+    Step stack;
+    stack.node = steps_[top].node;
+    stack.kernel = std::move(*kernel);
+    stack.tactic = str_cat("cudnn_rnn_stack", grus.size());
+    stack.stack_layers = static_cast<int>(grus.size());
+    stack.stack_hidden = steps_[top].node->attrs.get_int("hidden_size", 0);
+    stack.inputs.push_back(steps_[first].inputs[0]);
+    for (std::size_t g : grus) {
+      const auto& ins = steps_[g].inputs;
+      stack.inputs.push_back(ins.size() > 5 ? ins[5] : -1);
+    }
+    stack.outputs.push_back(steps_[top].outputs[0]);
+    for (std::size_t g : grus) {
+      const auto& outs = steps_[g].outputs;
+      stack.outputs.push_back(outs.size() > 1 ? outs[1] : -1);
+    }
+    for (std::size_t g : grus) removed[g] = true;
+    for (std::size_t q : squeezes) removed[q] = true;
+    removed[top] = false;
+    steps_[top] = std::move(stack);
+  }
+  std::vector<Step> kept;
+  for (std::size_t s = 0; s < steps_.size(); ++s)
+    if (!removed[s]) kept.push_back(std::move(steps_[s]));
+  steps_ = std::move(kept);
   return Status::ok();
 }
 
@@ -799,7 +890,22 @@ class CudaSession final : public DeviceSession {
         infos[i].data = exe_.host_constant_[static_cast<std::size_t>(v)];
       }
       std::vector<ir::InferredOutput> inferred;
-      VOXRT_RETURN_IF_ERROR(ir::infer_outputs(*step.node, infos, inferred));
+      if (step.stack_layers > 0) {
+        // Not the top node's own inputs: its outputs' dims follow from X = [seq, batch, input].
+        const Dims& x = plan->values[static_cast<std::size_t>(step.inputs[0])].dims;
+        if (x.size() != 3) return invalid_argument(step.node->describe(), ": X must be rank 3");
+        const std::int64_t seq = x[0], batch = x[1], hidden = step.stack_hidden;
+        const auto f32_output = [](Dims dims) {
+          ir::InferredOutput output;
+          output.shape = ir::sym_shape_from_dims(dims);
+          return output;
+        };
+        inferred.push_back(f32_output({seq, 1, batch, hidden}));
+        for (int l = 0; l < step.stack_layers; ++l)
+          inferred.push_back(f32_output({1, batch, hidden}));
+      } else {
+        VOXRT_RETURN_IF_ERROR(ir::infer_outputs(*step.node, infos, inferred));
+      }
       if (!all_dims_known(step, inferred) &&
           lend_shape_operands(step, inputs, input_index_of_value, infos)) {
         // An output's dims come from the values of a graph input (Reshape's shape, the axes
@@ -1226,9 +1332,12 @@ Expected<std::unique_ptr<DeviceSession>> CudaExecutable::create_session() const 
 
 }  // namespace
 
-Expected<std::unique_ptr<DeviceExecutable>> compile_graph(
-    const ir::Graph& graph, Precision precision, std::vector<OptimizationProfile> profiles) {
-  auto exe = std::make_unique<CudaExecutable>(graph, precision, std::move(profiles));
+Expected<std::unique_ptr<DeviceExecutable>> compile_graph(const ir::Graph& graph,
+                                                          Precision precision,
+                                                          std::vector<OptimizationProfile> profiles,
+                                                          bool stack_recurrent) {
+  auto exe =
+      std::make_unique<CudaExecutable>(graph, precision, std::move(profiles), stack_recurrent);
   VOXRT_RETURN_IF_ERROR(exe->init());
   return std::unique_ptr<DeviceExecutable>(std::move(exe));
 }
