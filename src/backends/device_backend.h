@@ -114,12 +114,22 @@ class DeviceBackend {
   virtual Status select_tactics(ir::Graph& graph, std::span<const Tensor> opt_inputs,
                                 Precision precision, bool autotune, int iterations,
                                 TacticTimingStore& store, TacticSelectionStats& stats) const = 0;
+  // Graph-level choices, made after every node has its tactic: each candidate way of running
+  // the whole graph is timed at `opt_inputs` (times kept in `store` under the node they concern,
+  // so a second build reproduces the choice) and the faster one is recorded in graph.metadata
+  // (CUDA: whether chains of GRU layers run as one cuDNN call, kCudaRnnStackKey).
+  virtual Status tune_graph(ir::Graph& graph, std::span<const Tensor> opt_inputs,
+                            Precision precision, int iterations, TacticTimingStore& store,
+                            TacticSelectionStats& stats) const = 0;
   // Prepares `graph` (which must outlive the result) with its recorded tactics: per profile of
   // `profiles` (the engine's), the tactics recorded for it.
   virtual Expected<std::unique_ptr<DeviceExecutable>> compile(
       const ir::Graph& graph, Precision precision,
       std::span<const OptimizationProfile> profiles) const = 0;
 };
+
+// Engine metadata: "1" when the build timed chains of GRU layers faster as one cuDNN call.
+inline constexpr const char* kCudaRnnStackKey = "voxrt.cuda_rnn_stack";
 
 // The registered backend for `kind`, or null. Set once at start-up, before any engine is built or
 // loaded; the pointer must outlive every engine.

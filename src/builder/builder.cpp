@@ -291,6 +291,11 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
       VOXRT_RETURN_IF_ERROR(device->select_tactics(*graph, inputs, config.precision,
                                                    config.autotune, config.timing_iterations, store,
                                                    stats));
+      if (config.autotune && profile == 0) {
+        // Graph-level ways (the GRU layers as one call), at the first profile's opt shapes.
+        VOXRT_RETURN_IF_ERROR(device->tune_graph(*graph, inputs, config.precision,
+                                                 config.timing_iterations, store, stats));
+      }
       report.tactics_timed += stats.timed;
       report.timing_cache_hits += stats.cache_hits;
       for (const auto& note : stats.notes) report.pass_changes.push_back("warning: " + note);

@@ -1451,6 +1451,56 @@ TEST(CudaModels, RecurrentStackRunsAsOneCallAndMatchesCpu) {
     EXPECT_LE(relative_error((*go)[o], (*co)[o]), tolerance(Precision::kFp32) * 4) << o;
 }
 
+// The build times the whole graph with the GRU layers as one cuDNN call and layer by layer,
+// records the faster way in the engine (kCudaRnnStackKey), and loading follows it; a second
+// build with the timing cache reproduces the choice without timing; VOXRT_CUDA_RNN_STACK=0
+// overrides it at load.
+TEST(CudaModels, BuildTimesTheGruStackAndTheEngineKeepsItsChoice) {
+  REQUIRE_CUDA_DEVICE();
+  unsetenv("VOXRT_CUDA_RNN_STACK");
+  const std::string cache =
+      (std::filesystem::temp_directory_path() / "voxrt_gpu_stack_test.cache").string();
+  std::filesystem::remove(cache);
+  std::mt19937 rng_a(4), rng_b(4);
+  BuildReport first, second;
+  auto engine = build_and_load(gru_stack_graph(rng_a, 3, 64, false, false), DeviceKind::kCuda,
+                               Precision::kFp16, cache, &first);
+  auto again = build_and_load(gru_stack_graph(rng_b, 3, 64, false, false), DeviceKind::kCuda,
+                              Precision::kFp16, cache, &second);
+  ASSERT_TRUE(engine && again);
+  const auto& metadata = engine->metadata();
+  auto chosen = metadata.find(backends::kCudaRnnStackKey);
+  ASSERT_NE(chosen, metadata.end()) << "the build did not decide";
+  const bool stacked = chosen->second == "1";
+  EXPECT_EQ(again->metadata().at(backends::kCudaRnnStackKey), chosen->second)
+      << "the timing cache must reproduce the choice";
+  int ways = 0, chosen_ways = 0;
+  for (const auto& t : first.tactic_timings) {
+    if (t.tactic != "graph_rnn_stack" && t.tactic != "graph_layer_by_layer") continue;
+    ++ways;
+    chosen_ways += t.chosen;
+    EXPECT_GT(t.time_us, 0.0) << t.tactic;
+  }
+  EXPECT_EQ(ways, 2);
+  EXPECT_EQ(chosen_ways, 1);
+  std::cout << "[ note ] GRU stack chosen: " << chosen->second << "\n";
+  const auto gru_steps = [](const Engine& e) {
+    int n = 0;
+    for (const auto& [node, tactic] : e.impl().device_executable->tactics(0))
+      n += node->op == ir::OpKind::kGRU;
+    return n;
+  };
+  EXPECT_EQ(gru_steps(*engine), stacked ? 1 : 3);
+  setenv("VOXRT_CUDA_RNN_STACK", "0", 1);
+  std::mt19937 rng_c(4);
+  auto forced_off = build_and_load(gru_stack_graph(rng_c, 3, 64, false, false), DeviceKind::kCuda,
+                                   Precision::kFp16, cache);
+  unsetenv("VOXRT_CUDA_RNN_STACK");
+  ASSERT_TRUE(forced_off);
+  EXPECT_EQ(gru_steps(*forced_off), 3);
+  std::filesystem::remove(cache);
+}
+
 TEST(CudaModels, BiLstmMatchesCpuAndTheTimingCacheReproducesThePlan) {
   REQUIRE_CUDA_DEVICE();
   const std::string cache =

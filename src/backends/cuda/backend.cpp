@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "backends/cuda/cuda_backend.h"
@@ -213,11 +214,68 @@ class CudaBackend final : public DeviceBackend {
       std::span<const OptimizationProfile> profiles) const override {
     std::string why;
     if (!cuda_device_available(&why)) return unsupported("loading a CUDA engine: ", why);
-    // Opt-in until a benchmark shows a win (docs/cuda_backend.md): the tuner times node by node
-    // and never sees the stack.
-    const char* stack = std::getenv("VOXRT_CUDA_RNN_STACK");
-    return compile_graph(graph, precision, {profiles.begin(), profiles.end()},
-                         stack && stack[0] == '1');
+    // As the build chose (tune_graph); VOXRT_CUDA_RNN_STACK=0 / 1 overrides it.
+    const char* forced = std::getenv("VOXRT_CUDA_RNN_STACK");
+    auto chosen = graph.metadata.find(kCudaRnnStackKey);
+    const bool stack = forced && forced[0] != '\0'
+                           ? forced[0] == '1'
+                           : chosen != graph.metadata.end() && chosen->second == "1";
+    return compile_graph(graph, precision, {profiles.begin(), profiles.end()}, stack);
+  }
+
+  Status tune_graph(ir::Graph& graph, std::span<const Tensor> opt_inputs, Precision precision,
+                    int iterations, TacticTimingStore& store,
+                    TacticSelectionStats& stats) const override {
+    graph.metadata.erase(kCudaRnnStackKey);
+    VOXRT_ASSIGN_OR_RETURN(auto layered, compile_graph(graph, precision, {}, false));
+    VOXRT_ASSIGN_OR_RETURN(auto stacked, compile_graph(graph, precision, {}, true));
+    const auto stacked_steps = stacked->tactics(0);
+    if (stacked_steps.size() == layered->tactics(0).size()) return Status::ok();  // no chain
+    // The times belong to the first stack's top node (the candidates are whole-graph ways).
+    const ir::Node* anchor = nullptr;
+    for (const auto& [node, tactic] : stacked_steps)
+      if (!anchor && tactic.rfind("cudnn_rnn_stack", 0) == 0) anchor = node;
+    if (!anchor) return Status::ok();
+    const TacticInfo as_layers{kGraphLayerByLayer, "graph_layer_by_layer"};
+    const TacticInfo as_stack{kGraphRnnStack, "graph_rnn_stack"};
+    std::optional<double> layered_us = store.find(*anchor, as_layers);
+    std::optional<double> stacked_us = store.find(*anchor, as_stack);
+    if (layered_us && stacked_us) {
+      stats.cache_hits += 2;
+    } else {
+      // Whole-graph device time, the two ways in turn, best median of two rounds each.
+      const auto time = [&](const DeviceExecutable& exe) -> Expected<double> {
+        VOXRT_ASSIGN_OR_RETURN(auto session, exe.create_session());
+        VOXRT_ASSIGN_OR_RETURN(std::vector<double> ms,
+                               session->time_compute(opt_inputs, std::max(iterations, 10)));
+        std::sort(ms.begin(), ms.end());
+        return ms[ms.size() / 2] * 1000.0;
+      };
+      double best_layered = 1e300, best_stacked = 1e300;
+      for (int round = 0; round < 2; ++round) {
+        VOXRT_ASSIGN_OR_RETURN(double a, time(*layered));
+        auto b = time(*stacked);
+        if (!b) {
+          stats.notes.push_back(
+              str_cat("the GRU layers as one cuDNN call could not run at the "
+                      "opt shapes: ",
+                      b.status().message()));
+          return Status::ok();
+        }
+        best_layered = std::min(best_layered, a);
+        best_stacked = std::min(best_stacked, *b);
+      }
+      layered_us = best_layered;
+      stacked_us = best_stacked;
+      store.put(*anchor, as_layers, *layered_us);
+      store.put(*anchor, as_stack, *stacked_us);
+      stats.timed += 2;
+    }
+    const bool stack = *stacked_us < *layered_us;
+    graph.metadata[kCudaRnnStackKey] = stack ? "1" : "0";
+    stats.timings.push_back({anchor->name, as_layers.name, *layered_us, !stack});
+    stats.timings.push_back({anchor->name, as_stack.name, *stacked_us, stack});
+    return Status::ok();
   }
 };
 

@@ -201,6 +201,10 @@ inline constexpr TacticId kRecurrentCudnnPersistStaticF32 = 6;
 // hidden_size % 16 == 0). For large batches.
 inline constexpr TacticId kRecurrentPersistentTensorCore = 7;
 
+// Whole-graph ways, timed by DeviceBackend::tune_graph (timing-cache ids, not node tactics).
+inline constexpr TacticId kGraphLayerByLayer = 1000;
+inline constexpr TacticId kGraphRnnStack = 1001;
+
 // Row-major GEMM through cuBLASLt: d[m, n] = opA(a)[m, k] * opB(b)[k, n] (+ bias[n]) (+ act),
 // batched with element strides (0 = broadcast). a/b in `operand_type`, d and bias float.
 struct LtGemmShape {
