@@ -268,7 +268,7 @@ class Bench:
         "persistent_tc": {"VOXRT_CUDA_PERSISTENT_TC": "1"},  # recurrent tactic 7
         "cudnn_graph": {"VOXRT_CUDA_CUDNN_GRAPH": "1"},  # conv tactics cudnn_graph_0..3
         "step_graph_timing": {"VOXRT_CUDA_STEP_GRAPH_TIMING": "1"},  # autotuner timing
-        "rnn_stack": {"VOXRT_CUDA_RNN_STACK": "1"},  # the GRU layers as one cuDNN call
+        "rnn_stack": {"VOXRT_CUDA_RNN_STACK": "1"},  # GRU layers as one cuDNN call, forced
     }
 
     def opt_in_ab(self, label, env, name, onnx_path, profiles, precision, shapes, inputs,

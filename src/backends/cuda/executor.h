@@ -13,7 +13,8 @@ namespace voxrt::backends::cuda {
 // tactic 0 when the node has only one). With `profiles` (the engine's), shapes that fit profile
 // p > 0 run the tactics recorded for p (runtime::recorded_tactic) where they differ.
 // `stack_recurrent`: chains of GRU layers that cuDNN can run as one multi-layer call run so
-// (VOXRT_CUDA_RNN_STACK=1 at load; never while autotuning, which times node by node).
+// (at load, as the build chose or VOXRT_CUDA_RNN_STACK says; off while tactics are timed node
+// by node).
 Expected<std::unique_ptr<DeviceExecutable>> compile_graph(
     const ir::Graph& graph, Precision precision, std::vector<OptimizationProfile> profiles = {},
     bool stack_recurrent = false);
