@@ -287,7 +287,11 @@ Status CudaExecutable::stack_recurrent_layers() {
       std::vector<const ir::Node*> candidate;
       for (std::size_t g : grus) candidate.push_back(steps_[g].node);
       candidate.push_back(steps_[*next].node);
-      if (!cudnn_rnn_stackable(candidate)) break;
+      // One call runs at one precision: layers with their own precision stay apart.
+      if (!cudnn_rnn_stackable(candidate) ||
+          layer_precision(*steps_[*next].node, engine_precision_) !=
+              layer_precision(*steps_[first].node, engine_precision_))
+        break;
       squeezes.push_back(*squeeze);
       grus.push_back(*next);
     }
