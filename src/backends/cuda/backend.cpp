@@ -227,6 +227,11 @@ class CudaBackend final : public DeviceBackend {
                     int iterations, TacticTimingStore& store,
                     TacticSelectionStats& stats) const override {
     graph.metadata.erase(kCudaRnnStackKey);
+    // Two more compiles (each with its own copy of the weights on the device) only where a
+    // stack could form: a graph with fewer than two GRU nodes has nothing to compare.
+    int grus = 0;
+    for (const ir::Node* node : graph.nodes()) grus += node->op == ir::OpKind::kGRU;
+    if (grus < 2) return Status::ok();
     VOXRT_ASSIGN_OR_RETURN(auto layered, compile_graph(graph, precision, {}, false));
     VOXRT_ASSIGN_OR_RETURN(auto stacked, compile_graph(graph, precision, {}, true));
     const auto stacked_steps = stacked->tactics(0);
