@@ -139,7 +139,8 @@ void check_all_tactics(const std::string& name, const GraphCase& make, Precision
       // not pick it (a note in the build report), so here it is reported, not failed.
       // Likewise a split-K tactic on a GEMM whose K is short or whose algorithms take no split.
       const bool optional_tactic_declined =
-          (tactic_names.find("cudnn_") != std::string::npos &&
+          ((tactic_names.find("cudnn_") != std::string::npos ||
+            tactic_names.find("fold_w") != std::string::npos) &&
            s.message().find("cuDNN") != std::string::npos) ||
           (tactic_names.find("cublaslt_splitk") != std::string::npos &&
            s.message().find("split") != std::string::npos);
@@ -869,6 +870,54 @@ TEST(CudaOps, ConvCudnnGraphTacticRunsDs2Conv3) {
   }
   for (Precision p : kAllPrecisions)
     for (const auto& [name, make_case] : direct_conv_cases()) check_all_tactics(name, make_case, p);
+}
+
+// The width-fold tactics (the input's columns folded into channels, cuDNN over the height) on
+// DS2's convolutions: conv.3 and conv.0 of a streaming chunk (8 and 16 columns: one tile) and
+// conv.3 of a 2 s utterance (100 columns: tiles, the last one partial at 16), bias and Clip fused.
+// Every listed fold must run (a cuDNN decline here is a failure, not a note) and agree with the
+// CPU; then three runs of each (eager, captured, replayed) through check_all_tactics.
+TEST(CudaOps, ConvWidthFoldTacticsRunDs2Convolutions) {
+  REQUIRE_CUDA_DEVICE();
+  if (!cuda::cudnn_api()) GTEST_SKIP() << cuda::cudnn_api().status().message();
+  const std::vector<std::pair<std::string, GraphCase>> cases = {
+      {"DS2 conv.3 chunk",
+       direct_conv_case({4, 32, 81, 8}, 32, {21, 11}, {2, 1}, {10, 5, 10, 5}, {1, 1}, "clip")},
+      {"DS2 conv.0 chunk",
+       direct_conv_case({3, 1, 161, 16}, 32, {41, 11}, {2, 2}, {20, 5, 20, 5}, {1, 1}, "clip")},
+      {"DS2 conv.3 2 s",
+       direct_conv_case({1, 32, 81, 100}, 32, {21, 11}, {2, 1}, {10, 5, 10, 5}, {1, 1}, "clip")},
+  };
+  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+    for (const auto& [name, make] : cases) {
+      SCOPED_TRACE(str_cat(name, " at ", precision_name(p)));
+      std::mt19937 rng(5);
+      ir::Graph graph;
+      const std::vector<Tensor> inputs = make(graph, rng);
+      ASSERT_TRUE(ir::infer_graph(graph).is_ok());
+      const auto reference = run_cpu_reference(graph, inputs);
+      int folds = 0;
+      for (const auto& tactic : cuda::tactics_for(*graph.nodes().front(), p)) {
+        if (tactic.name.rfind("fold_w", 0) != 0) continue;
+        ++folds;
+        SCOPED_TRACE(tactic.name);
+        graph.nodes().front()->attrs.set(runtime::kTacticAttr,
+                                         static_cast<std::int64_t>(tactic.id));
+        auto exe = cuda::compile_graph(graph, p);
+        ASSERT_TRUE(exe) << exe.status().message();
+        auto session = (*exe)->create_session();
+        ASSERT_TRUE(session) << session.status().message();
+        std::vector<Tensor> outputs;
+        const Status s = (*session)->run(inputs, outputs);
+        ASSERT_TRUE(s.is_ok()) << s.message();
+        ASSERT_EQ(outputs.size(), 1u);
+        EXPECT_LE(relative_error(outputs[0], reference[0]), tolerance(p));
+      }
+      EXPECT_GE(folds, 2) << "the fold tactics were not listed";
+    }
+  }
+  for (Precision p : {Precision::kFp16, Precision::kBf16})
+    for (const auto& [name, make] : cases) check_all_tactics(name, make, p);
 }
 
 GraphCase recurrent_case(ir::OpKind op, const std::string& direction, int batch, bool states,

@@ -151,6 +151,9 @@ Expected<std::unique_ptr<CudaKernel>> make_reduction_kernel(const ir::Node& node
 std::string dense_unsupported(const ir::Node& node);
 // Whether the direct_tc conv tactic takes this (supported) Conv / FusedConv at `precision`.
 bool direct_conv_applies_to(const ir::Node& node, Precision precision);
+// Whether width-fold tactic `tactic` is listed for this (supported) Conv / FusedConv at
+// `precision`: it applies, and no earlier width-fold tactic plans the same fold.
+bool width_fold_listed_for(const ir::Node& node, Precision precision, TacticId tactic);
 Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, TacticId tactic,
                                                         KernelBuildContext& build);
 std::string recurrent_unsupported(const ir::Node& node);
@@ -185,6 +188,13 @@ inline constexpr TacticId kConvDirectTensorCore = 20;
 // heuristic ranks, NHWC for FP16/BF16 and NCHW for FP32/TF32; listed when the API loads.
 inline constexpr TacticId kConvCudnnGraphFirst = 21;
 inline constexpr int kConvCudnnGraphCandidates = 4;
+// The width-fold tactics (conv_width_fold.h): a narrow input's columns folded into channels, then
+// cuDNN's NHWC convolution over the height (FP16/BF16, the input width known at build time).
+// kConvWidthFoldFirst + i: tile width kWidthFoldTileWidths[i] with cuDNN's heuristic algorithm;
+// kConvWidthFoldPrecomp: the first tile width with its precomputed implicit GEMM.
+inline constexpr TacticId kConvWidthFoldFirst = 25;
+inline constexpr int kConvWidthFoldCandidates = 3;
+inline constexpr TacticId kConvWidthFoldPrecomp = 28;
 // Recurrent tactics.
 inline constexpr TacticId kRecurrentLt = 1;          // cuBLASLt recurrent GEMM + gate kernel
 inline constexpr TacticId kRecurrentFused = 2;       // fused mat-vec + gates, one launch per step

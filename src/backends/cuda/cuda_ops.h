@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "backends/cuda/conv_direct.h"
+#include "backends/cuda/conv_width_fold.h"
 #include "backends/cuda/strided_copy.h"
 
 namespace voxrt::backends::cuda::ops {
@@ -142,6 +143,15 @@ cudaError_t nhwc_bias_activation(const void* y, LowType y_type, const float* bia
 cudaError_t direct_conv(const DirectConv& shape, const float* x, const void* filter, LowType type,
                         const float* bias, UnaryOp op, float alpha, float beta, float* y,
                         cudaStream_t stream);
+
+// The width-fold convolution's passes around cuDNN (conv_width_fold.h): x float NCHW -> the
+// folded NHWC input in `type`; and y float NCHW = op(folded output + bias[oc]) from the folded
+// NHWC output in `type` (bias may be null). kF16/kBF16 only (else cudaErrorInvalidValue).
+cudaError_t width_fold_input(const WidthFold& fold, const float* x, void* folded_x, LowType type,
+                             cudaStream_t stream);
+cudaError_t width_fold_output(const WidthFold& fold, const void* folded_y, LowType type,
+                              const float* bias, UnaryOp op, float alpha, float beta, float* y,
+                              cudaStream_t stream);
 
 // Reference GEMM (tactic 0, the oracle): for each batch entry,
 // d[m, n] = sum_k opA(a)[m, k] * opB(b)[k, n] + bias[n]; row-major; strides in elements, 0 =

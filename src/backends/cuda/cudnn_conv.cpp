@@ -129,6 +129,7 @@ class CudnnConvCall final : public CudaCall {
     return shape_.batch * shape_.out_channels * shape_.out_h * shape_.out_w;
   }
   std::size_t scratch_bytes() const override {
+    if (shape_.raw_io) return align_up(workspace_bytes_);
     return low_bytes(in_elements()) + low_bytes(out_elements()) + align_up(workspace_bytes_);
   }
 
@@ -138,6 +139,7 @@ class CudnnConvCall final : public CudaCall {
         cudnn_status(api_, api_.set_stream(handle_, context.stream), "cudnnSetStream"));
     char* scratch = static_cast<char*>(context.scratch);
     const bool low = shape_.data_type != ops::LowType::kF32;
+    if (shape_.raw_io) return forward(in[0].data, out[0].data, scratch);
     const void* x = in[0].data;
     if (shape_.nhwc) {
       VOXRT_CUDA_TRY(ops::convert_nchw_to_nhwc(in[0].as<const float>(), scratch, shape_.data_type,
@@ -151,18 +153,7 @@ class CudnnConvCall final : public CudaCall {
     }
     void* y = low ? static_cast<void*>(scratch + low_bytes(in_elements())) : out[0].data;
     void* workspace = scratch + low_bytes(in_elements()) + low_bytes(out_elements());
-    const float one = 1.0f, zero = 0.0f;
-    if (graph_) {
-      VOXRT_RETURN_IF_ERROR(
-          graph_->execute(handle_, x, weight_, y, workspace_bytes_ ? workspace : nullptr));
-    } else {
-      VOXRT_RETURN_IF_ERROR(
-          cudnn_status(api_,
-                       api_.convolution_forward(handle_, &one, x_, x, w_, weight_, conv_, algo_,
-                                                workspace_bytes_ ? workspace : nullptr,
-                                                workspace_bytes_, &zero, y_, y),
-                       "cudnnConvolutionForward"));
-    }
+    VOXRT_RETURN_IF_ERROR(forward(x, y, workspace));
     if (shape_.nhwc) {
       VOXRT_CUDA_TRY(ops::nhwc_bias_activation(y, shape_.data_type, epilogue_.bias, shape_.batch,
                                                shape_.out_channels, shape_.out_h * shape_.out_w,
@@ -178,6 +169,18 @@ class CudnnConvCall final : public CudaCall {
   }
 
  private:
+  // y = conv(x) in cuDNN's layout and type (the handle is on the call's stream already).
+  Status forward(const void* x, void* y, void* workspace) const {
+    if (graph_)
+      return graph_->execute(handle_, x, weight_, y, workspace_bytes_ ? workspace : nullptr);
+    const float one = 1.0f, zero = 0.0f;
+    return cudnn_status(api_,
+                        api_.convolution_forward(handle_, &one, x_, x, w_, weight_, conv_, algo_,
+                                                 workspace_bytes_ ? workspace : nullptr,
+                                                 workspace_bytes_, &zero, y_, y),
+                        "cudnnConvolutionForward");
+  }
+
   const CudnnApi& api_;
   CudnnConvShape shape_;
   const void* weight_;

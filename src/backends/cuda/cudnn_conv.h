@@ -22,6 +22,10 @@ struct CudnnConvShape {
   // tensor-core convolutions want. x is transposed on its conversion from float and y on its
   // way back, through shared memory, so the NCHW graph sees no difference.
   bool nhwc = false;
+  // x and y are already in data_type (and NHWC when nhwc): the call runs cuDNN alone, on in[0]
+  // and out[0] as they are, with no conversion and no epilogue (the width-fold tactics do their
+  // own, conv_width_fold.h); its scratch is cuDNN's workspace.
+  bool raw_io = false;
 };
 
 enum class CudnnConvAlgo {

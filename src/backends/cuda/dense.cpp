@@ -3,14 +3,17 @@
 // cuBLASLt GEMM over all images, the bias riding in the weight matrix (a ones row in the im2col
 // matrix), or through cuDNN (cudnn_conv.h). Tactic 0 is a naive float GEMM, the oracle;
 // tactics 1..4 are cuBLASLt heuristic candidates, 5..6 split-K ones, 8..19 cuDNN algorithms (Conv
-// only), 20 our own tensor-core implicit GEMM for small convs (conv_direct.h). FP16/BF16: weights
+// only), 20 our own tensor-core implicit GEMM for small convs (conv_direct.h), 25..28 cuDNN on
+// the input with its columns folded into channels (conv_width_fold.h). FP16/BF16: weights
 // converted at load, activations converted per call (im2col writes the low type directly), float
 // accumulation and float outputs.
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "backends/cuda/conv_direct.h"
+#include "backends/cuda/conv_width_fold.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_conv.h"
 
@@ -294,6 +297,37 @@ CudnnConvAlgo cudnn_algo(TacticId tactic) {
   return CudnnConvAlgo::kHeuristic;
 }
 
+bool is_width_fold_tactic(TacticId tactic) {
+  return tactic >= kConvWidthFoldFirst && tactic <= kConvWidthFoldPrecomp;
+}
+int width_fold_tile_of(TacticId tactic) {
+  return tactic == kConvWidthFoldPrecomp ? kWidthFoldTileWidths[0]
+                                         : kWidthFoldTileWidths[tactic - kConvWidthFoldFirst];
+}
+
+// The 2-D convolution of x [N, C, H, W] with w [OC, C, KH, KW] into y, for the width-fold plan.
+WidthFoldConv width_fold_conv(const Dims& x, const Dims& w, const Dims& y, const ConvAttrs& attrs) {
+  WidthFoldConv c;
+  c.batch = x[0];
+  c.channels = x[1];
+  c.height = x[2];
+  c.width = x[3];
+  c.out_channels = w[0];
+  c.kernel_h = w[2];
+  c.kernel_w = w[3];
+  c.out_h = y[2];
+  c.out_w = y[3];
+  c.stride_h = attrs.strides[0];
+  c.stride_w = attrs.strides[1];
+  c.pad_top = attrs.pads[0];
+  c.pad_left = attrs.pads[1];
+  c.pad_bottom = attrs.pads[2];
+  c.pad_right = attrs.pads[3];
+  c.dilation_h = attrs.dilations[0];
+  c.dilation_w = attrs.dilations[1];
+  return c;
+}
+
 // [OC, C, K...] -> [OC, K..., C] (cuDNN's KRSC filter for NHWC data).
 std::vector<float> filter_to_channels_last(std::span<const float> w, std::int64_t out_channels,
                                            std::int64_t channels) {
@@ -385,12 +419,61 @@ class DirectConvCall final : public CudaCall {
   Activation act_;
 };
 
+// The width-fold tactics: the folded input, cuDNN's NHWC convolution on it, then y with bias and
+// activation from the folded output; both folded tensors live in scratch.
+class WidthFoldCall final : public CudaCall {
+ public:
+  WidthFoldCall(ops::WidthFold fold, std::unique_ptr<CudaCall> conv, ops::LowType operand,
+                const float* bias, Activation act)
+      : fold_(fold), conv_(std::move(conv)), operand_(operand), bias_(bias), act_(act) {}
+  std::size_t input_bytes() const {
+    return align_up(static_cast<std::size_t>(fold_.folded_input_elements()) *
+                    low_type_bytes(operand_));
+  }
+  std::size_t output_bytes() const {
+    return align_up(static_cast<std::size_t>(fold_.folded_output_elements()) *
+                    low_type_bytes(operand_));
+  }
+  std::size_t scratch_bytes() const override {
+    return input_bytes() + output_bytes() + conv_->scratch_bytes();
+  }
+  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
+                 const CudaRunContext& context) const override {
+    char* scratch = static_cast<char*>(context.scratch);
+    const DType type = operand_ == ops::LowType::kBF16 ? DType::kBF16 : DType::kF16;
+    const DevTensor folded_x{scratch, type,
+                             Dims{fold_.folded_batch(), fold_.height, 1, fold_.folded_channels()}};
+    const DevTensor folded_y{
+        scratch + input_bytes(), type,
+        Dims{fold_.folded_batch(), fold_.out_h, 1, fold_.folded_out_channels()}};
+    VOXRT_CUDA_TRY(ops::width_fold_input(fold_, in[0].as<const float>(), folded_x.data, operand_,
+                                         context.stream));
+    CudaRunContext conv_context = context;
+    conv_context.scratch = scratch + input_bytes() + output_bytes();
+    VOXRT_RETURN_IF_ERROR(conv_->enqueue(std::span<const DevTensor>(&folded_x, 1),
+                                         std::span<const DevTensor>(&folded_y, 1), conv_context));
+    VOXRT_CUDA_TRY(ops::width_fold_output(fold_, folded_y.data, operand_, bias_, act_.op,
+                                          act_.alpha, act_.beta, out[0].as<float>(),
+                                          context.stream));
+    return Status::ok();
+  }
+
+ private:
+  ops::WidthFold fold_;
+  std::unique_ptr<CudaCall> conv_;
+  ops::LowType operand_;
+  const float* bias_;
+  Activation act_;
+};
+
 class ConvKernel final : public CudaKernel {
  public:
   // weight: the im2col tactics' packed [OC, k_rows] matrix (bias in it), or for cuDNN the plain
   // [OC, C, KH, KW] weights with `bias` ([OC] float, or null) apart.
+  // fold: the width-fold tactics' plan at build time (its filter is `weight`).
   ConvKernel(TacticId tactic, Precision precision, ConvAttrs attrs, const void* weight,
-             std::int64_t k_rows, bool has_bias, Activation act, const float* bias = nullptr)
+             std::int64_t k_rows, bool has_bias, Activation act, const float* bias = nullptr,
+             ops::WidthFold fold = {})
       : tactic_(tactic),
         precision_(precision),
         attrs_(std::move(attrs)),
@@ -398,7 +481,8 @@ class ConvKernel final : public CudaKernel {
         k_rows_(k_rows),
         has_bias_(has_bias),
         act_(act),
-        bias_(bias) {}
+        bias_(bias),
+        fold_(fold) {}
 
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
                                               std::span<const DevTensor> out,
@@ -409,6 +493,7 @@ class ConvKernel final : public CudaKernel {
     const bool two_d = x.size() == 4;
     if (is_cudnn_tactic(tactic_)) return prepare_cudnn(x, w, y, two_d);
     if (tactic_ == kConvDirectTensorCore) return prepare_direct(x, w, y);
+    if (is_width_fold_tactic(tactic_)) return prepare_width_fold(x, w, y);
     ops::Im2Col im;
     im.batch = x[0];
     im.channels = x[1];
@@ -480,6 +565,45 @@ class ConvKernel final : public CudaKernel {
         new DirectConvCall(s, weight_, low_type_for(precision_), bias_, act_));
   }
 
+  Expected<std::unique_ptr<CudaCall>> prepare_width_fold(const Dims& x, const Dims& w,
+                                                         const Dims& y) const {
+    if (x.size() != 4) return unsupported("the width-fold convolution takes 2-D inputs");
+    const WidthFoldConv c = width_fold_conv(x, w, y, attrs_);
+    const int tile_w = width_fold_tile_of(tactic_);
+    if (!width_fold_applies(c, tile_w))
+      return unsupported("the width-fold convolution does not take x ", dims_to_string(x),
+                         " (limits in conv_width_fold.h)");
+    const ops::WidthFold f = width_fold_plan(c, tile_w);
+    // The filter was folded at build time for the input width of the graph.
+    if (f.tile_w != fold_.tile_w || f.tiles != fold_.tiles || f.window != fold_.window ||
+        f.window_start != fold_.window_start)
+      return unsupported("the width-fold filter was built for input width ", fold_.width,
+                         ", found x ", dims_to_string(x));
+    CudnnConvShape s;
+    s.batch = f.folded_batch();
+    s.channels = f.folded_channels();
+    s.height = f.height;
+    s.width = 1;
+    s.out_channels = f.folded_out_channels();
+    s.kernel_h = f.kernel_h;
+    s.kernel_w = 1;
+    s.out_h = f.out_h;
+    s.out_w = 1;
+    s.stride_h = f.stride_h;
+    s.pad_h = f.pad_top;
+    s.dilation_h = f.dilation_h;
+    s.data_type = low_type_for(precision_);
+    s.nhwc = true;
+    s.raw_io = true;
+    const CudnnConvAlgo algo = tactic_ == kConvWidthFoldPrecomp
+                                   ? CudnnConvAlgo::kImplicitPrecompGemm
+                                   : CudnnConvAlgo::kHeuristic;
+    VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<CudaCall> conv,
+                           make_cudnn_conv_call(s, algo, weight_, ConvEpilogue{}));
+    return std::unique_ptr<CudaCall>(
+        new WidthFoldCall(f, std::move(conv), s.data_type, bias_, act_));
+  }
+
   Expected<std::unique_ptr<CudaCall>> prepare_cudnn(const Dims& x, const Dims& w, const Dims& y,
                                                     bool two_d) const {
     const std::size_t spatial = two_d ? 2 : 1;
@@ -526,6 +650,7 @@ class ConvKernel final : public CudaKernel {
   bool has_bias_;
   Activation act_;
   const float* bias_;
+  ops::WidthFold fold_;
 };
 
 bool is_conv(const ir::Node& node) {
@@ -597,6 +722,57 @@ bool direct_conv_applies_to(const ir::Node& node, Precision precision) {
 
 namespace {
 
+ConvAttrs read_conv_attrs(const ir::Node& node, std::size_t spatial) {
+  ConvAttrs attrs;
+  attrs.strides = node.attrs.get_ints("strides", std::vector<std::int64_t>(spatial, 1));
+  attrs.dilations = node.attrs.get_ints("dilations", std::vector<std::int64_t>(spatial, 1));
+  attrs.pads = node.attrs.get_ints("pads", std::vector<std::int64_t>(2 * spatial, 0));
+  if (node.attrs.get_string("auto_pad", "NOTSET") == "VALID") attrs.pads.assign(2 * spatial, 0);
+  return attrs;
+}
+
+// The convolution as the graph knows it at build time, for the width-fold tactics: nullopt
+// unless 2-D with a known input width (the folded filter depends on it). An unknown batch or
+// height counts as 1 / the kernel's height here; prepare checks the real shapes.
+std::optional<WidthFoldConv> build_time_width_fold_conv(const ir::Node& node) {
+  if (!is_conv(node) || !node.input(1) || !node.input(1)->is_constant()) return std::nullopt;
+  const Tensor& w = *node.input(1)->constant;
+  const ir::Value* x = node.input(0);
+  if (w.rank() != 4 || node.attrs.get_int("group", 1) != 1 || !x || !x->rank_known ||
+      x->shape.size() != 4 || !x->shape[3].is_known())
+    return std::nullopt;
+  const ConvAttrs attrs = read_conv_attrs(node, 2);
+  if (attrs.strides.size() != 2 || attrs.dilations.size() != 2 || attrs.pads.size() != 4)
+    return std::nullopt;
+  const std::int64_t reach_h = (w.dim(2) - 1) * attrs.dilations[0] + 1;
+  const std::int64_t reach_w = (w.dim(3) - 1) * attrs.dilations[1] + 1;
+  const std::int64_t height =
+      x->shape[2].is_known() ? x->shape[2].value : std::max<std::int64_t>(reach_h, 1);
+  Dims x_dims{x->shape[0].is_known() ? x->shape[0].value : 1, w.dim(1), height, x->shape[3].value};
+  const std::int64_t out_h = (height + attrs.pads[0] + attrs.pads[2] - reach_h) /
+                                 std::max<std::int64_t>(attrs.strides[0], 1) +
+                             1;
+  const std::int64_t out_w = (x_dims[3] + attrs.pads[1] + attrs.pads[3] - reach_w) /
+                                 std::max<std::int64_t>(attrs.strides[1], 1) +
+                             1;
+  return width_fold_conv(x_dims, w.dims(), Dims{x_dims[0], w.dim(0), out_h, out_w}, attrs);
+}
+
+}  // namespace
+
+bool width_fold_listed_for(const ir::Node& node, Precision precision, TacticId tactic) {
+  if (!is_width_fold_tactic(tactic) ||
+      (precision != Precision::kFp16 && precision != Precision::kBf16))
+    return false;
+  const std::optional<WidthFoldConv> c = build_time_width_fold_conv(node);
+  if (!c) return false;
+  const int tile_w = width_fold_tile_of(tactic);
+  return width_fold_applies(*c, tile_w) &&
+         (tactic == kConvWidthFoldPrecomp || width_fold_tile_is_new(*c, tile_w));
+}
+
+namespace {
+
 Expected<std::unique_ptr<CudaKernel>> make_unclamped_dense_kernel(const ir::Node& node,
                                                                   TacticId tactic,
                                                                   KernelBuildContext& build) {
@@ -607,12 +783,7 @@ Expected<std::unique_ptr<CudaKernel>> make_unclamped_dense_kernel(const ir::Node
       tactic == kReferenceTactic ? ops::LowType::kF32 : build.operand_type();
   if (is_conv(node)) {
     const Tensor& w = *node.input(1)->constant;
-    const std::size_t spatial = w.rank() - 2;
-    ConvAttrs attrs;
-    attrs.strides = node.attrs.get_ints("strides", std::vector<std::int64_t>(spatial, 1));
-    attrs.dilations = node.attrs.get_ints("dilations", std::vector<std::int64_t>(spatial, 1));
-    attrs.pads = node.attrs.get_ints("pads", std::vector<std::int64_t>(2 * spatial, 0));
-    if (node.attrs.get_string("auto_pad", "NOTSET") == "VALID") attrs.pads.assign(2 * spatial, 0);
+    ConvAttrs attrs = read_conv_attrs(node, w.rank() - 2);
     const std::int64_t out_channels = w.dim(0);
     const std::int64_t patch = w.element_count() / out_channels;
     const bool has_bias = node.input(2) != nullptr;
@@ -630,6 +801,20 @@ Expected<std::unique_ptr<CudaKernel>> make_unclamped_dense_kernel(const ir::Node
       VOXRT_ASSIGN_OR_RETURN(const float* bias, upload_bias(node, out_channels, build));
       return std::unique_ptr<CudaKernel>(new ConvKernel(tactic, build.precision(), std::move(attrs),
                                                         weight, 0, has_bias, act, bias));
+    }
+    if (is_width_fold_tactic(tactic)) {
+      if (!width_fold_listed_for(node, build.precision(), tactic))
+        return unsupported(node.describe(),
+                           ": the width-fold tactics take FP16/BF16 2-D convolutions whose input "
+                           "width is known, within the limits of conv_width_fold.h");
+      const ops::WidthFold fold =
+          width_fold_plan(*build_time_width_fold_conv(node), width_fold_tile_of(tactic));
+      const std::vector<float> filter = width_fold_filter(fold, w.data<float>());
+      VOXRT_ASSIGN_OR_RETURN(void* weight,
+                             build.upload_f32(filter, low_type_for(build.precision())));
+      VOXRT_ASSIGN_OR_RETURN(const float* bias, upload_bias(node, out_channels, build));
+      return std::unique_ptr<CudaKernel>(new ConvKernel(tactic, build.precision(), std::move(attrs),
+                                                        weight, 0, has_bias, act, bias, fold));
     }
     if (is_cudnn_tactic(tactic)) {
       const std::vector<float> channels_last =

@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "backends/cuda/conv_width_fold.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/cudnn_rnn.h"
@@ -59,6 +60,16 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
       }
       if (conv && direct_conv_applies_to(node, precision))
         tactics.push_back({kConvDirectTensorCore, "direct_tc"});
+      if (conv && cudnn_api()) {
+        for (int i = 0; i < kConvWidthFoldCandidates; ++i) {
+          const TacticId id = kConvWidthFoldFirst + static_cast<TacticId>(i);
+          if (width_fold_listed_for(node, precision, id))
+            tactics.push_back({id, str_cat("fold_w", kWidthFoldTileWidths[i])});
+        }
+        if (width_fold_listed_for(node, precision, kConvWidthFoldPrecomp))
+          tactics.push_back(
+              {kConvWidthFoldPrecomp, str_cat("fold_w", kWidthFoldTileWidths[0], "_precomp")});
+      }
       return tactics;
     }
     case ir::OpFamily::kRecurrent: {

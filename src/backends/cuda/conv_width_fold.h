@@ -1,0 +1,142 @@
+// The width-fold convolution tactics (kConvWidthFold*): a 2-D convolution over a narrow input
+// (DS2's streaming chunk is 8 or 16 columns wide) rewritten as a convolution over the height
+// alone, which cuDNN's NHWC tensor-core kernels run well:
+//   - the output columns are cut into tiles of tile_w; tile t of image n becomes image
+//     n * tiles + t of the folded convolution;
+//   - the input columns a tile reads (its window, `window` wide) become channels: folded channel
+//     c * window + ws holds x[n, c, h, window_start + t * tile_w * stride_w + ws] (0 outside);
+//   - output channel oc * tile_w + tw of the folded convolution is y[n, oc, oh, t * tile_w + tw];
+//   - the folded filter [OC * tile_w, KH, 1, C * window] (KRSC) holds w[oc, c, r, kw] where the
+//     window column ws is output column tw's tap kw, zeros elsewhere (a Toeplitz band).
+// DS2's conv.3 on a chunk (32 -> 32 channels, kernel 21 x 11, 8 columns) becomes a 256 -> 256
+// channel convolution with a 21 x 1 kernel: a dense, aligned GEMM shape instead of 32 output
+// channels over a 7,392-long reduction. A single tile (all output columns) drops the window
+// columns that lie in the padding, so nothing is computed for them; several tiles keep them
+// (zeros) and the folded convolution does (window * tiles * tile_w) / (KW * OW) times the
+// multiply-adds of the original (width_fold_work_ratio).
+// Plain C++17 and no CUDA headers, so the .cu kernels (cuda_ops.h), the host side and CPU-only
+// unit tests share the index maps below.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#ifndef VOXRT_HOST_DEVICE
+#if defined(__CUDACC__)
+#define VOXRT_HOST_DEVICE __host__ __device__
+#else
+#define VOXRT_HOST_DEVICE
+#endif
+#endif
+
+namespace voxrt::backends::cuda {
+namespace ops {
+
+// The convolution (x [batch, channels, height, width] -> y [batch, out_channels, out_h, out_w])
+// and its fold. 32-bit: the caller checks width_fold_fits().
+struct WidthFold {
+  int batch = 0, channels = 0, height = 0, width = 0;
+  int out_channels = 0, kernel_h = 1, kernel_w = 1, out_h = 0, out_w = 0;
+  int stride_h = 1, stride_w = 1, pad_top = 0, pad_bottom = 0, pad_left = 0, dilation_h = 1,
+      dilation_w = 1;
+  int tile_w = 0;  // output columns per tile
+  int tiles = 0;   // ceil(out_w / tile_w)
+  int window = 0;  // input columns per tile: the folded channels are channels * window
+  int window_start =
+      0;  // input column of tile 0's first window column (tile t: + t * tile_w * stride_w)
+  VOXRT_HOST_DEVICE int folded_batch() const { return batch * tiles; }
+  VOXRT_HOST_DEVICE int folded_channels() const { return channels * window; }
+  VOXRT_HOST_DEVICE int folded_out_channels() const { return out_channels * tile_w; }
+  // Elements of the folded input [folded_batch, height, 1, folded_channels] (NHWC) and output
+  // [folded_batch, out_h, 1, folded_out_channels].
+  VOXRT_HOST_DEVICE std::int64_t folded_input_elements() const {
+    return std::int64_t{folded_batch()} * height * folded_channels();
+  }
+  VOXRT_HOST_DEVICE std::int64_t folded_output_elements() const {
+    return std::int64_t{folded_batch()} * out_h * folded_out_channels();
+  }
+  VOXRT_HOST_DEVICE std::int64_t output_elements() const {
+    return std::int64_t{batch} * out_channels * out_h * out_w;
+  }
+};
+
+// Folded input element e (NHWC order: image, row, channel) from x (float NCHW).
+VOXRT_HOST_DEVICE inline float width_fold_input_value(const WidthFold& f, const float* x, int e) {
+  const int folded_channels = f.folded_channels();
+  const int channel = e % folded_channels;
+  const int row = e / folded_channels;  // folded image * height + h
+  const int h = row % f.height, image = row / f.height;
+  const int n = image / f.tiles, t = image - n * f.tiles;
+  const int c = channel / f.window, ws = channel - c * f.window;
+  const int iw = f.window_start + t * f.tile_w * f.stride_w + ws;
+  if (iw < 0 || iw >= f.width) return 0.0f;
+  return x[((n * f.channels + c) * f.height + h) * f.width + iw];
+}
+
+// Where output element e of y (NCHW order) lies in the folded output.
+VOXRT_HOST_DEVICE inline int width_fold_output_source(const WidthFold& f, int e) {
+  const int ow = e % f.out_w;
+  const int rest = e / f.out_w;
+  const int oh = rest % f.out_h;
+  const int n_oc = rest / f.out_h;
+  const int oc = n_oc % f.out_channels, n = n_oc / f.out_channels;
+  const int t = ow / f.tile_w, tw = ow - t * f.tile_w;
+  return ((n * f.tiles + t) * f.out_h + oh) * f.folded_out_channels() + oc * f.tile_w + tw;
+}
+
+// The kernel column output column tw (of any tile) takes from window column ws, or -1.
+VOXRT_HOST_DEVICE inline int width_fold_kernel_column(const WidthFold& f, int tw, int ws) {
+  const int offset = ws + f.window_start + f.pad_left - tw * f.stride_w;  // = kw * dilation_w
+  if (offset < 0 || offset % f.dilation_w != 0) return -1;
+  const int kw = offset / f.dilation_w;
+  return kw < f.kernel_w ? kw : -1;
+}
+
+}  // namespace ops
+
+// The convolution a width-fold tactic is planned for (pads: top, left, bottom, right).
+struct WidthFoldConv {
+  std::int64_t batch = 0, channels = 0, height = 0, width = 0;
+  std::int64_t out_channels = 0, kernel_h = 1, kernel_w = 1, out_h = 0, out_w = 0;
+  std::int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, pad_bottom = 0, pad_right = 0,
+               dilation_h = 1, dilation_w = 1;
+};
+
+// The tile widths the tactics ask for: kWidthFoldTileWidths[i] is tactic kConvWidthFoldFirst + i
+// (cuDNN's heuristic algorithm); the last tactic is the first width with cuDNN's precomputed
+// implicit GEMM.
+inline constexpr int kWidthFoldTileWidths[] = {8, 4, 16};
+// Limits: the folded convolution's channels, its filter (elements), and how much more work it
+// may do than the original.
+inline constexpr std::int64_t kWidthFoldMaxChannels = 4096;
+inline constexpr std::int64_t kWidthFoldMaxFilterElements = std::int64_t{1} << 26;
+inline constexpr double kWidthFoldMaxWorkRatio = 4.0;
+
+// The fold of c with tiles of min(tile_w, out_w) columns: a single tile covers the in-image
+// columns its outputs read, several tiles each cover their whole window. The window is widened
+// until the folded channels are a multiple of 8 (the tensor-core kernels' alignment; an extra
+// column is either past the image, where the input is zero, or past every output's kernel, where
+// the filter is). tiles == 0 when c has no output columns.
+ops::WidthFold width_fold_plan(const WidthFoldConv& c, int tile_w);
+
+// Multiply-adds of the folded convolution over those of c.
+double width_fold_work_ratio(const ops::WidthFold& f);
+
+// Whether the fold with tile_w suits c: symmetric height pads (cuDNN's), the limits above, and
+// 32-bit indices for x, y and the folded tensors.
+bool width_fold_applies(const WidthFoldConv& c, int tile_w);
+
+// Whether tile width tile_w plans a different fold for c than every earlier entry of
+// kWidthFoldTileWidths (so that no two tactics run the same thing).
+bool width_fold_tile_is_new(const WidthFoldConv& c, int tile_w);
+
+// w [OC, C, KH, KW] -> the folded filter [OC * tile_w, KH, 1, C * window] (KRSC).
+std::vector<float> width_fold_filter(const ops::WidthFold& f, const float* w);
+
+// y through the fold on the host: the folded input (width_fold_input_value), a direct NHWC
+// convolution over the height with the folded filter (double accumulation), then each y element
+// from width_fold_output_source. The test oracle of the index maps; bias and activation are left
+// out.
+std::vector<float> width_fold_reference(const ops::WidthFold& f, const float* x, const float* w);
+
+}  // namespace voxrt::backends::cuda
