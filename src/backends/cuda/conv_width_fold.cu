@@ -14,6 +14,9 @@ namespace {
 
 constexpr int kThreads = 256;
 
+__device__ __forceinline__ float load_float(const float* p, int i) {
+  return p[i];
+}
 __device__ __forceinline__ float load_float(const __half* p, int i) {
   return __half2float(p[i]);
 }
@@ -30,6 +33,17 @@ __global__ void __launch_bounds__(kThreads)
   // Unsigned: n < 2^31, and the last stride past it must not wrap.
   for (unsigned e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += gridDim.x * blockDim.x)
     folded_x[e] = from_float<T>(width_fold_input_value(f, x, static_cast<int>(e)));
+}
+
+// A of the GEMM tactics, 16 bytes (8 two-byte elements) per thread and step: both sides are
+// contiguous runs of folded_channels / 8 chunks.
+__global__ void __launch_bounds__(kThreads)
+    width_fold_rows_kernel(WidthFold f, const uint4* __restrict__ folded_x, uint4* __restrict__ a,
+                           unsigned n) {
+  for (unsigned q = blockIdx.x * blockDim.x + threadIdx.x; q < n; q += gridDim.x * blockDim.x) {
+    const int source = width_fold_row_chunk_source(f, static_cast<int>(q));
+    a[q] = source < 0 ? make_uint4(0u, 0u, 0u, 0u) : folded_x[source];
+  }
 }
 
 // Consecutive threads write consecutive ow of y (coalesced); their reads are runs of tile_w.
@@ -66,6 +80,15 @@ cudaError_t width_fold_input(const WidthFold& fold, const float* x, void* folded
   return cudaErrorInvalidValue;
 }
 
+cudaError_t width_fold_rows(const WidthFold& fold, const void* folded_x, void* a,
+                            cudaStream_t stream) {
+  const std::int64_t n = fold.unfolded_rows() * fold.unfolded_columns() / 8;
+  if (n <= 0) return cudaSuccess;
+  width_fold_rows_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, stream>>>(
+      fold, static_cast<const uint4*>(folded_x), static_cast<uint4*>(a), static_cast<unsigned>(n));
+  return cudaGetLastError();
+}
+
 cudaError_t width_fold_output(const WidthFold& fold, const void* folded_y, LowType type,
                               const float* bias, UnaryOp op, float alpha, float beta, float* y,
                               cudaStream_t stream) {
@@ -83,7 +106,11 @@ cudaError_t width_fold_output(const WidthFold& fold, const void* folded_y, LowTy
           fold, static_cast<const __nv_bfloat16*>(folded_y), bias, op, alpha, beta, y,
           static_cast<unsigned>(n));
       return cudaGetLastError();
-    case LowType::kF32: break;
+    case LowType::kF32:
+      width_fold_output_kernel<<<blocks, kThreads, 0, stream>>>(
+          fold, static_cast<const float*>(folded_y), bias, op, alpha, beta, y,
+          static_cast<unsigned>(n));
+      return cudaGetLastError();
   }
   return cudaErrorInvalidValue;
 }

@@ -58,6 +58,14 @@ struct WidthFold {
   VOXRT_HOST_DEVICE std::int64_t output_elements() const {
     return std::int64_t{batch} * out_channels * out_h * out_w;
   }
+  // The GEMM tactics' matrix A [folded_batch * out_h, kernel_h * folded_channels]
+  // (width_fold_row_chunk_source).
+  VOXRT_HOST_DEVICE std::int64_t unfolded_rows() const {
+    return std::int64_t{folded_batch()} * out_h;
+  }
+  VOXRT_HOST_DEVICE std::int64_t unfolded_columns() const {
+    return std::int64_t{kernel_h} * folded_channels();
+  }
 };
 
 // Folded input element e (NHWC order: image, row, channel) from x (float NCHW).
@@ -82,6 +90,23 @@ VOXRT_HOST_DEVICE inline int width_fold_output_source(const WidthFold& f, int e)
   const int oc = n_oc % f.out_channels, n = n_oc / f.out_channels;
   const int t = ow / f.tile_w, tw = ow - t * f.tile_w;
   return ((n * f.tiles + t) * f.out_h + oh) * f.folded_out_channels() + oc * f.tile_w + tw;
+}
+
+// The GEMM tactics unfold the folded input along the height: row (image, oh) of A is the folded
+// input rows h = oh * stride_h - pad_top + r * dilation_h for r < kernel_h, one after the other
+// (zeros where h is outside the image), so that the folded convolution is A x filter^T with the
+// filter [OC * tile_w, kernel_h * folded_channels]. A is copied in chunks of 8 elements
+// (folded_channels is a multiple of 8): the chunk of the folded input that chunk q of A copies,
+// or -1 for zeros.
+VOXRT_HOST_DEVICE inline int width_fold_row_chunk_source(const WidthFold& f, int q) {
+  const int chunks = f.folded_channels() / 8;
+  const int chunk = q % chunks;
+  const int rest = q / chunks;
+  const int r = rest % f.kernel_h, row = rest / f.kernel_h;
+  const int oh = row % f.out_h, image = row / f.out_h;
+  const int h = oh * f.stride_h - f.pad_top + r * f.dilation_h;
+  if (h < 0 || h >= f.height) return -1;
+  return (image * f.height + h) * chunks + chunk;
 }
 
 // The kernel column output column tw (of any tile) takes from window column ws, or -1.
@@ -123,8 +148,10 @@ ops::WidthFold width_fold_plan(const WidthFoldConv& c, int tile_w);
 double width_fold_work_ratio(const ops::WidthFold& f);
 
 // Whether the fold with tile_w suits c: symmetric height pads (cuDNN's), the limits above, and
-// 32-bit indices for x, y and the folded tensors.
-bool width_fold_applies(const WidthFoldConv& c, int tile_w);
+// 32-bit indices for x, y and the folded tensors; for the GEMM tactics (`gemm`) also A in chunks
+// within 32 bits and at most kWidthFoldMaxUnfoldedBytes of it (2-byte elements).
+bool width_fold_applies(const WidthFoldConv& c, int tile_w, bool gemm = false);
+inline constexpr std::int64_t kWidthFoldMaxUnfoldedBytes = std::int64_t{1} << 30;
 
 // Whether tile width tile_w plans a different fold for c than every earlier entry of
 // kWidthFoldTileWidths (so that no two tactics run the same thing).
@@ -138,5 +165,10 @@ std::vector<float> width_fold_filter(const ops::WidthFold& f, const float* w);
 // from width_fold_output_source. The test oracle of the index maps; bias and activation are left
 // out.
 std::vector<float> width_fold_reference(const ops::WidthFold& f, const float* x, const float* w);
+
+// The same through the GEMM tactics' maps: A copied chunk by chunk
+// (width_fold_row_chunk_source) from the folded input, times the folded filter.
+std::vector<float> width_fold_gemm_reference(const ops::WidthFold& f, const float* x,
+                                             const float* w);
 
 }  // namespace voxrt::backends::cuda

@@ -195,6 +195,12 @@ inline constexpr int kConvCudnnGraphCandidates = 4;
 inline constexpr TacticId kConvWidthFoldFirst = 25;
 inline constexpr int kConvWidthFoldCandidates = 3;
 inline constexpr TacticId kConvWidthFoldPrecomp = 28;
+// The same folds with the folded input unfolded along the height into a matrix A
+// (width_fold_row_chunk_source) and one cuBLASLt GEMM with the folded filter: need no cuDNN.
+// kConvWidthFoldGemmFirst + i: tile width kWidthFoldTileWidths[i], cuBLASLt's first heuristic
+// candidate; kConvWidthFoldGemmSecond: the first tile width with its second candidate.
+inline constexpr TacticId kConvWidthFoldGemmFirst = 29;
+inline constexpr TacticId kConvWidthFoldGemmSecond = 32;
 // Recurrent tactics.
 inline constexpr TacticId kRecurrentLt = 1;          // cuBLASLt recurrent GEMM + gate kernel
 inline constexpr TacticId kRecurrentFused = 2;       // fused mat-vec + gates, one launch per step

@@ -3,8 +3,9 @@
 // cuBLASLt GEMM over all images, the bias riding in the weight matrix (a ones row in the im2col
 // matrix), or through cuDNN (cudnn_conv.h). Tactic 0 is a naive float GEMM, the oracle;
 // tactics 1..4 are cuBLASLt heuristic candidates, 5..6 split-K ones, 8..19 cuDNN algorithms (Conv
-// only), 20 our own tensor-core implicit GEMM for small convs (conv_direct.h), 25..28 cuDNN on
-// the input with its columns folded into channels (conv_width_fold.h). FP16/BF16: weights
+// only), 20 our own tensor-core implicit GEMM for small convs (conv_direct.h), 25..32 the input
+// with its columns folded into channels (conv_width_fold.h), then cuDNN (25..28) or a height
+// unfold and one cuBLASLt GEMM (29..32). FP16/BF16: weights
 // converted at load, activations converted per call (im2col writes the low type directly), float
 // accumulation and float outputs.
 #include <algorithm>
@@ -298,11 +299,16 @@ CudnnConvAlgo cudnn_algo(TacticId tactic) {
 }
 
 bool is_width_fold_tactic(TacticId tactic) {
-  return tactic >= kConvWidthFoldFirst && tactic <= kConvWidthFoldPrecomp;
+  return tactic >= kConvWidthFoldFirst && tactic <= kConvWidthFoldGemmSecond;
+}
+bool is_width_fold_gemm_tactic(TacticId tactic) {
+  return tactic >= kConvWidthFoldGemmFirst && tactic <= kConvWidthFoldGemmSecond;
 }
 int width_fold_tile_of(TacticId tactic) {
-  return tactic == kConvWidthFoldPrecomp ? kWidthFoldTileWidths[0]
-                                         : kWidthFoldTileWidths[tactic - kConvWidthFoldFirst];
+  if (tactic == kConvWidthFoldPrecomp || tactic == kConvWidthFoldGemmSecond)
+    return kWidthFoldTileWidths[0];
+  return kWidthFoldTileWidths[tactic - (is_width_fold_gemm_tactic(tactic) ? kConvWidthFoldGemmFirst
+                                                                          : kConvWidthFoldFirst)];
 }
 
 // The 2-D convolution of x [N, C, H, W] with w [OC, C, KH, KW] into y, for the width-fold plan.
@@ -466,6 +472,54 @@ class WidthFoldCall final : public CudaCall {
   Activation act_;
 };
 
+// The width-fold GEMM tactics: the folded input, A (its height unfold), one cuBLASLt GEMM with
+// the folded filter into a float D [A's rows, OC * tile_w], then y with bias and activation
+// from D; the three intermediates live in scratch.
+class WidthFoldGemmCall final : public CudaCall {
+ public:
+  WidthFoldGemmCall(ops::WidthFold fold, std::unique_ptr<LtGemm> gemm, const void* filter,
+                    ops::LowType operand, const float* bias, Activation act)
+      : fold_(fold),
+        gemm_(std::move(gemm)),
+        filter_(filter),
+        operand_(operand),
+        bias_(bias),
+        act_(act) {}
+  std::size_t input_bytes() const {
+    return align_up(static_cast<std::size_t>(fold_.folded_input_elements()) *
+                    low_type_bytes(operand_));
+  }
+  std::size_t a_bytes() const {
+    return align_up(static_cast<std::size_t>(fold_.unfolded_rows() * fold_.unfolded_columns()) *
+                    low_type_bytes(operand_));
+  }
+  std::size_t scratch_bytes() const override {
+    return input_bytes() + a_bytes() +
+           align_up(static_cast<std::size_t>(fold_.folded_output_elements()) * sizeof(float));
+  }
+  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
+                 const CudaRunContext& context) const override {
+    char* scratch = static_cast<char*>(context.scratch);
+    char* a = scratch + input_bytes();
+    float* d = reinterpret_cast<float*>(a + a_bytes());
+    VOXRT_CUDA_TRY(
+        ops::width_fold_input(fold_, in[0].as<const float>(), scratch, operand_, context.stream));
+    VOXRT_CUDA_TRY(ops::width_fold_rows(fold_, scratch, a, context.stream));
+    VOXRT_RETURN_IF_ERROR(gemm_->run(a, filter_, d, nullptr, context));
+    VOXRT_CUDA_TRY(ops::width_fold_output(fold_, d, ops::LowType::kF32, bias_, act_.op, act_.alpha,
+                                          act_.beta, out[0].as<float>(), context.stream));
+    return Status::ok();
+  }
+
+ private:
+  ops::WidthFold fold_;
+  std::unique_ptr<LtGemm> gemm_;
+  const void* filter_;
+  ops::LowType operand_;
+  const float* bias_;
+  Activation act_;
+};
+
 class ConvKernel final : public CudaKernel {
  public:
   // weight: the im2col tactics' packed [OC, k_rows] matrix (bias in it), or for cuDNN the plain
@@ -493,7 +547,7 @@ class ConvKernel final : public CudaKernel {
     const bool two_d = x.size() == 4;
     if (is_cudnn_tactic(tactic_)) return prepare_cudnn(x, w, y, two_d);
     if (tactic_ == kConvDirectTensorCore) return prepare_direct(x, w, y);
-    if (is_width_fold_tactic(tactic_)) return prepare_width_fold(x, w, y);
+    if (is_width_fold_tactic(tactic_)) return prepare_width_fold(x, w, y, lt);
     ops::Im2Col im;
     im.batch = x[0];
     im.channels = x[1];
@@ -566,11 +620,12 @@ class ConvKernel final : public CudaKernel {
   }
 
   Expected<std::unique_ptr<CudaCall>> prepare_width_fold(const Dims& x, const Dims& w,
-                                                         const Dims& y) const {
+                                                         const Dims& y, cublasLtHandle_t lt) const {
     if (x.size() != 4) return unsupported("the width-fold convolution takes 2-D inputs");
     const WidthFoldConv c = width_fold_conv(x, w, y, attrs_);
     const int tile_w = width_fold_tile_of(tactic_);
-    if (!width_fold_applies(c, tile_w))
+    const bool gemm = is_width_fold_gemm_tactic(tactic_);
+    if (!width_fold_applies(c, tile_w, gemm))
       return unsupported("the width-fold convolution does not take x ", dims_to_string(x),
                          " (limits in conv_width_fold.h)");
     const ops::WidthFold f = width_fold_plan(c, tile_w);
@@ -579,6 +634,19 @@ class ConvKernel final : public CudaKernel {
         f.window_start != fold_.window_start)
       return unsupported("the width-fold filter was built for input width ", fold_.width,
                          ", found x ", dims_to_string(x));
+    const ops::LowType operand = low_type_for(precision_);
+    if (gemm) {
+      LtGemmShape s;
+      s.m = f.unfolded_rows();
+      s.n = f.folded_out_channels();
+      s.k = f.unfolded_columns();
+      s.trans_b = true;  // the folded filter is [OC * tile_w, KH * folded channels]
+      s.operand_type = operand;
+      VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<LtGemm> lt_gemm,
+                             LtGemm::create(s, tactic_ == kConvWidthFoldGemmSecond ? 1 : 0, lt));
+      return std::unique_ptr<CudaCall>(
+          new WidthFoldGemmCall(f, std::move(lt_gemm), weight_, operand, bias_, act_));
+    }
     CudnnConvShape s;
     s.batch = f.folded_batch();
     s.channels = f.folded_channels();
@@ -592,7 +660,7 @@ class ConvKernel final : public CudaKernel {
     s.stride_h = f.stride_h;
     s.pad_h = f.pad_top;
     s.dilation_h = f.dilation_h;
-    s.data_type = low_type_for(precision_);
+    s.data_type = operand;
     s.nhwc = true;
     s.raw_io = true;
     const CudnnConvAlgo algo = tactic_ == kConvWidthFoldPrecomp
@@ -767,8 +835,9 @@ bool width_fold_listed_for(const ir::Node& node, Precision precision, TacticId t
   const std::optional<WidthFoldConv> c = build_time_width_fold_conv(node);
   if (!c) return false;
   const int tile_w = width_fold_tile_of(tactic);
-  return width_fold_applies(*c, tile_w) &&
-         (tactic == kConvWidthFoldPrecomp || width_fold_tile_is_new(*c, tile_w));
+  const bool second_variant = tactic == kConvWidthFoldPrecomp || tactic == kConvWidthFoldGemmSecond;
+  return width_fold_applies(*c, tile_w, is_width_fold_gemm_tactic(tactic)) &&
+         (second_variant || width_fold_tile_is_new(*c, tile_w));
 }
 
 namespace {

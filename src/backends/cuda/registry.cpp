@@ -70,6 +70,16 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
           tactics.push_back(
               {kConvWidthFoldPrecomp, str_cat("fold_w", kWidthFoldTileWidths[0], "_precomp")});
       }
+      if (conv) {
+        for (int i = 0; i < kConvWidthFoldCandidates; ++i) {
+          const TacticId id = kConvWidthFoldGemmFirst + static_cast<TacticId>(i);
+          if (width_fold_listed_for(node, precision, id))
+            tactics.push_back({id, str_cat("fold_gemm_w", kWidthFoldTileWidths[i])});
+        }
+        if (width_fold_listed_for(node, precision, kConvWidthFoldGemmSecond))
+          tactics.push_back(
+              {kConvWidthFoldGemmSecond, str_cat("fold_gemm_w", kWidthFoldTileWidths[0], "_1")});
+      }
       return tactics;
     }
     case ir::OpFamily::kRecurrent: {

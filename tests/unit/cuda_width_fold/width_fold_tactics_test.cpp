@@ -1,6 +1,6 @@
 // Which convolutions list the width-fold tactics (width_fold_listed_for, what registry.cpp's
-// tactics_for asks when cuDNN loads): 2-D, FP16/BF16, the input width known at build time, one
-// tactic per distinct fold. Needs no device.
+// tactics_for asks; for the cuDNN ones when cuDNN loads): 2-D, FP16/BF16, the input width known at
+// build time, one tactic per distinct fold. Needs no device.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -27,7 +27,7 @@ std::vector<TacticId> listed(std::int64_t width, Precision p) {
   conv->attrs.set("strides", std::vector<std::int64_t>{2, 1});
   conv->attrs.set("pads", std::vector<std::int64_t>{10, kernel_w / 2, 10, kernel_w / 2});
   std::vector<TacticId> ids;
-  for (TacticId t = kConvWidthFoldFirst; t <= kConvWidthFoldPrecomp; ++t)
+  for (TacticId t = kConvWidthFoldFirst; t <= kConvWidthFoldGemmSecond; ++t)
     if (width_fold_listed_for(*conv, p, t)) ids.push_back(t);
   return ids;
 }
@@ -35,13 +35,17 @@ std::vector<TacticId> listed(std::int64_t width, Precision p) {
 TEST(CudaWidthFoldTactics, ListedOncePerDistinctFoldAtHalfPrecision) {
   for (Precision p : {Precision::kFp16, Precision::kBf16}) {
     // 8 columns: tiles of 8 and 16 are one fold (listed once), tiles of 4 another, and the
-    // precomputed-GEMM variant of the first.
-    EXPECT_EQ(listed(8, p), (std::vector<TacticId>{kConvWidthFoldFirst, kConvWidthFoldFirst + 1,
-                                                   kConvWidthFoldPrecomp}));
+    // second variant of the first (cuDNN's precomputed GEMM / cuBLASLt's second candidate).
+    EXPECT_EQ(listed(8, p),
+              (std::vector<TacticId>{kConvWidthFoldFirst, kConvWidthFoldFirst + 1,
+                                     kConvWidthFoldPrecomp, kConvWidthFoldGemmFirst,
+                                     kConvWidthFoldGemmFirst + 1, kConvWidthFoldGemmSecond}));
     // 100 columns (the 2 s BiLSTM): every tile width is its own fold.
     EXPECT_EQ(listed(100, p),
               (std::vector<TacticId>{kConvWidthFoldFirst, kConvWidthFoldFirst + 1,
-                                     kConvWidthFoldFirst + 2, kConvWidthFoldPrecomp}));
+                                     kConvWidthFoldFirst + 2, kConvWidthFoldPrecomp,
+                                     kConvWidthFoldGemmFirst, kConvWidthFoldGemmFirst + 1,
+                                     kConvWidthFoldGemmFirst + 2, kConvWidthFoldGemmSecond}));
     // The width unknown until run time: the filter cannot be folded at build time.
     EXPECT_TRUE(listed(-1, p).empty());
   }

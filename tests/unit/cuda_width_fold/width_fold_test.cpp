@@ -1,7 +1,8 @@
 // The width-fold tactics' host side (conv_width_fold.h), on the CPU: the plan (tiles, window,
 // where the window starts, the alignment of the folded channels), the folded filter, and y
-// through the kernels' own index maps (width_fold_input_value, width_fold_output_source, run here
-// through width_fold_reference) against a direct convolution, with strides, dilations, asymmetric
+// through the kernels' own index maps (width_fold_input_value, width_fold_output_source and, for
+// the GEMM tactics, width_fold_row_chunk_source; run here through width_fold_reference and
+// width_fold_gemm_reference) against a direct convolution, with strides, dilations, asymmetric
 // width pads, one tile and several (the last one partial).
 #include <gtest/gtest.h>
 
@@ -81,11 +82,17 @@ void expect_fold_matches_direct(const std::string& name, const WidthFoldConv& c,
   const std::vector<float> w =
       random_values(c.out_channels * c.channels * c.kernel_h * c.kernel_w, rng);
   const ops::WidthFold f = width_fold_plan(c, tile_w);
-  const std::vector<float> folded = width_fold_reference(f, x.data(), w.data());
   const std::vector<float> expected = direct_conv(c, x, w);
+  const std::vector<float> folded = width_fold_reference(f, x.data(), w.data());
   ASSERT_EQ(folded.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i)
     ASSERT_NEAR(folded[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i]))) << "element " << i;
+  ASSERT_TRUE(width_fold_applies(c, tile_w, true));
+  const std::vector<float> gemm = width_fold_gemm_reference(f, x.data(), w.data());
+  ASSERT_EQ(gemm.size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    ASSERT_NEAR(gemm[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i])))
+        << "GEMM path, element " << i;
 }
 
 TEST(CudaWidthFold, FoldedConvolutionEqualsTheDirectOne) {
@@ -176,6 +183,19 @@ TEST(CudaWidthFold, FilterIsAToeplitzBandOfTheKernelColumns) {
                       expected)
                 << "oc " << oc << " tw " << tw << " r " << r << " c " << ch << " ws " << ws;
           }
+}
+
+TEST(CudaWidthFold, GemmTacticsBoundTheUnfoldedMatrix) {
+  // conv.3 of a batch-256 chunk: A is 10,496 x 5,376 two-byte elements (113 MB).
+  const WidthFoldConv conv3 = make_conv(256, 32, 81, 8, 32, 21, 11, 2, 1, 10, 5, 5);
+  const ops::WidthFold f = width_fold_plan(conv3, 8);
+  EXPECT_EQ(f.unfolded_rows(), 256 * 41);
+  EXPECT_EQ(f.unfolded_columns(), 21 * 256);
+  EXPECT_TRUE(width_fold_applies(conv3, 8, true));
+  // 3,000 such streams would need 1.3 GB of A: the GEMM tactics decline, cuDNN's still apply.
+  const WidthFoldConv big = make_conv(3000, 32, 81, 8, 32, 21, 11, 2, 1, 10, 5, 5);
+  EXPECT_FALSE(width_fold_applies(big, 8, true));
+  EXPECT_TRUE(width_fold_applies(big, 8, false));
 }
 
 TEST(CudaWidthFold, DeclinesWhatTheFoldDoesBadly) {
