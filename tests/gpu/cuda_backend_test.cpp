@@ -873,11 +873,11 @@ TEST(CudaOps, ConvCudnnGraphTacticRunsDs2Conv3) {
 }
 
 // The width-fold tactics (the input's columns folded into channels, then cuDNN over the height,
-// or a height unfold and one cuBLASLt GEMM) on
-// DS2's convolutions: conv.3 and conv.0 of a streaming chunk (8 and 16 columns: one tile) and
-// conv.3 of a 2 s utterance (100 columns: tiles, the last one partial at 16), bias and Clip fused.
-// Every listed fold must run (a cuDNN decline here is a failure, not a note) and agree with the
-// CPU; then three runs of each (eager, captured, replayed) through check_all_tactics.
+// or a height unfold and one cuBLASLt GEMM) on DS2's convolutions: conv.3 and conv.0 of a
+// streaming chunk (8 and 16 columns: one tile) and conv.3 of a 2 s utterance (100 columns: tiles,
+// the last one partial), bias and Clip fused. Every listed fold (FP32/TF32: the GEMM ones) must
+// run (a cuDNN decline here is a failure, not a note) and agree with the CPU; then three runs of
+// each (eager, captured, replayed) through check_all_tactics.
 TEST(CudaOps, ConvWidthFoldTacticsRunDs2Convolutions) {
   REQUIRE_CUDA_DEVICE();
   if (!cuda::cudnn_api()) GTEST_SKIP() << cuda::cudnn_api().status().message();
@@ -889,7 +889,7 @@ TEST(CudaOps, ConvWidthFoldTacticsRunDs2Convolutions) {
       {"DS2 conv.3 2 s",
        direct_conv_case({1, 32, 81, 100}, 32, {21, 11}, {2, 1}, {10, 5, 10, 5}, {1, 1}, "clip")},
   };
-  for (Precision p : {Precision::kFp16, Precision::kBf16}) {
+  for (Precision p : kAllPrecisions) {
     for (const auto& [name, make] : cases) {
       SCOPED_TRACE(str_cat(name, " at ", precision_name(p)));
       std::mt19937 rng(5);
@@ -917,7 +917,7 @@ TEST(CudaOps, ConvWidthFoldTacticsRunDs2Convolutions) {
       EXPECT_GE(folds, 2) << "the fold tactics were not listed";
     }
   }
-  for (Precision p : {Precision::kFp16, Precision::kBf16})
+  for (Precision p : kAllPrecisions)
     for (const auto& [name, make] : cases) check_all_tactics(name, make, p);
 }
 

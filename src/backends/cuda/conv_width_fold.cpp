@@ -49,7 +49,7 @@ double width_fold_work_ratio(const ops::WidthFold& f) {
          (static_cast<double>(f.kernel_w) * f.out_w);
 }
 
-bool width_fold_applies(const WidthFoldConv& c, int tile_w, bool gemm) {
+bool width_fold_applies(const WidthFoldConv& c, int tile_w, int gemm_element_bytes) {
   if (c.batch <= 0 || c.channels <= 0 || c.out_channels <= 0 || c.out_h <= 0 || c.out_w <= 0 ||
       c.width <= 0 || c.height <= 0 || c.pad_top != c.pad_bottom)
     return false;
@@ -67,9 +67,10 @@ bool width_fold_applies(const WidthFoldConv& c, int tile_w, bool gemm) {
   if (f.tiles <= 0) return false;
   const std::int64_t folded_filter =
       std::int64_t{f.folded_out_channels()} * f.kernel_h * f.folded_channels();
-  if (gemm) {
-    const std::int64_t unfolded = f.unfolded_rows() * f.unfolded_columns();
-    if (unfolded / 8 > kMax32 || unfolded * 2 > kWidthFoldMaxUnfoldedBytes) return false;
+  if (gemm_element_bytes > 0) {
+    const std::int64_t unfolded_bytes =
+        f.unfolded_rows() * f.unfolded_columns() * gemm_element_bytes;
+    if (unfolded_bytes / 16 > kMax32 || unfolded_bytes > kWidthFoldMaxUnfoldedBytes) return false;
   }
   return f.folded_channels() <= kWidthFoldMaxChannels &&
          f.folded_out_channels() <= kWidthFoldMaxChannels &&
@@ -137,18 +138,20 @@ std::vector<float> width_fold_reference(const ops::WidthFold& f, const float* x,
 }
 
 std::vector<float> width_fold_gemm_reference(const ops::WidthFold& f, const float* x,
-                                             const float* w) {
+                                             const float* w, int chunk_elements) {
   const std::vector<float> filter = width_fold_filter(f, w);  // [N, K]
   std::vector<float> folded_x(static_cast<std::size_t>(f.folded_input_elements()));
   for (std::size_t e = 0; e < folded_x.size(); ++e)
     folded_x[e] = ops::width_fold_input_value(f, x, static_cast<int>(e));
   const std::int64_t rows = f.unfolded_rows(), columns = f.unfolded_columns();
   std::vector<float> a(static_cast<std::size_t>(rows * columns));
-  for (std::int64_t q = 0; q < rows * columns / 8; ++q) {
-    const int source = ops::width_fold_row_chunk_source(f, static_cast<int>(q));
-    for (int i = 0; i < 8; ++i)
-      a[static_cast<std::size_t>(q * 8 + i)] =
-          source < 0 ? 0.0f : folded_x[static_cast<std::size_t>(source) * 8 + i];
+  for (std::int64_t q = 0; q < rows * columns / chunk_elements; ++q) {
+    const int source = ops::width_fold_row_chunk_source(f, static_cast<int>(q), chunk_elements);
+    for (int i = 0; i < chunk_elements; ++i)
+      a[static_cast<std::size_t>(q * chunk_elements + i)] =
+          source < 0 ? 0.0f
+                     : folded_x[static_cast<std::size_t>(source) * chunk_elements +
+                                static_cast<std::size_t>(i)];
   }
   const int out_channels = f.folded_out_channels();
   std::vector<float> d(static_cast<std::size_t>(rows) * out_channels);

@@ -35,13 +35,13 @@ __global__ void __launch_bounds__(kThreads)
     folded_x[e] = from_float<T>(width_fold_input_value(f, x, static_cast<int>(e)));
 }
 
-// A of the GEMM tactics, 16 bytes (8 two-byte elements) per thread and step: both sides are
-// contiguous runs of folded_channels / 8 chunks.
+// A of the GEMM tactics, one 16-byte chunk (chunk_elements elements) per thread and step: both
+// sides are contiguous runs of chunks.
 __global__ void __launch_bounds__(kThreads)
     width_fold_rows_kernel(WidthFold f, const uint4* __restrict__ folded_x, uint4* __restrict__ a,
-                           unsigned n) {
+                           int chunk_elements, unsigned n) {
   for (unsigned q = blockIdx.x * blockDim.x + threadIdx.x; q < n; q += gridDim.x * blockDim.x) {
-    const int source = width_fold_row_chunk_source(f, static_cast<int>(q));
+    const int source = width_fold_row_chunk_source(f, static_cast<int>(q), chunk_elements);
     a[q] = source < 0 ? make_uint4(0u, 0u, 0u, 0u) : folded_x[source];
   }
 }
@@ -75,17 +75,22 @@ cudaError_t width_fold_input(const WidthFold& fold, const float* x, void* folded
       width_fold_input_kernel<<<blocks, kThreads, 0, stream>>>(
           fold, x, static_cast<__nv_bfloat16*>(folded_x), static_cast<unsigned>(n));
       return cudaGetLastError();
-    case LowType::kF32: break;
+    case LowType::kF32:
+      width_fold_input_kernel<<<blocks, kThreads, 0, stream>>>(
+          fold, x, static_cast<float*>(folded_x), static_cast<unsigned>(n));
+      return cudaGetLastError();
   }
   return cudaErrorInvalidValue;
 }
 
-cudaError_t width_fold_rows(const WidthFold& fold, const void* folded_x, void* a,
+cudaError_t width_fold_rows(const WidthFold& fold, const void* folded_x, void* a, LowType type,
                             cudaStream_t stream) {
-  const std::int64_t n = fold.unfolded_rows() * fold.unfolded_columns() / 8;
+  const int chunk_elements = type == LowType::kF32 ? 4 : 8;
+  const std::int64_t n = fold.unfolded_rows() * fold.unfolded_columns() / chunk_elements;
   if (n <= 0) return cudaSuccess;
   width_fold_rows_kernel<<<grid_stride_blocks(n, kThreads), kThreads, 0, stream>>>(
-      fold, static_cast<const uint4*>(folded_x), static_cast<uint4*>(a), static_cast<unsigned>(n));
+      fold, static_cast<const uint4*>(folded_x), static_cast<uint4*>(a), chunk_elements,
+      static_cast<unsigned>(n));
   return cudaGetLastError();
 }
 

@@ -1,6 +1,7 @@
 // The width-fold convolution tactics (kConvWidthFold*): a 2-D convolution over a narrow input
 // (DS2's streaming chunk is 8 or 16 columns wide) rewritten as a convolution over the height
-// alone, which cuDNN's NHWC tensor-core kernels run well:
+// alone, run by cuDNN's NHWC tensor-core kernels (FP16/BF16) or, unfolded along the height, as
+// one cuBLASLt GEMM (every precision):
 //   - the output columns are cut into tiles of tile_w; tile t of image n becomes image
 //     n * tiles + t of the folded convolution;
 //   - the input columns a tile reads (its window, `window` wide) become channels: folded channel
@@ -95,11 +96,12 @@ VOXRT_HOST_DEVICE inline int width_fold_output_source(const WidthFold& f, int e)
 // The GEMM tactics unfold the folded input along the height: row (image, oh) of A is the folded
 // input rows h = oh * stride_h - pad_top + r * dilation_h for r < kernel_h, one after the other
 // (zeros where h is outside the image), so that the folded convolution is A x filter^T with the
-// filter [OC * tile_w, kernel_h * folded_channels]. A is copied in chunks of 8 elements
-// (folded_channels is a multiple of 8): the chunk of the folded input that chunk q of A copies,
-// or -1 for zeros.
-VOXRT_HOST_DEVICE inline int width_fold_row_chunk_source(const WidthFold& f, int q) {
-  const int chunks = f.folded_channels() / 8;
+// filter [OC * tile_w, kernel_h * folded_channels]. A is copied in 16-byte chunks of
+// chunk_elements (8 two-byte or 4 four-byte elements; folded_channels is a multiple of 8): the
+// chunk of the folded input that chunk q of A copies, or -1 for zeros.
+VOXRT_HOST_DEVICE inline int width_fold_row_chunk_source(const WidthFold& f, int q,
+                                                         int chunk_elements) {
+  const int chunks = f.folded_channels() / chunk_elements;
   const int chunk = q % chunks;
   const int rest = q / chunks;
   const int r = rest % f.kernel_h, row = rest / f.kernel_h;
@@ -148,9 +150,9 @@ ops::WidthFold width_fold_plan(const WidthFoldConv& c, int tile_w);
 double width_fold_work_ratio(const ops::WidthFold& f);
 
 // Whether the fold with tile_w suits c: symmetric height pads (cuDNN's), the limits above, and
-// 32-bit indices for x, y and the folded tensors; for the GEMM tactics (`gemm`) also A in chunks
-// within 32 bits and at most kWidthFoldMaxUnfoldedBytes of it (2-byte elements).
-bool width_fold_applies(const WidthFoldConv& c, int tile_w, bool gemm = false);
+// 32-bit indices for x, y and the folded tensors; for the GEMM tactics (gemm_element_bytes > 0:
+// the size of A's elements) also at most kWidthFoldMaxUnfoldedBytes of A.
+bool width_fold_applies(const WidthFoldConv& c, int tile_w, int gemm_element_bytes = 0);
 inline constexpr std::int64_t kWidthFoldMaxUnfoldedBytes = std::int64_t{1} << 30;
 
 // Whether tile width tile_w plans a different fold for c than every earlier entry of
@@ -167,8 +169,9 @@ std::vector<float> width_fold_filter(const ops::WidthFold& f, const float* w);
 std::vector<float> width_fold_reference(const ops::WidthFold& f, const float* x, const float* w);
 
 // The same through the GEMM tactics' maps: A copied chunk by chunk
-// (width_fold_row_chunk_source) from the folded input, times the folded filter.
+// (width_fold_row_chunk_source with chunk_elements) from the folded input, times the folded
+// filter.
 std::vector<float> width_fold_gemm_reference(const ops::WidthFold& f, const float* x,
-                                             const float* w);
+                                             const float* w, int chunk_elements);
 
 }  // namespace voxrt::backends::cuda

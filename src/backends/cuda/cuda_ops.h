@@ -145,13 +145,12 @@ cudaError_t direct_conv(const DirectConv& shape, const float* x, const void* fil
                         cudaStream_t stream);
 
 // The width-fold convolution's passes around cuDNN or cuBLASLt (conv_width_fold.h): x float
-// NCHW -> the folded NHWC input in `type` (kF16/kBF16, else cudaErrorInvalidValue); for the GEMM
-// tactics, A from the folded input (2-byte elements, width_fold_row_chunk_source); and y float
-// NCHW = op(folded output + bias[oc]) from the folded NHWC output in `type` (any; bias may be
-// null).
+// NCHW -> the folded NHWC input in `type`; for the GEMM tactics, A from the folded input, both in
+// `type` (width_fold_row_chunk_source); and y float NCHW = op(folded output + bias[oc]) from the
+// folded NHWC output in `type` (bias may be null).
 cudaError_t width_fold_input(const WidthFold& fold, const float* x, void* folded_x, LowType type,
                              cudaStream_t stream);
-cudaError_t width_fold_rows(const WidthFold& fold, const void* folded_x, void* a,
+cudaError_t width_fold_rows(const WidthFold& fold, const void* folded_x, void* a, LowType type,
                             cudaStream_t stream);
 cudaError_t width_fold_output(const WidthFold& fold, const void* folded_y, LowType type,
                               const float* bias, UnaryOp op, float alpha, float beta, float* y,

@@ -504,7 +504,7 @@ class WidthFoldGemmCall final : public CudaCall {
     float* d = reinterpret_cast<float*>(a + a_bytes());
     VOXRT_CUDA_TRY(
         ops::width_fold_input(fold_, in[0].as<const float>(), scratch, operand_, context.stream));
-    VOXRT_CUDA_TRY(ops::width_fold_rows(fold_, scratch, a, context.stream));
+    VOXRT_CUDA_TRY(ops::width_fold_rows(fold_, scratch, a, operand_, context.stream));
     VOXRT_RETURN_IF_ERROR(gemm_->run(a, filter_, d, nullptr, context));
     VOXRT_CUDA_TRY(ops::width_fold_output(fold_, d, ops::LowType::kF32, bias_, act_.op, act_.alpha,
                                           act_.beta, out[0].as<float>(), context.stream));
@@ -625,7 +625,8 @@ class ConvKernel final : public CudaKernel {
     const WidthFoldConv c = width_fold_conv(x, w, y, attrs_);
     const int tile_w = width_fold_tile_of(tactic_);
     const bool gemm = is_width_fold_gemm_tactic(tactic_);
-    if (!width_fold_applies(c, tile_w, gemm))
+    const ops::LowType operand = low_type_for(precision_);
+    if (!width_fold_applies(c, tile_w, gemm ? static_cast<int>(low_type_bytes(operand)) : 0))
       return unsupported("the width-fold convolution does not take x ", dims_to_string(x),
                          " (limits in conv_width_fold.h)");
     const ops::WidthFold f = width_fold_plan(c, tile_w);
@@ -634,7 +635,6 @@ class ConvKernel final : public CudaKernel {
         f.window_start != fold_.window_start)
       return unsupported("the width-fold filter was built for input width ", fold_.width,
                          ", found x ", dims_to_string(x));
-    const ops::LowType operand = low_type_for(precision_);
     if (gemm) {
       LtGemmShape s;
       s.m = f.unfolded_rows();
@@ -642,6 +642,7 @@ class ConvKernel final : public CudaKernel {
       s.k = f.unfolded_columns();
       s.trans_b = true;  // the folded filter is [OC * tile_w, KH * folded channels]
       s.operand_type = operand;
+      s.tf32 = precision_ == Precision::kTf32;
       VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<LtGemm> lt_gemm,
                              LtGemm::create(s, tactic_ == kConvWidthFoldGemmSecond ? 1 : 0, lt));
       return std::unique_ptr<CudaCall>(
@@ -829,14 +830,18 @@ std::optional<WidthFoldConv> build_time_width_fold_conv(const ir::Node& node) {
 }  // namespace
 
 bool width_fold_listed_for(const ir::Node& node, Precision precision, TacticId tactic) {
-  if (!is_width_fold_tactic(tactic) ||
-      (precision != Precision::kFp16 && precision != Precision::kBf16))
-    return false;
+  if (!is_width_fold_tactic(tactic) || precision == Precision::kInt8) return false;
+  // The GEMM tactics run at every precision (FP32 with FMA only, as every FP32 GEMM here); the
+  // cuDNN ones use its NHWC tensor-core kernels, FP16/BF16 only.
+  const bool gemm = is_width_fold_gemm_tactic(tactic);
+  const bool half = precision == Precision::kFp16 || precision == Precision::kBf16;
+  if (!gemm && !half) return false;
   const std::optional<WidthFoldConv> c = build_time_width_fold_conv(node);
   if (!c) return false;
   const int tile_w = width_fold_tile_of(tactic);
   const bool second_variant = tactic == kConvWidthFoldPrecomp || tactic == kConvWidthFoldGemmSecond;
-  return width_fold_applies(*c, tile_w, is_width_fold_gemm_tactic(tactic)) &&
+  const int gemm_element_bytes = gemm ? (half ? 2 : 4) : 0;
+  return width_fold_applies(*c, tile_w, gemm_element_bytes) &&
          (second_variant || width_fold_tile_is_new(*c, tile_w));
 }
 

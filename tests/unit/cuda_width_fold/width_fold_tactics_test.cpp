@@ -1,6 +1,6 @@
 // Which convolutions list the width-fold tactics (width_fold_listed_for, what registry.cpp's
-// tactics_for asks; for the cuDNN ones when cuDNN loads): 2-D, FP16/BF16, the input width known at
-// build time, one tactic per distinct fold. Needs no device.
+// tactics_for asks; for the cuDNN ones when cuDNN loads): 2-D, FP16/BF16 (the GEMM ones at every
+// precision), the input width known at build time, one tactic per distinct fold. Needs no device.
 #include <gtest/gtest.h>
 
 #include <vector>
@@ -49,8 +49,11 @@ TEST(CudaWidthFoldTactics, ListedOncePerDistinctFoldAtHalfPrecision) {
     // The width unknown until run time: the filter cannot be folded at build time.
     EXPECT_TRUE(listed(-1, p).empty());
   }
-  EXPECT_TRUE(listed(8, Precision::kFp32).empty());
-  EXPECT_TRUE(listed(8, Precision::kTf32).empty());
+  // FP32 / TF32: the GEMM tactics only (cuBLASLt with FP32 operands; no cuDNN tensor cores).
+  for (Precision p : {Precision::kFp32, Precision::kTf32})
+    EXPECT_EQ(listed(8, p),
+              (std::vector<TacticId>{kConvWidthFoldGemmFirst, kConvWidthFoldGemmFirst + 1,
+                                     kConvWidthFoldGemmSecond}));
 }
 
 }  // namespace

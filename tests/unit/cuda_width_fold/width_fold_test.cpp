@@ -87,12 +87,16 @@ void expect_fold_matches_direct(const std::string& name, const WidthFoldConv& c,
   ASSERT_EQ(folded.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i)
     ASSERT_NEAR(folded[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i]))) << "element " << i;
-  ASSERT_TRUE(width_fold_applies(c, tile_w, true));
-  const std::vector<float> gemm = width_fold_gemm_reference(f, x.data(), w.data());
-  ASSERT_EQ(gemm.size(), expected.size());
-  for (std::size_t i = 0; i < expected.size(); ++i)
-    ASSERT_NEAR(gemm[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i])))
-        << "GEMM path, element " << i;
+  // The GEMM tactics: A in chunks of 8 two-byte elements (FP16/BF16) or 4 floats (FP32/TF32).
+  for (int chunk_elements : {8, 4}) {
+    ASSERT_TRUE(width_fold_applies(c, tile_w, 16 / chunk_elements));
+    const std::vector<float> gemm =
+        width_fold_gemm_reference(f, x.data(), w.data(), chunk_elements);
+    ASSERT_EQ(gemm.size(), expected.size());
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      ASSERT_NEAR(gemm[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i])))
+          << "GEMM path, chunks of " << chunk_elements << ", element " << i;
+  }
 }
 
 TEST(CudaWidthFold, FoldedConvolutionEqualsTheDirectOne) {
@@ -191,11 +195,16 @@ TEST(CudaWidthFold, GemmTacticsBoundTheUnfoldedMatrix) {
   const ops::WidthFold f = width_fold_plan(conv3, 8);
   EXPECT_EQ(f.unfolded_rows(), 256 * 41);
   EXPECT_EQ(f.unfolded_columns(), 21 * 256);
-  EXPECT_TRUE(width_fold_applies(conv3, 8, true));
-  // 3,000 such streams would need 1.3 GB of A: the GEMM tactics decline, cuDNN's still apply.
+  EXPECT_TRUE(width_fold_applies(conv3, 8, 2));
+  EXPECT_TRUE(width_fold_applies(conv3, 8, 4));  // 226 MB in FP32
+  // 3,000 such streams would need 1.3 GB of A at FP16: the GEMM tactics decline, cuDNN's still
+  // apply; 1,500 fit at FP16, not at FP32.
   const WidthFoldConv big = make_conv(3000, 32, 81, 8, 32, 21, 11, 2, 1, 10, 5, 5);
-  EXPECT_FALSE(width_fold_applies(big, 8, true));
-  EXPECT_TRUE(width_fold_applies(big, 8, false));
+  EXPECT_FALSE(width_fold_applies(big, 8, 2));
+  EXPECT_TRUE(width_fold_applies(big, 8, 0));
+  const WidthFoldConv half_big = make_conv(1500, 32, 81, 8, 32, 21, 11, 2, 1, 10, 5, 5);
+  EXPECT_TRUE(width_fold_applies(half_big, 8, 2));
+  EXPECT_FALSE(width_fold_applies(half_big, 8, 4));
 }
 
 TEST(CudaWidthFold, DeclinesWhatTheFoldDoesBadly) {
