@@ -5,6 +5,19 @@
 
 namespace voxrt::backends::cuda {
 
+ops::FastDivisor make_fast_divisor(int d) {
+  ops::FastDivisor f;
+  if (d < 1) return f;  // a plan with no outputs divides by nothing
+  int log2_ceil = 0;
+  while ((std::int64_t{1} << log2_ceil) < d) ++log2_ceil;
+  f.divisor = d;
+  f.shift = 31 + log2_ceil;
+  const std::uint64_t power = std::uint64_t{1} << f.shift;
+  f.multiplier = static_cast<unsigned>((power + static_cast<std::uint64_t>(d) - 1) /
+                                       static_cast<std::uint64_t>(d));
+  return f;
+}
+
 ops::WidthFold width_fold_plan(const WidthFoldConv& c, int tile_w) {
   ops::WidthFold f;
   auto i = [](std::int64_t v) { return static_cast<int>(v); };
@@ -40,6 +53,18 @@ ops::WidthFold width_fold_plan(const WidthFoldConv& c, int tile_w) {
   while ((c.channels * window) % 8 != 0) ++window;
   f.window = static_cast<int>(window);
   f.window_start = static_cast<int>(start);
+  f.by_folded_channels = make_fast_divisor(f.folded_channels());
+  f.by_height = make_fast_divisor(f.height);
+  f.by_tiles = make_fast_divisor(f.tiles);
+  f.by_window = make_fast_divisor(f.window);
+  f.by_out_w = make_fast_divisor(f.out_w);
+  f.by_out_h = make_fast_divisor(f.out_h);
+  f.by_out_channels = make_fast_divisor(f.out_channels);
+  f.by_tile_w = make_fast_divisor(f.tile_w);
+  f.by_kernel_h = make_fast_divisor(f.kernel_h);
+  f.by_plane = make_fast_divisor(f.out_h * f.out_w);
+  f.by_chunks8 = make_fast_divisor(f.folded_channels() / 8);
+  f.by_chunks4 = make_fast_divisor(f.folded_channels() / 4);
   return f;
 }
 

@@ -52,10 +52,10 @@ __global__ void __launch_bounds__(kThreads)
     width_fold_output_kernel(WidthFold f, const T* __restrict__ folded_y,
                              const float* __restrict__ bias, UnaryOp op, float alpha, float beta,
                              float* __restrict__ y, unsigned n) {
-  const int plane = f.out_h * f.out_w;
   for (unsigned e = blockIdx.x * blockDim.x + threadIdx.x; e < n; e += gridDim.x * blockDim.x) {
     const float v = load_float(folded_y, width_fold_output_source(f, static_cast<int>(e)));
-    y[e] = apply_unary(op, v + (bias ? bias[(e / plane) % f.out_channels] : 0.0f), alpha, beta);
+    const float b = bias ? bias[f.by_out_channels.mod(f.by_plane.div(static_cast<int>(e)))] : 0.0f;
+    y[e] = apply_unary(op, v + b, alpha, beta);
   }
 }
 

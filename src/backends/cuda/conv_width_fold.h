@@ -33,8 +33,24 @@
 namespace voxrt::backends::cuda {
 namespace ops {
 
+// Division by a run-time constant as a multiply and a shift (Granlund and Montgomery): for
+// 0 <= x < 2^31 and 1 <= d < 2^31, x / d == (x * multiplier) >> shift with shift = 31 +
+// ceil(log2 d) and multiplier = ceil(2^shift / d) (< 2^32). The fold kernels split every element
+// index into several coordinates, and a 32-bit integer division costs ~20 instructions.
+struct FastDivisor {
+  int divisor = 1;
+  unsigned multiplier = 1u << 31;
+  int shift = 31;
+  VOXRT_HOST_DEVICE int div(int x) const {
+    return static_cast<int>(
+        (static_cast<unsigned long long>(static_cast<unsigned>(x)) * multiplier) >> shift);
+  }
+  VOXRT_HOST_DEVICE int mod(int x) const { return x - div(x) * divisor; }
+};
+
 // The convolution (x [batch, channels, height, width] -> y [batch, out_channels, out_h, out_w])
-// and its fold. 32-bit: the caller checks width_fold_fits().
+// and its fold, made by width_fold_plan (which also sets the divisors). 32-bit: the caller checks
+// width_fold_applies().
 struct WidthFold {
   int batch = 0, channels = 0, height = 0, width = 0;
   int out_channels = 0, kernel_h = 1, kernel_w = 1, out_h = 0, out_w = 0;
@@ -43,8 +59,11 @@ struct WidthFold {
   int tile_w = 0;  // output columns per tile
   int tiles = 0;   // ceil(out_w / tile_w)
   int window = 0;  // input columns per tile: the folded channels are channels * window
-  int window_start =
-      0;  // input column of tile 0's first window column (tile t: + t * tile_w * stride_w)
+  // Input column of tile 0's first window column (tile t: + t * tile_w * stride_w).
+  int window_start = 0;
+  // Divisors of the index maps below (by_chunks8 / by_chunks4: folded_channels / 8 and / 4).
+  FastDivisor by_folded_channels, by_height, by_tiles, by_window, by_out_w, by_out_h,
+      by_out_channels, by_tile_w, by_kernel_h, by_plane, by_chunks8, by_chunks4;
   VOXRT_HOST_DEVICE int folded_batch() const { return batch * tiles; }
   VOXRT_HOST_DEVICE int folded_channels() const { return channels * window; }
   VOXRT_HOST_DEVICE int folded_out_channels() const { return out_channels * tile_w; }
@@ -71,12 +90,12 @@ struct WidthFold {
 
 // Folded input element e (NHWC order: image, row, channel) from x (float NCHW).
 VOXRT_HOST_DEVICE inline float width_fold_input_value(const WidthFold& f, const float* x, int e) {
-  const int folded_channels = f.folded_channels();
-  const int channel = e % folded_channels;
-  const int row = e / folded_channels;  // folded image * height + h
-  const int h = row % f.height, image = row / f.height;
-  const int n = image / f.tiles, t = image - n * f.tiles;
-  const int c = channel / f.window, ws = channel - c * f.window;
+  const int row = f.by_folded_channels.div(e);  // folded image * height + h
+  const int channel = e - row * f.folded_channels();
+  const int image = f.by_height.div(row);
+  const int h = row - image * f.height;
+  const int n = f.by_tiles.div(image), t = image - n * f.tiles;
+  const int c = f.by_window.div(channel), ws = channel - c * f.window;
   const int iw = f.window_start + t * f.tile_w * f.stride_w + ws;
   if (iw < 0 || iw >= f.width) return 0.0f;
   return x[((n * f.channels + c) * f.height + h) * f.width + iw];
@@ -84,12 +103,12 @@ VOXRT_HOST_DEVICE inline float width_fold_input_value(const WidthFold& f, const 
 
 // Where output element e of y (NCHW order) lies in the folded output.
 VOXRT_HOST_DEVICE inline int width_fold_output_source(const WidthFold& f, int e) {
-  const int ow = e % f.out_w;
-  const int rest = e / f.out_w;
-  const int oh = rest % f.out_h;
-  const int n_oc = rest / f.out_h;
-  const int oc = n_oc % f.out_channels, n = n_oc / f.out_channels;
-  const int t = ow / f.tile_w, tw = ow - t * f.tile_w;
+  const int rest = f.by_out_w.div(e);
+  const int ow = e - rest * f.out_w;
+  const int n_oc = f.by_out_h.div(rest);
+  const int oh = rest - n_oc * f.out_h;
+  const int n = f.by_out_channels.div(n_oc), oc = n_oc - n * f.out_channels;
+  const int t = f.by_tile_w.div(ow), tw = ow - t * f.tile_w;
   return ((n * f.tiles + t) * f.out_h + oh) * f.folded_out_channels() + oc * f.tile_w + tw;
 }
 
@@ -101,11 +120,12 @@ VOXRT_HOST_DEVICE inline int width_fold_output_source(const WidthFold& f, int e)
 // chunk of the folded input that chunk q of A copies, or -1 for zeros.
 VOXRT_HOST_DEVICE inline int width_fold_row_chunk_source(const WidthFold& f, int q,
                                                          int chunk_elements) {
-  const int chunks = f.folded_channels() / chunk_elements;
-  const int chunk = q % chunks;
-  const int rest = q / chunks;
-  const int r = rest % f.kernel_h, row = rest / f.kernel_h;
-  const int oh = row % f.out_h, image = row / f.out_h;
+  const FastDivisor& by_chunks = chunk_elements == 8 ? f.by_chunks8 : f.by_chunks4;
+  const int chunks = by_chunks.divisor;
+  const int rest = by_chunks.div(q);
+  const int chunk = q - rest * chunks;
+  const int row = f.by_kernel_h.div(rest), r = rest - row * f.kernel_h;
+  const int image = f.by_out_h.div(row), oh = row - image * f.out_h;
   const int h = oh * f.stride_h - f.pad_top + r * f.dilation_h;
   if (h < 0 || h >= f.height) return -1;
   return (image * f.height + h) * chunks + chunk;
@@ -120,6 +140,9 @@ VOXRT_HOST_DEVICE inline int width_fold_kernel_column(const WidthFold& f, int tw
 }
 
 }  // namespace ops
+
+// d in [1, 2^31): the FastDivisor of d.
+ops::FastDivisor make_fast_divisor(int d);
 
 // The convolution a width-fold tactic is planned for (pads: top, left, bottom, right).
 struct WidthFoldConv {

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -96,6 +97,29 @@ void expect_fold_matches_direct(const std::string& name, const WidthFoldConv& c,
     for (std::size_t i = 0; i < expected.size(); ++i)
       ASSERT_NEAR(gemm[i], expected[i], 1e-4 * (1.0 + std::fabs(expected[i])))
           << "GEMM path, chunks of " << chunk_elements << ", element " << i;
+  }
+}
+
+// The kernels' division by a constant against the hardware's, at the edges of the 31-bit range
+// and for every divisor up to 3,000 plus some large ones.
+TEST(CudaWidthFold, FastDivisorDividesExactly) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> any(0, std::numeric_limits<int>::max());
+  std::vector<int> divisors;
+  for (int d = 1; d <= 3000; ++d) divisors.push_back(d);
+  for (int d : {65535, 65536, 65537, 1 << 20, (1 << 30) - 1, 1 << 30, (1 << 30) + 1,
+                std::numeric_limits<int>::max()})
+    divisors.push_back(d);
+  for (int d : divisors) {
+    const ops::FastDivisor f = make_fast_divisor(d);
+    std::vector<int> xs = {
+        0, 1, d - 1, d, std::numeric_limits<int>::max(), std::numeric_limits<int>::max() - 1};
+    if (d < std::numeric_limits<int>::max() / 3) xs.insert(xs.end(), {d + 1, 2 * d - 1, 3 * d});
+    for (int i = 0; i < 200; ++i) xs.push_back(any(rng));
+    for (int x : xs) {
+      ASSERT_EQ(f.div(x), x / d) << x << " / " << d;
+      ASSERT_EQ(f.mod(x), x % d) << x << " % " << d;
+    }
   }
 }
 
