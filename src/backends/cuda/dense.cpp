@@ -5,10 +5,10 @@
 // tactics 1..4 are cuBLASLt heuristic candidates, 5..6 split-K ones, 8..19 cuDNN algorithms (Conv
 // only), 20 our own tensor-core implicit GEMM for small convs (conv_direct.h), 25..32 the input
 // with its columns folded into channels (conv_width_fold.h), then cuDNN (25..28) or a height
-// unfold and one cuBLASLt GEMM (29..32). FP16/BF16: weights
-// converted at load, activations converted per call (im2col writes the low type directly), float
-// accumulation and float outputs.
+// unfold and one cuBLASLt GEMM (29..32). FP16/BF16: weights converted at load, activations
+// converted per call (im2col writes the low type directly), float accumulation and float outputs.
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <span>
 #include <vector>
@@ -298,6 +298,9 @@ CudnnConvAlgo cudnn_algo(TacticId tactic) {
   return CudnnConvAlgo::kHeuristic;
 }
 
+static_assert(std::size(kWidthFoldTileWidths) == kConvWidthFoldCandidates &&
+              kConvWidthFoldPrecomp == kConvWidthFoldFirst + kConvWidthFoldCandidates &&
+              kConvWidthFoldGemmSecond == kConvWidthFoldGemmFirst + kConvWidthFoldCandidates);
 bool is_width_fold_tactic(TacticId tactic) {
   return tactic >= kConvWidthFoldFirst && tactic <= kConvWidthFoldGemmSecond;
 }
