@@ -15,6 +15,7 @@
 
 #include "backends/cuda/conv_direct.h"
 #include "backends/cuda/conv_width_fold.h"
+#include "backends/cuda/conv_width_fold_call.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_conv.h"
 
@@ -428,101 +429,6 @@ class DirectConvCall final : public CudaCall {
   Activation act_;
 };
 
-// The width-fold tactics: the folded input, cuDNN's NHWC convolution on it, then y with bias and
-// activation from the folded output; both folded tensors live in scratch.
-class WidthFoldCall final : public CudaCall {
- public:
-  WidthFoldCall(ops::WidthFold fold, std::unique_ptr<CudaCall> conv, ops::LowType operand,
-                const float* bias, Activation act)
-      : fold_(fold), conv_(std::move(conv)), operand_(operand), bias_(bias), act_(act) {}
-  std::size_t input_bytes() const {
-    return align_up(static_cast<std::size_t>(fold_.folded_input_elements()) *
-                    low_type_bytes(operand_));
-  }
-  std::size_t output_bytes() const {
-    return align_up(static_cast<std::size_t>(fold_.folded_output_elements()) *
-                    low_type_bytes(operand_));
-  }
-  std::size_t scratch_bytes() const override {
-    return input_bytes() + output_bytes() + conv_->scratch_bytes();
-  }
-  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
-                 const CudaRunContext& context) const override {
-    char* scratch = static_cast<char*>(context.scratch);
-    const DType type = operand_ == ops::LowType::kBF16 ? DType::kBF16 : DType::kF16;
-    const DevTensor folded_x{scratch, type,
-                             Dims{fold_.folded_batch(), fold_.height, 1, fold_.folded_channels()}};
-    const DevTensor folded_y{
-        scratch + input_bytes(), type,
-        Dims{fold_.folded_batch(), fold_.out_h, 1, fold_.folded_out_channels()}};
-    VOXRT_CUDA_TRY(ops::width_fold_input(fold_, in[0].as<const float>(), folded_x.data, operand_,
-                                         context.stream));
-    CudaRunContext conv_context = context;
-    conv_context.scratch = scratch + input_bytes() + output_bytes();
-    VOXRT_RETURN_IF_ERROR(conv_->enqueue(std::span<const DevTensor>(&folded_x, 1),
-                                         std::span<const DevTensor>(&folded_y, 1), conv_context));
-    VOXRT_CUDA_TRY(ops::width_fold_output(fold_, folded_y.data, operand_, bias_, act_.op,
-                                          act_.alpha, act_.beta, out[0].as<float>(),
-                                          context.stream));
-    return Status::ok();
-  }
-
- private:
-  ops::WidthFold fold_;
-  std::unique_ptr<CudaCall> conv_;
-  ops::LowType operand_;
-  const float* bias_;
-  Activation act_;
-};
-
-// The width-fold GEMM tactics: the folded input, A (its height unfold), one cuBLASLt GEMM with
-// the folded filter into a float D [A's rows, OC * tile_w], then y with bias and activation
-// from D; the three intermediates live in scratch.
-class WidthFoldGemmCall final : public CudaCall {
- public:
-  WidthFoldGemmCall(ops::WidthFold fold, std::unique_ptr<LtGemm> gemm, const void* filter,
-                    ops::LowType operand, const float* bias, Activation act)
-      : fold_(fold),
-        gemm_(std::move(gemm)),
-        filter_(filter),
-        operand_(operand),
-        bias_(bias),
-        act_(act) {}
-  std::size_t input_bytes() const {
-    return align_up(static_cast<std::size_t>(fold_.folded_input_elements()) *
-                    low_type_bytes(operand_));
-  }
-  std::size_t a_bytes() const {
-    return align_up(static_cast<std::size_t>(fold_.unfolded_rows() * fold_.unfolded_columns()) *
-                    low_type_bytes(operand_));
-  }
-  std::size_t scratch_bytes() const override {
-    return input_bytes() + a_bytes() +
-           align_up(static_cast<std::size_t>(fold_.folded_output_elements()) * sizeof(float));
-  }
-  Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
-                 const CudaRunContext& context) const override {
-    char* scratch = static_cast<char*>(context.scratch);
-    char* a = scratch + input_bytes();
-    float* d = reinterpret_cast<float*>(a + a_bytes());
-    VOXRT_CUDA_TRY(
-        ops::width_fold_input(fold_, in[0].as<const float>(), scratch, operand_, context.stream));
-    VOXRT_CUDA_TRY(ops::width_fold_rows(fold_, scratch, a, operand_, context.stream));
-    VOXRT_RETURN_IF_ERROR(gemm_->run(a, filter_, d, nullptr, context));
-    VOXRT_CUDA_TRY(ops::width_fold_output(fold_, d, ops::LowType::kF32, bias_, act_.op, act_.alpha,
-                                          act_.beta, out[0].as<float>(), context.stream));
-    return Status::ok();
-  }
-
- private:
-  ops::WidthFold fold_;
-  std::unique_ptr<LtGemm> gemm_;
-  const void* filter_;
-  ops::LowType operand_;
-  const float* bias_;
-  Activation act_;
-};
-
 class ConvKernel final : public CudaKernel {
  public:
   // weight: the im2col tactics' packed [OC, k_rows] matrix (bias in it), or for cuDNN the plain
@@ -638,42 +544,28 @@ class ConvKernel final : public CudaKernel {
         f.window_start != fold_.window_start)
       return unsupported("the width-fold filter was built for input width ", fold_.width,
                          ", found x ", dims_to_string(x));
-    if (gemm) {
-      LtGemmShape s;
-      s.m = f.unfolded_rows();
-      s.n = f.folded_out_channels();
-      s.k = f.unfolded_columns();
-      s.trans_b = true;  // the folded filter is [OC * tile_w, KH * folded channels]
-      s.operand_type = operand;
-      s.tf32 = precision_ == Precision::kTf32;
-      VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<LtGemm> lt_gemm,
-                             LtGemm::create(s, tactic_ == kConvWidthFoldGemmSecond ? 1 : 0, lt));
-      return std::unique_ptr<CudaCall>(
-          new WidthFoldGemmCall(f, std::move(lt_gemm), weight_, operand, bias_, act_));
+    if (gemm)
+      return make_width_fold_gemm_call(f, operand, precision_ == Precision::kTf32,
+                                       tactic_ == kConvWidthFoldGemmSecond ? 1 : 0, weight_,
+                                       epilogue(), lt);
+    return make_width_fold_cudnn_call(f, operand,
+                                      tactic_ == kConvWidthFoldPrecomp
+                                          ? CudnnConvAlgo::kImplicitPrecompGemm
+                                          : CudnnConvAlgo::kHeuristic,
+                                      weight_, epilogue());
+  }
+
+  // The cuDNN and width-fold tactics' epilogue: bias, then the fused activation (kIdentity
+  // when none).
+  ConvEpilogue epilogue() const {
+    ConvEpilogue e;
+    e.bias = bias_;
+    if (act_.present) {
+      e.op = act_.op;
+      e.alpha = act_.alpha;
+      e.beta = act_.beta;
     }
-    CudnnConvShape s;
-    s.batch = f.folded_batch();
-    s.channels = f.folded_channels();
-    s.height = f.height;
-    s.width = 1;
-    s.out_channels = f.folded_out_channels();
-    s.kernel_h = f.kernel_h;
-    s.kernel_w = 1;
-    s.out_h = f.out_h;
-    s.out_w = 1;
-    s.stride_h = f.stride_h;
-    s.pad_h = f.pad_top;
-    s.dilation_h = f.dilation_h;
-    s.data_type = operand;
-    s.nhwc = true;
-    s.raw_io = true;
-    const CudnnConvAlgo algo = tactic_ == kConvWidthFoldPrecomp
-                                   ? CudnnConvAlgo::kImplicitPrecompGemm
-                                   : CudnnConvAlgo::kHeuristic;
-    VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<CudaCall> conv,
-                           make_cudnn_conv_call(s, algo, weight_, ConvEpilogue{}));
-    return std::unique_ptr<CudaCall>(
-        new WidthFoldCall(f, std::move(conv), s.data_type, bias_, act_));
+    return e;
   }
 
   Expected<std::unique_ptr<CudaCall>> prepare_cudnn(const Dims& x, const Dims& w, const Dims& y,
@@ -701,16 +593,9 @@ class ConvKernel final : public CudaKernel {
     s.dilation_w = attrs_.dilations.back();
     s.data_type = low_type_for(precision_);
     s.tf32 = precision_ == Precision::kTf32;
-    ConvEpilogue epilogue;
-    epilogue.bias = bias_;
-    if (act_.present) {
-      epilogue.op = act_.op;
-      epilogue.alpha = act_.alpha;
-      epilogue.beta = act_.beta;
-    }
     s.nhwc = is_nhwc_tactic(tactic_, precision_);
     return make_cudnn_conv_call(
-        s, cudnn_algo(tactic_), weight_, epilogue,
+        s, cudnn_algo(tactic_), weight_, epilogue(),
         is_cudnn_graph_tactic(tactic_) ? static_cast<int>(tactic_ - kConvCudnnGraphFirst) : 0);
   }
 
