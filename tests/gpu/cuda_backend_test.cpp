@@ -836,6 +836,23 @@ TEST(CudaOps, ConvDirectTensorCoreEveryPrecision) {
     for (const auto& [name, make] : direct_conv_cases()) check_all_tactics(name, make, p);
 }
 
+// The graph's first node on `tactic` at precision p: it must compile and run (a decline is a
+// failure here) and its one output must match `reference` within p's tolerance.
+void expect_tactic_matches(ir::Graph& graph, const std::vector<Tensor>& inputs,
+                           const std::vector<Tensor>& reference, Precision p,
+                           backends::TacticId tactic) {
+  graph.nodes().front()->attrs.set(runtime::kTacticAttr, static_cast<std::int64_t>(tactic));
+  auto exe = cuda::compile_graph(graph, p);
+  ASSERT_TRUE(exe) << exe.status().message();
+  auto session = (*exe)->create_session();
+  ASSERT_TRUE(session) << session.status().message();
+  std::vector<Tensor> outputs;
+  const Status s = (*session)->run(inputs, outputs);
+  ASSERT_TRUE(s.is_ok()) << s.message();
+  ASSERT_EQ(outputs.size(), 1u);
+  EXPECT_LE(relative_error(outputs[0], reference[0]), tolerance(p));
+}
+
 // cuDNN's graph-API tactics (opt-in, VOXRT_CUDA_CUDNN_GRAPH=1, until they pass here) must make
 // a plan for DS2's conv.3 shape (the case they exist for) and agree with the CPU:
 // check_all_tactics would only note a declined cuDNN tactic. Then every rank on the other conv
@@ -856,17 +873,7 @@ TEST(CudaOps, ConvCudnnGraphTacticRunsDs2Conv3) {
     const std::vector<Tensor> inputs = make(graph, rng);
     ASSERT_TRUE(ir::infer_graph(graph).is_ok());
     const auto reference = run_cpu_reference(graph, inputs);
-    graph.nodes().front()->attrs.set(runtime::kTacticAttr,
-                                     static_cast<std::int64_t>(cuda::kConvCudnnGraphFirst));
-    auto exe = cuda::compile_graph(graph, p);
-    ASSERT_TRUE(exe) << exe.status().message();
-    auto session = (*exe)->create_session();
-    ASSERT_TRUE(session) << session.status().message();
-    std::vector<Tensor> outputs;
-    const Status s = (*session)->run(inputs, outputs);
-    ASSERT_TRUE(s.is_ok()) << s.message();
-    ASSERT_EQ(outputs.size(), 1u);
-    EXPECT_LE(relative_error(outputs[0], reference[0]), tolerance(p));
+    expect_tactic_matches(graph, inputs, reference, p, cuda::kConvCudnnGraphFirst);
   }
   for (Precision p : kAllPrecisions)
     for (const auto& [name, make_case] : direct_conv_cases()) check_all_tactics(name, make_case, p);
@@ -902,17 +909,7 @@ TEST(CudaOps, ConvWidthFoldTacticsRunDs2Convolutions) {
         if (tactic.name.rfind("fold_", 0) != 0) continue;
         ++folds;
         SCOPED_TRACE(tactic.name);
-        graph.nodes().front()->attrs.set(runtime::kTacticAttr,
-                                         static_cast<std::int64_t>(tactic.id));
-        auto exe = cuda::compile_graph(graph, p);
-        ASSERT_TRUE(exe) << exe.status().message();
-        auto session = (*exe)->create_session();
-        ASSERT_TRUE(session) << session.status().message();
-        std::vector<Tensor> outputs;
-        const Status s = (*session)->run(inputs, outputs);
-        ASSERT_TRUE(s.is_ok()) << s.message();
-        ASSERT_EQ(outputs.size(), 1u);
-        EXPECT_LE(relative_error(outputs[0], reference[0]), tolerance(p));
+        expect_tactic_matches(graph, inputs, reference, p, tactic.id);
       }
       EXPECT_GE(folds, 2) << "the fold tactics were not listed";
     }

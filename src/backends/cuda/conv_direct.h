@@ -12,13 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#ifndef VOXRT_HOST_DEVICE
-#if defined(__CUDACC__)
-#define VOXRT_HOST_DEVICE __host__ __device__
-#else
-#define VOXRT_HOST_DEVICE
-#endif
-#endif
+#include "backends/cuda/host_device.h"
 
 namespace voxrt::backends::cuda {
 namespace ops {

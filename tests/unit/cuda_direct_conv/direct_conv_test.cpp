@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/cuda/conv_direct.h"
+#include "support/direct_conv_oracle.h"
 
 namespace voxrt::backends::cuda {
 namespace {
@@ -54,29 +55,26 @@ std::vector<float> random_values(std::size_t count, std::mt19937& rng) {
   return v;
 }
 
-// y [B, OC, OH, OW] straight from x [B, C, H, W] and w [OC, C, KH, KW] (ONNX Conv, group 1).
+// y [B, OC, OH, OW] straight from x and w (the shared oracle).
 std::vector<float> direct_conv(const ConvCase& s, const std::vector<float>& x,
                                const std::vector<float>& w) {
-  std::vector<float> y;
-  for (int b = 0; b < s.batch; ++b)
-    for (int k = 0; k < s.out_channels; ++k)
-      for (int oh = 0; oh < s.out_h(); ++oh)
-        for (int ow = 0; ow < s.out_w(); ++ow) {
-          double acc = 0.0;
-          for (int c = 0; c < s.channels; ++c)
-            for (int r = 0; r < s.kernel_h; ++r)
-              for (int j = 0; j < s.kernel_w; ++j) {
-                const int ih = oh * s.stride_h - s.pad_top + r * s.dilation_h;
-                const int iw = ow * s.stride_w - s.pad_left + j * s.dilation_w;
-                if (ih < 0 || ih >= s.height || iw < 0 || iw >= s.width) continue;
-                acc += double(x[static_cast<std::size_t>(
-                           ((b * s.channels + c) * s.height + ih) * s.width + iw)]) *
-                       w[static_cast<std::size_t>(
-                           ((k * s.channels + c) * s.kernel_h + r) * s.kernel_w + j)];
-              }
-          y.push_back(static_cast<float>(acc));
-        }
-  return y;
+  test::ConvGeometry g;
+  g.batch = s.batch;
+  g.channels = s.channels;
+  g.height = s.height;
+  g.width = s.width;
+  g.out_channels = s.out_channels;
+  g.kernel_h = s.kernel_h;
+  g.kernel_w = s.kernel_w;
+  g.out_h = s.out_h();
+  g.out_w = s.out_w();
+  g.stride_h = s.stride_h;
+  g.stride_w = s.stride_w;
+  g.pad_top = s.pad_top;
+  g.pad_left = s.pad_left;
+  g.dilation_h = s.dilation_h;
+  g.dilation_w = s.dilation_w;
+  return test::direct_conv_oracle(g, x, w);
 }
 
 TEST(CudaDirectConv, FilterMatrixIsOihwRowsByOutputChannelZeroPaddedToSixteen) {
