@@ -146,9 +146,9 @@ struct WidthFoldConv {
                dilation_h = 1, dilation_w = 1;
 };
 
-// The tile widths the tactics ask for: kWidthFoldTileWidths[i] is tactic kConvWidthFoldFirst + i
-// (cuDNN's heuristic algorithm); the last tactic is the first width with cuDNN's precomputed
-// implicit GEMM.
+// The tile widths the tactics ask for (ids in cuda_common.h): kWidthFoldTileWidths[i] is that of
+// kConvWidthFoldFirst + i (cuDNN) and kConvWidthFoldGemmFirst + i (cuBLASLt);
+// kConvWidthFoldPrecomp and kConvWidthFoldGemmSecond take the first width.
 inline constexpr int kWidthFoldTileWidths[] = {8, 4, 16};
 // Limits: the folded convolution's channels, its filter (elements), and how much more work it
 // may do than the original.
