@@ -15,9 +15,11 @@ struct ConvGeometry {
 };
 
 // y [B, OC, OH, OW] straight from x [B, C, H, W] and w [OC, C, KH, KW]; taps in the padding
-// read zero.
-inline std::vector<float> direct_conv_oracle(const ConvGeometry& s, const std::vector<float>& x,
-                                             const std::vector<float>& w) {
+// read zero. Geometry: ConvGeometry or any struct with the same fields (the width-fold tactics'
+// WidthFoldConv has them).
+template <typename Geometry>
+std::vector<float> direct_conv_oracle(const Geometry& s, const std::vector<float>& x,
+                                      const std::vector<float>& w) {
   std::vector<float> y;
   y.reserve(static_cast<std::size_t>(s.batch * s.out_channels * s.out_h * s.out_w));
   for (std::int64_t b = 0; b < s.batch; ++b)

@@ -44,28 +44,6 @@ WidthFoldConv make_conv(std::int64_t batch, std::int64_t channels, std::int64_t 
   return c;
 }
 
-// y [B, OC, OH, OW] straight from x and w (the shared oracle).
-std::vector<float> direct_conv(const WidthFoldConv& s, const std::vector<float>& x,
-                               const std::vector<float>& w) {
-  test::ConvGeometry g;
-  g.batch = s.batch;
-  g.channels = s.channels;
-  g.height = s.height;
-  g.width = s.width;
-  g.out_channels = s.out_channels;
-  g.kernel_h = s.kernel_h;
-  g.kernel_w = s.kernel_w;
-  g.out_h = s.out_h;
-  g.out_w = s.out_w;
-  g.stride_h = s.stride_h;
-  g.stride_w = s.stride_w;
-  g.pad_top = s.pad_top;
-  g.pad_left = s.pad_left;
-  g.dilation_h = s.dilation_h;
-  g.dilation_w = s.dilation_w;
-  return test::direct_conv_oracle(g, x, w);
-}
-
 std::vector<float> random_values(std::int64_t count, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> v(static_cast<std::size_t>(count));
@@ -81,7 +59,7 @@ void expect_fold_matches_direct(const std::string& name, const WidthFoldConv& c,
   const std::vector<float> w =
       random_values(c.out_channels * c.channels * c.kernel_h * c.kernel_w, rng);
   const ops::WidthFold f = width_fold_plan(c, tile_w);
-  const std::vector<float> expected = direct_conv(c, x, w);
+  const std::vector<float> expected = test::direct_conv_oracle(c, x, w);
   const std::vector<float> folded = width_fold_reference(f, x.data(), w.data());
   ASSERT_EQ(folded.size(), expected.size());
   for (std::size_t i = 0; i < expected.size(); ++i)
