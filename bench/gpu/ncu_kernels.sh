@@ -13,29 +13,7 @@ case_name=${1:-gru256}
 precision=${2:-fp16}
 source bench/gpu/device_env.sh
 work=$(mktemp -d /tmp/voxrt_ncu_XXXX)
-python3 - "$case_name" "$work" <<'PY'
-import os, sys
-import torch, torch.nn as nn
-sys.path.insert(0, "bench/gpu")
-from bench_gpu import DS2, StreamingDS2, export_onnx, init_weights
-case, work = sys.argv[1], sys.argv[2]
-if case.startswith("gru"):
-    b = 1 if case == "gru1" else 256
-    m = init_weights(StreamingDS2(bidir=False, hidden=512, layers=5, rnn=nn.GRU))
-    args, names, outs = (torch.randn(b, 1, 161, 16), torch.zeros(5, b, 512)), ["x", "h0"], ["logp", "hn"]
-    shapes = f"x:{b}x1x161x16,h0:5x{b}x512"
-else:
-    m = init_weights(DS2())
-    args, names, outs = (torch.randn(1, 1, 161, 200),), ["x"], ["logp"]
-    shapes = "x:1x1x161x200"
-export_onnx(m, args, names, outs, os.path.join(work, "m.onnx"))
-open(os.path.join(work, "shapes"), "w").write(shapes)
-PY
-shapes=$(cat "$work/shapes")
-# The export has static shapes, so the engine needs no optimization profile.
-"$dev/bin/voxrt" build --onnx "$work/m.onnx" --engine "$work/m.engine" --device cuda \
-  --precision "$precision" --timing-iterations 20 --json > "$work/build.json" 2> "$work/build.log" ||
-  { cat "$work/build.log"; exit 1; }
+source bench/gpu/build_case.sh
 "$dev/bin/voxrt" inspect "$work/m.engine" | sed -n '/^#/,/^total/p'
 # Every autotuning candidate of every layer (us at the opt shapes; - = could not run; * = chosen).
 python3 - "$work/build.json" <<'PY'

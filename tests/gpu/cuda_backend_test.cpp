@@ -1056,29 +1056,38 @@ TEST(CudaOps, RecurrentBatchOneAndPartlyResidentWeights) {
   // registers, unless VOXRT_CUDA_REGISTER_GATE=0: both run, and the batch-6 case (no register
   // variant) with them. The persistent blocks exchange h as tagged words unless
   // VOXRT_CUDA_TAGGED_STATE=0 (arrival counters): both run; check_all_tactics replays the graph
-  // twice, so a tag left by the previous launch would show.
-  for (const char* tagged : {"1", "0"}) {
-    setenv("VOXRT_CUDA_TAGGED_STATE", tagged, 1);
-    for (const char* register_gate : {"1", "0"}) {
-      setenv("VOXRT_CUDA_REGISTER_GATE", register_gate, 1);
-      for (const char* cap : {"0", "1", "2"}) {
-        setenv("VOXRT_CUDA_RESIDENT_GATES", cap, 1);
-        for (Precision p : {Precision::kFp32, Precision::kFp16}) {
-          const std::string at = str_cat(" (resident gates <= ", cap, ", register gate ",
-                                         register_gate, ", tagged state ", tagged, ")");
-          check_all_tactics("LSTM bidirectional batch 1" + at,
-                            recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, true), p);
-          check_all_tactics("GRU forward batch 1" + at,
-                            recurrent_case(ir::OpKind::kGRU, "forward", 1, true), p);
-          check_all_tactics("GRU reverse batch 6" + at,
-                            recurrent_case(ir::OpKind::kGRU, "reverse", 6, false), p);
+  // twice, so a tag left by the previous launch would show. The batch-1 kernel runs with 8 and
+  // 16 units per block (VOXRT_CUDA_PERSISTENT_WARPS), the 16-unit one with the poll back-off
+  // and the phase trace on (their code paths; the trace prints at exit).
+  for (const char* warps : {"8", "16"}) {
+    setenv("VOXRT_CUDA_PERSISTENT_WARPS", warps, 1);
+    setenv("VOXRT_CUDA_POLL_SLEEP_NS", warps[0] == '1' ? "20" : "0", 1);
+    setenv("VOXRT_CUDA_RECURRENT_TRACE", warps[0] == '1' ? "1" : "0", 1);
+    for (const char* tagged : {"1", "0"}) {
+      setenv("VOXRT_CUDA_TAGGED_STATE", tagged, 1);
+      for (const char* register_gate : {"1", "0"}) {
+        setenv("VOXRT_CUDA_REGISTER_GATE", register_gate, 1);
+        for (const char* cap : {"0", "1", "2"}) {
+          setenv("VOXRT_CUDA_RESIDENT_GATES", cap, 1);
+          for (Precision p : {Precision::kFp32, Precision::kFp16}) {
+            const std::string at =
+                str_cat(" (", warps, " units a block, resident gates <= ", cap, ", register gate ",
+                        register_gate, ", tagged state ", tagged, ")");
+            check_all_tactics("LSTM bidirectional batch 1" + at,
+                              recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, true), p);
+            check_all_tactics("GRU forward batch 1" + at,
+                              recurrent_case(ir::OpKind::kGRU, "forward", 1, true), p);
+            check_all_tactics("GRU reverse batch 6" + at,
+                              recurrent_case(ir::OpKind::kGRU, "reverse", 6, false), p);
+          }
         }
       }
     }
   }
-  unsetenv("VOXRT_CUDA_RESIDENT_GATES");
-  unsetenv("VOXRT_CUDA_REGISTER_GATE");
-  unsetenv("VOXRT_CUDA_TAGGED_STATE");
+  for (const char* name :
+       {"VOXRT_CUDA_RESIDENT_GATES", "VOXRT_CUDA_REGISTER_GATE", "VOXRT_CUDA_TAGGED_STATE",
+        "VOXRT_CUDA_PERSISTENT_WARPS", "VOXRT_CUDA_POLL_SLEEP_NS", "VOXRT_CUDA_RECURRENT_TRACE"})
+    unsetenv(name);
 }
 
 // voxrt bench --device-time: one positive device time per run, and the session still gives the

@@ -216,6 +216,13 @@ inline constexpr TacticId kRecurrentCudnnPersistStaticF32 = 6;
 // block owning 16 units of a 32- or 64-row batch tile (ops::recurrent_persistent_tc; FP16/BF16,
 // hidden_size % 16 == 0). For large batches.
 inline constexpr TacticId kRecurrentPersistentTensorCore = 7;
+// persistent_matvec with its input projection (one [seq * batch, D * G * H] GEMM before the time
+// loop) on another cuBLASLt candidate: kRecurrentPersistentInputFirst + i takes LtGemm candidate
+// i + 1, so the split-K variants come last. In the FP32 BiLSTM at batch 1 the first candidate
+// ran that GEMM in 116 us of a ~500 us layer (ncu, H100) on 64 blocks, half the SMs idle.
+inline constexpr TacticId kRecurrentPersistentInputFirst = 8;
+inline constexpr int kRecurrentPersistentInputVariants =
+    kGemmLtCandidates - 1 + static_cast<int>(sizeof(kGemmLtSplitK) / sizeof(kGemmLtSplitK[0]));
 
 // Whole-graph ways, timed by DeviceBackend::tune_graph (timing-cache ids, not node tactics).
 inline constexpr TacticId kGraphLayerByLayer = 1000;

@@ -206,7 +206,14 @@ class RecurrentKernel final : public CudaKernel {
  public:
   RecurrentKernel(rec::RecurrentSpec spec, TacticId tactic, Precision precision,
                   RecurrentWeights weights)
-      : spec_(std::move(spec)), tactic_(tactic), precision_(precision), weights_(weights) {}
+      : spec_(std::move(spec)), tactic_(tactic), precision_(precision), weights_(weights) {
+    // The persistent_matvec_in* tactics are persistent_matvec with another input GEMM.
+    if (tactic >= kRecurrentPersistentInputFirst &&
+        tactic < kRecurrentPersistentInputFirst + kRecurrentPersistentInputVariants) {
+      tactic_ = kRecurrentPersistent;
+      input_candidate_ = static_cast<int>(tactic - kRecurrentPersistentInputFirst) + 1;
+    }
+  }
 
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
                                               std::span<const DevTensor>,
@@ -225,7 +232,7 @@ class RecurrentKernel final : public CudaKernel {
       s.operand_type = weights_.operand;
       s.tf32 = precision_ == Precision::kTf32;
       s.bias = true;
-      VOXRT_ASSIGN_OR_RETURN(input_gemm, LtGemm::create(s, 0, lt));
+      VOXRT_ASSIGN_OR_RETURN(input_gemm, LtGemm::create(s, input_candidate_, lt));
       if (tactic_ == kRecurrentLt) {
         LtGemmShape r;
         r.m = batch;
@@ -261,7 +268,8 @@ class RecurrentKernel final : public CudaKernel {
 
  private:
   rec::RecurrentSpec spec_;
-  TacticId tactic_;
+  TacticId tactic_;          // the kind of kernel: persistent_matvec_in* are kRecurrentPersistent
+  int input_candidate_ = 0;  // LtGemm candidate of the input projection
   Precision precision_;
   RecurrentWeights weights_;
 };

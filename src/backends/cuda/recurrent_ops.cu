@@ -4,7 +4,9 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/recurrent_cell.cuh"
@@ -25,16 +27,21 @@ __device__ __forceinline__ void store_low(void* out, LowType type, std::int64_t 
 
 // h_prev: this unit's previous state (the tile kernels have it in shared memory already).
 // Returns the new h.
+// c_held: the unit's LSTM cell state held by the caller (the persistent kernel keeps it in a
+// register for the whole launch) instead of s.c; write_h_next false skips s.h_next (the tagged
+// exchange carries h between steps, so only the last step's is read).
 __device__ __forceinline__ float finish_unit(const RecurrentStep& s, int d, std::int64_t b,
                                              std::int64_t j, const float* x, const float* r,
-                                             float h_prev) {
+                                             float h_prev, float* c_held = nullptr,
+                                             bool write_h_next = true) {
   const std::int64_t state = (d * s.batch + b) * s.hidden + j;
   const bool reverse = s.reverse_only || d == 1;
   const std::int64_t t = reverse ? s.seq - 1 - s.step : s.step;
   const float rbn = s.rbn ? s.rbn[d * s.hidden + j] : 0.0f;
   float c_dummy = 0.0f;
-  const float h = cell_update(s.gates, x, r, h_prev, s.gates == 4 ? &s.c[state] : &c_dummy, rbn);
-  s.h_next[state] = h;
+  float* c = s.gates != 4 ? &c_dummy : c_held ? c_held : &s.c[state];
+  const float h = cell_update(s.gates, x, r, h_prev, c, rbn);
+  if (write_h_next) s.h_next[state] = h;
   if (s.y) s.y[((t * s.directions + d) * s.batch + b) * s.hidden + j] = h;
   if (s.h_next_low) store_low(s.h_next_low, s.low_type, state, h);
   return h;
@@ -95,6 +102,43 @@ __device__ __forceinline__ void load4(const __nv_bfloat16* p, float* v) {
 constexpr int kFusedWarps = 8;
 constexpr int kBatchTile = 4;
 
+// Sums each acc[g][b] over the warp's lanes; every lane ends with the totals. At batch 1 the
+// gates are reduced together (a transposing butterfly): the first two levels exchange half of
+// the lane's remaining gates each, so 4 gates cost 2 + 1 + 3 shuffles plus 4 broadcasts instead
+// of 4 x 5, the shuffles of 16 warps per SM in every recurrent step being on the critical path.
+template <int G, int BT>
+__device__ __forceinline__ void reduce_across_warp(float (&acc)[G][BT], int lane) {
+  constexpr unsigned kAll = 0xffffffffu;
+  if constexpr (BT == 1 && (G == 3 || G == 4)) {
+    const float v3 = G == 4 ? acc[G - 1][0] : 0.0f;
+    const bool upper16 = (lane & 16) != 0, upper8 = (lane & 8) != 0;
+    // Lanes 0-15 keep gates 0 and 1, lanes 16-31 gates 2 and 3.
+    float keep0 = upper16 ? acc[2][0] : acc[0][0];
+    float keep1 = upper16 ? v3 : acc[1][0];
+    keep0 += __shfl_xor_sync(kAll, upper16 ? acc[0][0] : acc[2][0], 16);
+    keep1 += __shfl_xor_sync(kAll, upper16 ? acc[1][0] : v3, 16);
+    // Then lanes with bit 3 clear keep the first of the two, the others the second: lane group
+    // lane / 8 holds gate lane / 8.
+    float sum = upper8 ? keep1 : keep0;
+    sum += __shfl_xor_sync(kAll, upper8 ? keep0 : keep1, 8);
+    sum += __shfl_xor_sync(kAll, sum, 4);
+    sum += __shfl_xor_sync(kAll, sum, 2);
+    sum += __shfl_xor_sync(kAll, sum, 1);
+#pragma unroll
+    for (int g = 0; g < G; ++g) acc[g][0] = __shfl_sync(kAll, sum, 8 * g);
+  } else {
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+#pragma unroll
+      for (int b = 0; b < BT; ++b) {
+        float v = acc[g][b];
+        for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(kAll, v, offset);
+        acc[g][b] = v;
+      }
+    }
+  }
+}
+
 // The mat-vec of one warp's unit for a batch tile: acc[g][b] = R[g][unit] . h_tile[b], each
 // lane summing its quarter-rows, then reduced across the warp. rows[g] points at the unit's row
 // of gate g (global or shared memory). BT is the batch tile: 1 for a single stream, so the
@@ -119,15 +163,7 @@ __device__ __forceinline__ void unit_matvec(const W* const (&rows)[G], const flo
       }
     }
   }
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-#pragma unroll
-    for (int b = 0; b < BT; ++b) {
-      float v = acc[g][b];
-      for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-      acc[g][b] = v;
-    }
-  }
+  reduce_across_warp<G, BT>(acc, lane);
 }
 
 // Register-held gate: with kRegChunks > 0, lane `lane` keeps the elements k = lane * 4 + i * 128
@@ -187,15 +223,7 @@ __device__ __forceinline__ void unit_matvec_register(const W* const (&rows)[G], 
       }
     }
   }
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-#pragma unroll
-    for (int b = 0; b < BT; ++b) {
-      float v = acc[g][b];
-      for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-      acc[g][b] = v;
-    }
-  }
+  reduce_across_warp<G, BT>(acc, lane);
 }
 
 // h_prev rows b0 .. b0 + BT - 1 of direction d into shared memory (zeros past the batch), as
@@ -222,10 +250,17 @@ __device__ __forceinline__ void stage_h(const RecurrentStep& s, int d, std::int6
 
 // Lane b < BT loads the input projection of batch row b0 + b for unit j: issued before the
 // mat-vec, so its latency hides behind the h staging.
-template <int BT>
+// G: the gates, known at compile time so that x stays in registers (a loop over s.gates indexes
+// x at run time, which puts it on the stack).
+template <int G, int BT>
 __device__ __forceinline__ void prefetch_x(const RecurrentStep& s, int d, std::int64_t b0,
                                            std::int64_t j, int lane, float (&x)[4]) {
-  if (lane < BT && b0 + lane < s.batch) load_x(s, d, b0 + lane, j, x);
+  if (lane >= BT || b0 + lane >= s.batch) return;
+  const bool reverse = s.reverse_only || d == 1;
+  const std::int64_t t = reverse ? s.seq - 1 - s.step : s.step;
+  const float* row = s.xw + ((t * s.batch + b0 + lane) * s.directions + d) * G * s.hidden;
+#pragma unroll
+  for (int g = 0; g < G; ++g) x[g] = row[g * s.hidden + j];
 }
 
 // Tagged state exchange of the persistent tactic: each element of h is one 8-byte word, the value
@@ -275,7 +310,7 @@ __device__ __forceinline__ void finish_tile(const RecurrentStep& s, int d, std::
 template <int BT>
 __device__ __forceinline__ void stage_h_tagged(const RecurrentStep& s, int d, std::int64_t b0,
                                                const unsigned long long* tagged, unsigned tag,
-                                               float* h_tile) {
+                                               unsigned poll_sleep_ns, float* h_tile) {
   constexpr int kPairs = 2;
   const std::int64_t H = s.hidden;
   const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * 2;
@@ -299,7 +334,10 @@ __device__ __forceinline__ void stage_h_tagged(const RecurrentStep& s, int d, st
           dst[k] = dst[k + 1] = 0.0f;
           continue;
         }
-        while (!pair_has_tag(v[i], tag)) v[i] = load_tagged_pair(src + k);
+        while (!pair_has_tag(v[i], tag)) {
+          if (poll_sleep_ns) __nanosleep(poll_sleep_ns);
+          v[i] = load_tagged_pair(src + k);
+        }
         dst[k] = __uint_as_float(static_cast<unsigned>(v[i].x));
         dst[k + 1] = __uint_as_float(static_cast<unsigned>(v[i].y));
       }
@@ -319,7 +357,7 @@ __global__ void __launch_bounds__(kFusedWarps * 32)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const std::int64_t j = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps + warp;
   float x[4] = {0.f, 0.f, 0.f, 0.f};
-  if (j < H) prefetch_x<BT>(s, d, b0, j, lane, x);
+  if (j < H) prefetch_x<G, BT>(s, d, b0, j, lane, x);
   stage_h<BT, false>(s, d, b0, h_tile);
   __syncthreads();
   if (j >= H) return;
@@ -358,29 +396,49 @@ cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream
 // resident: the launch is cooperative), so a step costs its mat-vec and a barrier instead of a
 // kernel launch; h_prev is read past L1 (__ldcg), since other blocks wrote it in the step before.
 
+// Per-launch settings of persistent_kernel that are not template parameters.
+struct PersistentOptions {
+  int resident_gates = 0;
+  unsigned poll_sleep_ns = 0;  // back-off between polls of a tagged word not yet written
+  // VOXRT_CUDA_RECURRENT_TRACE: kTracePhases clock64 sums per block (recurrent_trace_report).
+  unsigned long long* trace = nullptr;
+};
+// Per block: cycles of staging h (thread 0's own words), waiting for the block's other words
+// (__syncthreads), the mat-vec with its warp reduction, the gate update and publication, and the
+// whole launch; then the launch's nanoseconds (globaltimer) and its steps.
+constexpr int kTracePhases = 7;
+
 // The first `resident_gates` gates of the block's units live in shared memory after h_tile
 // (copied once, [gate][warp][H]), so a step reads them from there and streams only the other
 // gates and h from L2. All G gates fit when the weights are FP16/BF16 at H = 1024 (16.8 MB over
 // 132 SMs); FP32 at that size keeps three of an LSTM's four.
 // kRegChunks > 0: gate `resident_gates` (the first one not in shared memory) is held in
-// registers (unit_matvec_register); two blocks per SM are then asked of the register allocator.
-template <typename W, int G, int BT, int kRegChunks>
-__global__ void __launch_bounds__(kFusedWarps * 32, kRegChunks > 0 ? 2 : 1)
+// registers (unit_matvec_register). kWarps: units (one per warp) of a block; with 8 two blocks
+// share an SM, with 16 one block has the SM, so each SM stages h once per step, not twice, and
+// half as many blocks wait for each other.
+// With the tagged exchange h_tile has two buffers (step t reads t % 2), so a block needs one
+// __syncthreads per step: a warp staging step t + 1's h into the buffer step t - 1 read has passed
+// step t's __syncthreads, which every warp reached after its step t - 1 mat-vec.
+// An LSTM unit's cell state stays in the register of the lane that updates it.
+template <typename W, int G, int BT, int kRegChunks, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, kRegChunks > 0 && kWarps == 8 ? 2 : 1)
     persistent_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
-                      GridBarrier* barrier, unsigned long long* tagged, int resident_gates) {
-  extern __shared__ float h_tile[];  // [BT][H], then W [resident_gates][kFusedWarps][H]
+                      GridBarrier* barrier, unsigned long long* tagged, PersistentOptions options) {
+  extern __shared__ float h_tiles[];  // [1 or 2][BT][H], then W [resident_gates][kWarps][H]
+  const int resident_gates = options.resident_gates;
   const int d = blockIdx.y;
   unsigned* arrived = &barrier[blockIdx.y * gridDim.z + blockIdx.z].arrived;
   const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * BT;
   const std::int64_t H = s.hidden;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x) * kFusedWarps;
+  const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x) * kWarps;
   const std::int64_t j = j0 + warp;
   const bool active = j < H;  // no early return: every thread meets every barrier
-  W* resident = reinterpret_cast<W*>(h_tile + BT * H);
-  for (int row = 0; row < resident_gates * kFusedWarps; ++row) {
-    const std::int64_t unit = j0 + row % kFusedWarps;
-    const W* src = r + ((static_cast<std::int64_t>(d) * G + row / kFusedWarps) * H + unit) * H;
+  const int tile_buffers = tagged ? 2 : 1;
+  W* resident = reinterpret_cast<W*>(h_tiles + tile_buffers * BT * H);
+  for (int row = 0; row < resident_gates * kWarps; ++row) {
+    const std::int64_t unit = j0 + row % kWarps;
+    const W* src = r + ((static_cast<std::int64_t>(d) * G + row / kWarps) * H + unit) * H;
     W* dst = resident + static_cast<std::int64_t>(row) * H;
     for (std::int64_t k = threadIdx.x; k < H; k += blockDim.x) dst[k] = unit < H ? src[k] : W{};
   }
@@ -388,9 +446,8 @@ __global__ void __launch_bounds__(kFusedWarps * 32, kRegChunks > 0 ? 2 : 1)
   const W* rows[G];
 #pragma unroll
   for (int g = 0; g < G; ++g) {
-    rows[g] = g < resident_gates
-                  ? resident + (static_cast<std::int64_t>(g) * kFusedWarps + warp) * H
-                  : unit_rows + g * H * H;
+    rows[g] = g < resident_gates ? resident + (static_cast<std::int64_t>(g) * kWarps + warp) * H
+                                 : unit_rows + g * H * H;
   }
   constexpr int kRegArray = kRegChunks > 0 ? kRegChunks : 1;
   [[maybe_unused]] float reg[kRegArray][4];
@@ -398,26 +455,45 @@ __global__ void __launch_bounds__(kFusedWarps * 32, kRegChunks > 0 ? 2 : 1)
     load_register_gate<W, kRegArray>(
         active && resident_gates < G ? unit_rows + resident_gates * H * H : nullptr, H, lane, reg);
   }
+  // Lane b < BT owns batch row b0 + b of unit j: its cell state (LSTM) and its publication.
+  const bool owner = active && lane < BT && b0 + lane < s.batch;
+  const std::int64_t owned_state = owner ? (d * s.batch + b0 + lane) * H + j : 0;
+  float c_held = owner && G == 4 ? s.c[owned_state] : 0.0f;
   // Tagged exchange: buffer t % 2 holds the h that step t reads, tagged t + 1; the initial
   // state (tag 1) is published by the warps that own its units, as their later steps will be.
   const std::int64_t words = static_cast<std::int64_t>(s.directions) * s.batch * H;
-  if (tagged && active && lane < BT && b0 + lane < s.batch) {
-    const std::int64_t state = (d * s.batch + b0 + lane) * H + j;
-    store_tagged(tagged + state, h0[state], 1u);
+  if (tagged && owner) store_tagged(tagged + owned_state, h0[owned_state], 1u);
+  const bool tracing = options.trace != nullptr && threadIdx.x == 0;
+  unsigned long long phase[kTracePhases] = {};
+  long long launch_start = 0, mark = 0;
+  unsigned long long launch_start_ns = 0;
+  if (tracing) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(launch_start_ns));
+    launch_start = mark = clock64();
   }
+  const auto lap = [&](int i) {
+    if (tracing) {
+      const long long now = clock64();
+      phase[i] += static_cast<unsigned long long>(now - mark);
+      mark = now;
+    }
+  };
   for (std::int64_t t = 0; t < s.seq; ++t) {
     s.step = static_cast<int>(t);
     s.h_prev = t % 2 == 0 ? h0 : h1;
     s.h_next = t % 2 == 0 ? h1 : h0;
     const unsigned tag = static_cast<unsigned>(t) + 1u;
+    float* h_tile = h_tiles + (t % tile_buffers) * BT * H;
     float x[4] = {0.f, 0.f, 0.f, 0.f};
-    if (active) prefetch_x<BT>(s, d, b0, j, lane, x);
+    if (active) prefetch_x<G, BT>(s, d, b0, j, lane, x);
     if (tagged) {
-      stage_h_tagged<BT>(s, d, b0, tagged + (t % 2) * words, tag, h_tile);
+      stage_h_tagged<BT>(s, d, b0, tagged + (t % 2) * words, tag, options.poll_sleep_ns, h_tile);
     } else {
       stage_h<BT, true>(s, d, b0, h_tile);
     }
+    lap(0);
     __syncthreads();  // also orders the resident copy before the first step's reads
+    lap(1);
     if (active) {
       float acc[G][BT];
       if constexpr (kRegChunks > 0) {
@@ -425,27 +501,45 @@ __global__ void __launch_bounds__(kFusedWarps * 32, kRegChunks > 0 ? 2 : 1)
       } else {
         unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
       }
-      finish_tile<G, BT>(s, d, b0, j, lane, acc, x, h_tile,
-                         tagged ? tagged + ((t + 1) % 2) * words : nullptr, tag + 1u);
+      lap(2);
+      const bool last = t + 1 == s.seq;
+#pragma unroll
+      for (int b = 0; b < BT; ++b) {
+        if (lane == b && owner) {
+          float rr[4];
+#pragma unroll
+          for (int g = 0; g < G; ++g) rr[g] = acc[g][b];
+          const float h =
+              finish_unit(s, d, b0 + b, j, x, rr, h_tile[b * H + j], &c_held, !tagged || last);
+          if (tagged && !last)
+            store_tagged(tagged + ((t + 1) % 2) * words + owned_state, h, tag + 1u);
+        }
+      }
+      lap(3);
     }
     // The last step needs no barrier: the launch's end orders it before what reads h. With the
-    // tagged exchange the next step's loads wait for their data; the block only has to finish
-    // reading h_tile before it is overwritten. Buffer (t + 1) % 2 is free to overwrite: its
-    // readers (step t - 1) are done, since this block has seen every unit of step t - 1's output,
-    // which each writer produced after its own reads.
-    if (t + 1 < s.seq) {
-      if (tagged) {
-        __syncthreads();
-      } else {
-        group_barrier(arrived, static_cast<unsigned>(t + 1) * gridDim.x);
-      }
-    }
+    // tagged exchange the next step's loads wait for their data, and h_tile's other buffer is
+    // free (above). Buffer (t + 1) % 2 of the tagged words is free to overwrite: its readers
+    // (step t - 1) are done, since this block has seen every unit of step t - 1's output, which
+    // each writer produced after its own reads.
+    if (!tagged && t + 1 < s.seq) group_barrier(arrived, static_cast<unsigned>(t + 1) * gridDim.x);
+    lap(4);
+  }
+  if (owner && G == 4) s.c[owned_state] = c_held;
+  if (tracing) {
+    unsigned long long end_ns = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end_ns));
+    phase[5] = static_cast<unsigned long long>(clock64() - launch_start);
+    phase[6] = end_ns - launch_start_ns;
+    const unsigned block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+#pragma unroll
+    for (int i = 0; i < kTracePhases; ++i) options.trace[block * kTracePhases + i] = phase[i];
   }
 }
 
-// Blocks of `kernel` with `shared` bytes that fit on the device at once (0 when it cannot take
-// that much shared memory per block).
-cudaError_t resident_blocks(const void* kernel, std::size_t shared, long long* out) {
+// Blocks of `kernel` (`threads` each) with `shared` bytes that fit on the device at once (0 when
+// it cannot take that much shared memory per block).
+cudaError_t resident_blocks(const void* kernel, int threads, std::size_t shared, long long* out) {
   int device = 0, sms = 0, per_sm = 0, optin = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -454,63 +548,137 @@ cudaError_t resident_blocks(const void* kernel, std::size_t shared, long long* o
   if (e != cudaSuccess) return e;
   *out = 0;
   if (shared > static_cast<std::size_t>(optin)) return cudaSuccess;
-  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFusedWarps * 32, shared);
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared);
   if (e != cudaSuccess) return e;
   *out = static_cast<long long>(sms) * per_sm;
   return cudaSuccess;
 }
 
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
 // VOXRT_CUDA_RESIDENT_GATES=N caps the gates kept in shared memory (tests use it to run the
 // partly resident and the streaming paths at small sizes); unset: as many as fit.
 int resident_gates_cap(int gates) {
-  const char* v = std::getenv("VOXRT_CUDA_RESIDENT_GATES");
-  if (!v || !*v) return gates;
-  const int n = std::atoi(v);
+  const int n = env_int("VOXRT_CUDA_RESIDENT_GATES", gates);
   return n < 0 ? 0 : n > gates ? gates : n;
 }
 
 // VOXRT_CUDA_REGISTER_GATE=0 turns the register-held gate off (tests run both paths).
 bool register_gate_allowed() {
-  const char* v = std::getenv("VOXRT_CUDA_REGISTER_GATE");
-  return !(v && v[0] == '0');
+  return env_int("VOXRT_CUDA_REGISTER_GATE", 1) != 0;
 }
 
 // VOXRT_CUDA_TAGGED_STATE=0: the blocks meet at the arrival counters between steps instead of
 // waiting on the tagged state words (kept to compare the two and as a fallback).
 bool tagged_state_allowed() {
-  const char* v = std::getenv("VOXRT_CUDA_TAGGED_STATE");
-  return !(v && v[0] == '0');
+  return env_int("VOXRT_CUDA_TAGGED_STATE", 1) != 0;
+}
+
+// VOXRT_CUDA_PERSISTENT_WARPS=8 or 16: units per block of the batch-1 persistent kernel (batch
+// tiles always use 8: their kernel needs ~128 registers a thread already).
+int persistent_warps(std::int64_t batch) {
+  return batch == 1 && env_int("VOXRT_CUDA_PERSISTENT_WARPS", 8) == 16 ? 16 : 8;
+}
+
+// VOXRT_CUDA_RECURRENT_TRACE=1: each persistent launch records kTracePhases cycle counts per
+// block (PersistentOptions::trace) into one device buffer, and the process prints the split of
+// the last launch's step time at exit (a diagnostic: it adds clock reads to thread 0 of each
+// block and one synchronizing copy at exit).
+constexpr long long kTraceMaxBlocks = 4096;
+struct RecurrentTrace {
+  unsigned long long* device = nullptr;
+  long long blocks = 0;  // of the last traced launch
+  std::int64_t steps = 0;
+  int warps = 0;
+};
+RecurrentTrace& recurrent_trace() {
+  static RecurrentTrace trace;
+  return trace;
+}
+
+void print_recurrent_trace() {
+  const RecurrentTrace& trace = recurrent_trace();
+  if (!trace.device || trace.blocks == 0 || trace.steps == 0) return;
+  std::vector<unsigned long long> v(static_cast<std::size_t>(trace.blocks) * kTracePhases);
+  if (cudaMemcpy(v.data(), trace.device, v.size() * sizeof(v[0]), cudaMemcpyDeviceToHost) !=
+      cudaSuccess)
+    return;
+  const double cycles_per_ns =
+      v[6] > 0 ? static_cast<double>(v[5]) / static_cast<double>(v[6]) : 1.0;
+  static const char* const kNames[] = {"stage own h words",     "wait for block (syncthreads)",
+                                       "mat-vec + warp reduce", "gates + publish",
+                                       "barrier (untagged)",    "whole step"};
+  std::fprintf(stderr,
+               "recurrent trace: last persistent launch, %lld blocks of %d warps, %lld steps, "
+               "%.2f GHz; ns per step, mean / max over blocks:\n",
+               trace.blocks, trace.warps, static_cast<long long>(trace.steps), cycles_per_ns);
+  for (int i = 0; i < 6; ++i) {
+    double sum = 0.0, max = 0.0;
+    for (long long b = 0; b < trace.blocks; ++b) {
+      const double ns = static_cast<double>(v[static_cast<std::size_t>(b) * kTracePhases + i]) /
+                        cycles_per_ns / static_cast<double>(trace.steps);
+      sum += ns;
+      max = std::max(max, ns);
+    }
+    std::fprintf(stderr, "  %-30s %8.1f %8.1f\n", kNames[i],
+                 sum / static_cast<double>(trace.blocks), max);
+  }
+}
+
+// The trace buffer, allocated on the first traced launch (an eager one: never inside a graph
+// capture); nullptr when tracing is off or the grid is larger than the buffer.
+unsigned long long* trace_buffer(long long blocks, std::int64_t steps, int warps) {
+  if (env_int("VOXRT_CUDA_RECURRENT_TRACE", 0) != 1 || blocks > kTraceMaxBlocks) return nullptr;
+  RecurrentTrace& trace = recurrent_trace();
+  if (!trace.device) {
+    if (cudaMalloc(&trace.device, kTraceMaxBlocks * kTracePhases * sizeof(unsigned long long)) !=
+        cudaSuccess) {
+      trace.device = nullptr;
+      return nullptr;
+    }
+    std::atexit(print_recurrent_trace);
+  }
+  trace.blocks = blocks;
+  trace.steps = steps;
+  trace.warps = warps;
+  return trace.device;
 }
 
 // Above 48 KiB of shared memory a kernel must opt in; once per kernel and process, on the first
 // (eager) launch, so never inside a graph capture.
-template <typename W, int G, int BT, int kRegChunks>
+template <typename W, int G, int BT, int kRegChunks, int kWarps>
 cudaError_t opt_in_shared_memory() {
   static const cudaError_t opted_in = allow_max_dynamic_shared_memory(
-      reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegChunks>));
+      reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegChunks, kWarps>));
   return opted_in;
 }
 
-template <typename W, int G, int BT>
+template <typename W, int G, int BT, int kWarps>
 cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h0, float* h1,
                                     GridBarrier* barrier, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((s.hidden + kFusedWarps - 1) / kFusedWarps),
+  const dim3 grid(static_cast<unsigned>((s.hidden + kWarps - 1) / kWarps),
                   static_cast<unsigned>(s.directions),
                   static_cast<unsigned>((s.batch + BT - 1) / BT));
+  constexpr int kThreads = kWarps * 32;
   const long long blocks = static_cast<long long>(grid.x) * grid.y * grid.z;
-  const std::size_t h_bytes = static_cast<std::size_t>(BT * s.hidden) * sizeof(float);
+  const bool use_tags = tagged_state_allowed();
+  const std::size_t h_bytes =
+      static_cast<std::size_t>((use_tags ? 2 : 1) * BT * s.hidden) * sizeof(float);
   const std::size_t gate_bytes =
-      static_cast<std::size_t>(kFusedWarps) * static_cast<std::size_t>(s.hidden) * sizeof(W);
-  const void* streaming = reinterpret_cast<const void*>(persistent_kernel<W, G, BT, 0>);
-  cudaError_t e = opt_in_shared_memory<W, G, BT, 0>();
+      static_cast<std::size_t>(kWarps) * static_cast<std::size_t>(s.hidden) * sizeof(W);
+  const void* streaming = reinterpret_cast<const void*>(persistent_kernel<W, G, BT, 0, kWarps>);
+  cudaError_t e = opt_in_shared_memory<W, G, BT, 0, kWarps>();
   if (e != cudaSuccess) return e;
   // The register-held gate at batch 1 only: with a batch tile of 4 the kernel already needs
   // ~128 registers and the 32 more spilled (ptxas -v), which costs more than the gate saves.
   const void* with_register_gate = nullptr;
   if constexpr (BT == 1) {
     with_register_gate =
-        reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegisterChunks>);
-    e = opt_in_shared_memory<W, G, BT, kRegisterChunks>();
+        reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegisterChunks, kWarps>);
+    e = opt_in_shared_memory<W, G, BT, kRegisterChunks, kWarps>();
     if (e != cudaSuccess) return e;
   }
   const bool register_gate =
@@ -520,31 +688,34 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
   // below all of them the next gate in registers when the grid still fits with the register
   // kernel. The launch is cooperative, which the driver refuses rather than deadlocks when it
   // would not fit.
-  int resident_gates = resident_gates_cap(G);
+  PersistentOptions options;
+  options.resident_gates = resident_gates_cap(G);
   std::size_t shared = 0;
   const void* kernel = nullptr;
-  for (;; --resident_gates) {
-    shared = h_bytes + static_cast<std::size_t>(resident_gates) * gate_bytes;
+  for (;; --options.resident_gates) {
+    shared = h_bytes + static_cast<std::size_t>(options.resident_gates) * gate_bytes;
     long long fit = 0;
-    if (register_gate && resident_gates < G) {
-      e = resident_blocks(with_register_gate, shared, &fit);
+    if (register_gate && options.resident_gates < G) {
+      e = resident_blocks(with_register_gate, kThreads, shared, &fit);
       if (e != cudaSuccess) return e;
       if (blocks <= fit) {
         kernel = with_register_gate;
         break;
       }
     }
-    e = resident_blocks(streaming, shared, &fit);
+    e = resident_blocks(streaming, kThreads, shared, &fit);
     if (e != cudaSuccess) return e;
     if (blocks <= fit) {
       kernel = streaming;
       break;
     }
-    if (resident_gates == 0) return cudaErrorCooperativeLaunchTooLarge;
+    if (options.resident_gates == 0) return cudaErrorCooperativeLaunchTooLarge;
   }
+  options.poll_sleep_ns =
+      static_cast<unsigned>(std::max(0, env_int("VOXRT_CUDA_POLL_SLEEP_NS", 0)));
+  options.trace = trace_buffer(blocks, s.seq, kWarps);
   // One memset clears the counters and both tagged buffers (a tag left by the previous launch
   // would otherwise be taken for this one's).
-  const bool use_tags = tagged_state_allowed();
   e = cudaMemsetAsync(barrier, 0,
                       use_tags ? grid_barrier_bytes(s.directions, s.batch, s.hidden)
                                : sizeof(GridBarrier) * grid.y * grid.z,
@@ -554,19 +725,23 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
   const W* weights = r;
   unsigned long long* tagged =
       use_tags ? tagged_state_words(barrier, s.directions, s.batch) : nullptr;
-  void* args[] = {&step, &weights, &h0, &h1, &barrier, &tagged, &resident_gates};
-  return cudaLaunchCooperativeKernel(kernel, grid, dim3(kFusedWarps * 32), args, shared, stream);
+  void* args[] = {&step, &weights, &h0, &h1, &barrier, &tagged, &options};
+  return cudaLaunchCooperativeKernel(kernel, grid, dim3(kThreads), args, shared, stream);
 }
 
 template <typename W>
 cudaError_t launch_persistent(const RecurrentStep& s, const W* r, float* h0, float* h1,
                               GridBarrier* barrier, cudaStream_t stream) {
   if (s.batch == 1) {
-    return s.gates == 3 ? launch_persistent_typed<W, 3, 1>(s, r, h0, h1, barrier, stream)
-                        : launch_persistent_typed<W, 4, 1>(s, r, h0, h1, barrier, stream);
+    if (persistent_warps(s.batch) == 16) {
+      return s.gates == 3 ? launch_persistent_typed<W, 3, 1, 16>(s, r, h0, h1, barrier, stream)
+                          : launch_persistent_typed<W, 4, 1, 16>(s, r, h0, h1, barrier, stream);
+    }
+    return s.gates == 3 ? launch_persistent_typed<W, 3, 1, 8>(s, r, h0, h1, barrier, stream)
+                        : launch_persistent_typed<W, 4, 1, 8>(s, r, h0, h1, barrier, stream);
   }
-  return s.gates == 3 ? launch_persistent_typed<W, 3, kBatchTile>(s, r, h0, h1, barrier, stream)
-                      : launch_persistent_typed<W, 4, kBatchTile>(s, r, h0, h1, barrier, stream);
+  return s.gates == 3 ? launch_persistent_typed<W, 3, kBatchTile, 8>(s, r, h0, h1, barrier, stream)
+                      : launch_persistent_typed<W, 4, kBatchTile, 8>(s, r, h0, h1, barrier, stream);
 }
 
 }  // namespace

@@ -87,6 +87,17 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
                                       {kRecurrentLt, "cublaslt_gates"},
                                       {kRecurrentFused, "fused_matvec"},
                                       {kRecurrentPersistent, "persistent_matvec"}};
+      // Split-K takes FP32/TF32 operands only (LtGemm::create).
+      const bool split_k = precision == Precision::kFp32 || precision == Precision::kTf32;
+      for (int i = 0; i < kRecurrentPersistentInputVariants; ++i) {
+        const int candidate = i + 1;
+        if (candidate >= kGemmLtCandidates && !split_k) break;
+        tactics.push_back({kRecurrentPersistentInputFirst + static_cast<TacticId>(i),
+                           candidate < kGemmLtCandidates
+                               ? str_cat("persistent_matvec_in", candidate)
+                               : str_cat("persistent_matvec_in_splitk",
+                                         kGemmLtSplitK[candidate - kGemmLtCandidates])});
+      }
       if (cudnn_rnn_takes(node) && cudnn_rnn_api()) {
         tactics.push_back({kRecurrentCudnnStandard, "cudnn_rnn"});
         tactics.push_back({kRecurrentCudnnPersistStatic, "cudnn_rnn_persist_static"});
