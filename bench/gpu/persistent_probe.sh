@@ -17,15 +17,14 @@ work=$(mktemp -d /tmp/voxrt_probe_XXXX)
 source bench/gpu/build_case.sh
 "$dev/bin/voxrt" inspect "$work/m.engine" | sed -n '/^#/,/^total/p'
 settings=(
+  ""
   "VOXRT_CUDA_PERSISTENT_WARPS=8"
   "VOXRT_CUDA_PERSISTENT_WARPS=16"
-  "VOXRT_CUDA_PERSISTENT_WARPS=8 VOXRT_CUDA_POLL_SLEEP_NS=32"
-  "VOXRT_CUDA_PERSISTENT_WARPS=16 VOXRT_CUDA_POLL_SLEEP_NS=32"
-  "VOXRT_CUDA_PERSISTENT_WARPS=8 VOXRT_CUDA_TAGGED_STATE=0"
-  "VOXRT_CUDA_PERSISTENT_WARPS=8 VOXRT_CUDA_REGISTER_GATE=0"
+  "VOXRT_CUDA_REGISTER_GATE=0"
+  "VOXRT_CUDA_TAGGED_STATE=0"
 )
 for setting in "${settings[@]}"; do
-  echo "==== $setting"
+  echo "==== ${setting:-default}"
   env $setting "$dev/bin/voxrt" bench "$work/m.engine" --shapes "$shapes" --iterations 200 \
     --warmup 100 --device-time --json > "$work/bench.json"
   python3 - "$work/bench.json" <<'PY'

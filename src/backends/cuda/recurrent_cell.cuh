@@ -6,28 +6,40 @@
 
 namespace voxrt::backends::cuda::ops {
 
+// kFast: exp2 on the special function unit and an IEEE reciprocal instead of expf and a full
+// division (~6 instructions instead of ~30; relative error ~1e-6 for |x| <= 20, where the
+// persistent kernel's cell update, on the critical path of every recurrent step, spent ~0.6 us).
+template <bool kFast = false>
 __device__ __forceinline__ float sigmoid(float x) {
+  if constexpr (kFast) return __frcp_rn(1.0f + __expf(-x));
   return 1.0f / (1.0f + expf(-x));
+}
+// tanh(x) = 2 sigmoid(2x) - 1: absolute error ~2e-7 on the fast path.
+template <bool kFast = false>
+__device__ __forceinline__ float tanh_of(float x) {
+  if constexpr (kFast) return 2.0f * sigmoid<true>(2.0f * x) - 1.0f;
+  return tanhf(x);
 }
 
 // x[g]: input projection (biases folded in), r[g]: recurrent projection, per gate.
 // Returns h; updates *c for LSTM.
+template <bool kFast = false>
 __device__ __forceinline__ float cell_update(int gates, const float* x, const float* r,
                                              float h_prev, float* c, float rbn) {
   if (gates == 3) {  // GRU z, r, h; linear_before_reset: r * (Rh h + Rbh)
-    const float z = sigmoid(x[0] + r[0]);
-    const float reset = sigmoid(x[1] + r[1]);
-    const float n = tanhf(x[2] + reset * (r[2] + rbn));
+    const float z = sigmoid<kFast>(x[0] + r[0]);
+    const float reset = sigmoid<kFast>(x[1] + r[1]);
+    const float n = tanh_of<kFast>(x[2] + reset * (r[2] + rbn));
     return (1.0f - z) * n + z * h_prev;
   }
   // LSTM i, o, f, c
-  const float i = sigmoid(x[0] + r[0]);
-  const float o = sigmoid(x[1] + r[1]);
-  const float f = sigmoid(x[2] + r[2]);
-  const float g = tanhf(x[3] + r[3]);
+  const float i = sigmoid<kFast>(x[0] + r[0]);
+  const float o = sigmoid<kFast>(x[1] + r[1]);
+  const float f = sigmoid<kFast>(x[2] + r[2]);
+  const float g = tanh_of<kFast>(x[3] + r[3]);
   const float c_new = f * *c + i * g;
   *c = c_new;
-  return o * tanhf(c_new);
+  return o * tanh_of<kFast>(c_new);
 }
 
 // The blocks of a persistent launch that exchange state meet here between steps (all of them are

@@ -27,21 +27,16 @@ __device__ __forceinline__ void store_low(void* out, LowType type, std::int64_t 
 
 // h_prev: this unit's previous state (the tile kernels have it in shared memory already).
 // Returns the new h.
-// c_held: the unit's LSTM cell state held by the caller (the persistent kernel keeps it in a
-// register for the whole launch) instead of s.c; write_h_next false skips s.h_next (the tagged
-// exchange carries h between steps, so only the last step's is read).
 __device__ __forceinline__ float finish_unit(const RecurrentStep& s, int d, std::int64_t b,
                                              std::int64_t j, const float* x, const float* r,
-                                             float h_prev, float* c_held = nullptr,
-                                             bool write_h_next = true) {
+                                             float h_prev) {
   const std::int64_t state = (d * s.batch + b) * s.hidden + j;
   const bool reverse = s.reverse_only || d == 1;
   const std::int64_t t = reverse ? s.seq - 1 - s.step : s.step;
   const float rbn = s.rbn ? s.rbn[d * s.hidden + j] : 0.0f;
   float c_dummy = 0.0f;
-  float* c = s.gates != 4 ? &c_dummy : c_held ? c_held : &s.c[state];
-  const float h = cell_update(s.gates, x, r, h_prev, c, rbn);
-  if (write_h_next) s.h_next[state] = h;
+  const float h = cell_update(s.gates, x, r, h_prev, s.gates == 4 ? &s.c[state] : &c_dummy, rbn);
+  s.h_next[state] = h;
   if (s.y) s.y[((t * s.directions + d) * s.batch + b) * s.hidden + j] = h;
   if (s.h_next_low) store_low(s.h_next_low, s.low_type, state, h);
   return h;
@@ -158,8 +153,8 @@ __device__ __forceinline__ void unit_matvec(const W* const (&rows)[G], const flo
       load4(rows[g] + k, w);
 #pragma unroll
       for (int b = 0; b < BT; ++b) {
-        const float* h = h_tile + b * H + k;
-        acc[g][b] += w[0] * h[0] + w[1] * h[1] + w[2] * h[2] + w[3] * h[3];
+        const float4 h = *reinterpret_cast<const float4*>(h_tile + b * H + k);
+        acc[g][b] += w[0] * h.x + w[1] * h.y + w[2] * h.z + w[3] * h.w;
       }
     }
   }
@@ -186,44 +181,6 @@ __device__ __forceinline__ void load_register_gate(const W* row, std::int64_t H,
       reg[i][0] = reg[i][1] = reg[i][2] = reg[i][3] = 0.0f;
     }
   }
-}
-
-// unit_matvec with gate `reg_gate` taken from `reg` (rows[reg_gate] is not read); H <= 128 *
-// kRegChunks.
-template <typename W, int G, int BT, int kRegChunks>
-__device__ __forceinline__ void unit_matvec_register(const W* const (&rows)[G], int reg_gate,
-                                                     const float (&reg)[kRegChunks][4],
-                                                     const float* h_tile, std::int64_t H, int lane,
-                                                     float (&acc)[G][BT]) {
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-#pragma unroll
-    for (int b = 0; b < BT; ++b) acc[g][b] = 0.0f;
-  }
-#pragma unroll
-  for (int i = 0; i < kRegChunks; ++i) {
-    const std::int64_t k = lane * 4 + i * 128;
-    if (k < H) {
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        float w[4];
-        if (g == reg_gate) {
-          w[0] = reg[i][0];
-          w[1] = reg[i][1];
-          w[2] = reg[i][2];
-          w[3] = reg[i][3];
-        } else {
-          load4(rows[g] + k, w);
-        }
-#pragma unroll
-        for (int b = 0; b < BT; ++b) {
-          const float* h = h_tile + b * H + k;
-          acc[g][b] += w[0] * h[0] + w[1] * h[1] + w[2] * h[2] + w[3] * h[3];
-        }
-      }
-    }
-  }
-  reduce_across_warp<G, BT>(acc, lane);
 }
 
 // h_prev rows b0 .. b0 + BT - 1 of direction d into shared memory (zeros past the batch), as
@@ -284,22 +241,18 @@ __device__ __forceinline__ bool pair_has_tag(const ulonglong2& v, unsigned tag) 
   return static_cast<unsigned>(v.x >> 32) == tag && static_cast<unsigned>(v.y >> 32) == tag;
 }
 
-// Lane b finishes batch row b0 + b of the warp's unit j (x: what prefetch_x loaded). With
-// `tagged_next`, the new h also goes there ([D][B][H] words) with tag `tag`.
+// Lane b finishes batch row b0 + b of the warp's unit j (x: what prefetch_x loaded).
 template <int G, int BT>
 __device__ __forceinline__ void finish_tile(const RecurrentStep& s, int d, std::int64_t b0,
                                             std::int64_t j, int lane, const float (&acc)[G][BT],
-                                            const float (&x)[4], const float* h_tile,
-                                            unsigned long long* tagged_next = nullptr,
-                                            unsigned tag = 0) {
+                                            const float (&x)[4], const float* h_tile) {
 #pragma unroll
   for (int b = 0; b < BT; ++b) {
     if (lane == b && b0 + b < s.batch) {
       float rr[4];
 #pragma unroll
       for (int g = 0; g < G; ++g) rr[g] = acc[g][b];
-      const float h = finish_unit(s, d, b0 + b, j, x, rr, h_tile[b * s.hidden + j]);
-      if (tagged_next) store_tagged(tagged_next + (d * s.batch + b0 + b) * s.hidden + j, h, tag);
+      finish_unit(s, d, b0 + b, j, x, rr, h_tile[b * s.hidden + j]);
     }
   }
 }
@@ -310,7 +263,7 @@ __device__ __forceinline__ void finish_tile(const RecurrentStep& s, int d, std::
 template <int BT>
 __device__ __forceinline__ void stage_h_tagged(const RecurrentStep& s, int d, std::int64_t b0,
                                                const unsigned long long* tagged, unsigned tag,
-                                               unsigned poll_sleep_ns, float* h_tile) {
+                                               float* h_tile) {
   constexpr int kPairs = 2;
   const std::int64_t H = s.hidden;
   const std::int64_t stride = static_cast<std::int64_t>(blockDim.x) * 2;
@@ -334,10 +287,7 @@ __device__ __forceinline__ void stage_h_tagged(const RecurrentStep& s, int d, st
           dst[k] = dst[k + 1] = 0.0f;
           continue;
         }
-        while (!pair_has_tag(v[i], tag)) {
-          if (poll_sleep_ns) __nanosleep(poll_sleep_ns);
-          v[i] = load_tagged_pair(src + k);
-        }
+        while (!pair_has_tag(v[i], tag)) v[i] = load_tagged_pair(src + k);
         dst[k] = __uint_as_float(static_cast<unsigned>(v[i].x));
         dst[k + 1] = __uint_as_float(static_cast<unsigned>(v[i].y));
       }
@@ -350,7 +300,7 @@ __device__ __forceinline__ void stage_h_tagged(const RecurrentStep& s, int d, st
 template <typename W, int G, int BT>
 __global__ void __launch_bounds__(kFusedWarps * 32)
     fused_kernel(RecurrentStep s, const W* __restrict__ r) {
-  extern __shared__ float h_tile[];  // [BT][H]
+  extern __shared__ __align__(16) float h_tile[];  // [BT][H]
   const int d = blockIdx.y;
   const std::int64_t b0 = static_cast<std::int64_t>(blockIdx.z) * BT;
   const std::int64_t H = s.hidden;
@@ -399,7 +349,6 @@ cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream
 // Per-launch settings of persistent_kernel that are not template parameters.
 struct PersistentOptions {
   int resident_gates = 0;
-  unsigned poll_sleep_ns = 0;  // back-off between polls of a tagged word not yet written
   // VOXRT_CUDA_RECURRENT_TRACE: kTracePhases clock64 sums per block (recurrent_trace_report).
   unsigned long long* trace = nullptr;
 };
@@ -408,23 +357,110 @@ struct PersistentOptions {
 // whole launch; then the launch's nanoseconds (globaltimer) and its steps.
 constexpr int kTracePhases = 7;
 
+// The warp's mat-vec in the persistent kernel: acc[g][b] = R[g][unit] . h_tile[b], reduced over
+// the warp. Gate g's row is in shared memory for g < resident_gates (resident + (g * kWarps +
+// warp) * H: derived from the shared array right here, so the compiler emits shared-memory loads,
+// not generic ones), in registers for g == resident_gates with kRegGate, else read from global
+// memory (unit_rows + g * H * H).
+// kChunks > 0 (H <= 128 * kChunks): the lane's h elements are loaded into registers once and the
+// gates are the outer loop, so the shared/register/global choice is one uniform branch per gate
+// and each branch issues all of its kChunks loads back to back; kChunks == 0: any H, one branch
+// per gate and 128-element chunk.
+template <typename W, int G, int BT, int kChunks, bool kRegGate, int kWarps>
+__device__ __forceinline__ void persistent_matvec(const W* resident, const W* unit_rows,
+                                                  int resident_gates,
+                                                  const float (&reg)[kChunks > 0 ? kChunks : 1][4],
+                                                  const float* h_tile, std::int64_t H, int warp,
+                                                  int lane, float (&acc)[G][BT]) {
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int b = 0; b < BT; ++b) acc[g][b] = 0.0f;
+  }
+  const auto dot = [&](int g, const float(&w)[4], const float4(&h)[BT]) {
+#pragma unroll
+    for (int b = 0; b < BT; ++b)
+      acc[g][b] += w[0] * h[b].x + w[1] * h[b].y + w[2] * h[b].z + w[3] * h[b].w;
+  };
+  if constexpr (kChunks > 0) {
+    float4 h[kChunks][BT];
+#pragma unroll
+    for (int i = 0; i < kChunks; ++i) {
+      const std::int64_t k = lane * 4 + i * 128;
+#pragma unroll
+      for (int b = 0; b < BT; ++b) {
+        h[i][b] = k < H ? *reinterpret_cast<const float4*>(h_tile + b * H + k)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      if (g < resident_gates) {
+        const W* row = resident + (static_cast<std::int64_t>(g) * kWarps + warp) * H;
+#pragma unroll
+        for (int i = 0; i < kChunks; ++i) {
+          const std::int64_t k = lane * 4 + i * 128;
+          float w[4];
+          if (k < H) {
+            load4(row + k, w);
+            dot(g, w, h[i]);
+          }
+        }
+      } else if (kRegGate && g == resident_gates) {
+#pragma unroll
+        for (int i = 0; i < kChunks; ++i) dot(g, reg[i], h[i]);  // zeros past H
+      } else {
+        const W* row = unit_rows + g * H * H;
+#pragma unroll
+        for (int i = 0; i < kChunks; ++i) {
+          const std::int64_t k = lane * 4 + i * 128;
+          float w[4];
+          if (k < H) {
+            load4(row + k, w);
+            dot(g, w, h[i]);
+          }
+        }
+      }
+    }
+  } else {
+    for (std::int64_t k = lane * 4; k < H; k += 128) {
+      float4 h[BT];
+#pragma unroll
+      for (int b = 0; b < BT; ++b) h[b] = *reinterpret_cast<const float4*>(h_tile + b * H + k);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float w[4];
+        if (g < resident_gates) {
+          load4(resident + (static_cast<std::int64_t>(g) * kWarps + warp) * H + k, w);
+        } else {
+          load4(unit_rows + g * H * H + k, w);
+        }
+        dot(g, w, h);
+      }
+    }
+  }
+  reduce_across_warp<G, BT>(acc, lane);
+}
+
 // The first `resident_gates` gates of the block's units live in shared memory after h_tile
 // (copied once, [gate][warp][H]), so a step reads them from there and streams only the other
 // gates and h from L2. All G gates fit when the weights are FP16/BF16 at H = 1024 (16.8 MB over
 // 132 SMs); FP32 at that size keeps three of an LSTM's four.
-// kRegChunks > 0: gate `resident_gates` (the first one not in shared memory) is held in
-// registers (unit_matvec_register). kWarps: units (one per warp) of a block; with 8 two blocks
-// share an SM, with 16 one block has the SM, so each SM stages h once per step, not twice, and
-// half as many blocks wait for each other.
-// With the tagged exchange h_tile has two buffers (step t reads t % 2), so a block needs one
+// kRegGate: gate `resident_gates` (the first one not in shared memory) is held in registers
+// (kChunks of them a lane). kWarps: units (one per warp) of a block; with 8 two blocks share an SM,
+// with 16 one block has the SM, so each SM stages h once per step, not twice, and half as many
+// blocks wait for each other (FP16 BiLSTM step 3.56 -> 3.13 us on an H100). With the tagged
+// exchange h_tile has two buffers (step t reads t % 2), so a block needs one
 // __syncthreads per step: a warp staging step t + 1's h into the buffer step t - 1 read has passed
 // step t's __syncthreads, which every warp reached after its step t - 1 mat-vec.
-// An LSTM unit's cell state stays in the register of the lane that updates it.
-template <typename W, int G, int BT, int kRegChunks, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32, kRegChunks > 0 && kWarps == 8 ? 2 : 1)
+// The lane that owns a (unit, batch row) keeps its LSTM cell state in a register and walks
+// pointers to its x and y rows; the gate update uses the fast activations (cell_update<true>).
+template <typename W, int G, int BT, int kChunks, bool kRegGate, int kWarps>
+__global__ void __launch_bounds__(kWarps * 32, kRegGate&& kWarps == 8 ? 2 : 1)
     persistent_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
                       GridBarrier* barrier, unsigned long long* tagged, PersistentOptions options) {
-  extern __shared__ float h_tiles[];  // [1 or 2][BT][H], then W [resident_gates][kWarps][H]
+  // [1 or 2][BT][H], then W [resident_gates][kWarps][H]
+  extern __shared__ __align__(16) float h_tiles[];
   const int resident_gates = options.resident_gates;
   const int d = blockIdx.y;
   unsigned* arrived = &barrier[blockIdx.y * gridDim.z + blockIdx.z].arrived;
@@ -443,21 +479,24 @@ __global__ void __launch_bounds__(kWarps * 32, kRegChunks > 0 && kWarps == 8 ? 2
     for (std::int64_t k = threadIdx.x; k < H; k += blockDim.x) dst[k] = unit < H ? src[k] : W{};
   }
   const W* unit_rows = r + (static_cast<std::int64_t>(d) * G * H + (active ? j : 0)) * H;
-  const W* rows[G];
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    rows[g] = g < resident_gates ? resident + (static_cast<std::int64_t>(g) * kWarps + warp) * H
-                                 : unit_rows + g * H * H;
-  }
-  constexpr int kRegArray = kRegChunks > 0 ? kRegChunks : 1;
-  [[maybe_unused]] float reg[kRegArray][4];
-  if constexpr (kRegChunks > 0) {
+  constexpr int kRegArray = kChunks > 0 ? kChunks : 1;
+  float reg[kRegArray][4] = {};
+  if constexpr (kRegGate) {
     load_register_gate<W, kRegArray>(
         active && resident_gates < G ? unit_rows + resident_gates * H * H : nullptr, H, lane, reg);
   }
-  // Lane b < BT owns batch row b0 + b of unit j: its cell state (LSTM) and its publication.
+  // Lane b < BT owns batch row b0 + b of unit j: its cell state (LSTM), its x and y rows (moved
+  // by one time step per step, backwards for the reverse direction) and its publication.
   const bool owner = active && lane < BT && b0 + lane < s.batch;
-  const std::int64_t owned_state = owner ? (d * s.batch + b0 + lane) * H + j : 0;
+  const std::int64_t b = b0 + (owner ? lane : 0);
+  const std::int64_t owned_state = (d * s.batch + b) * H + j;
+  const bool reverse = s.reverse_only || d == 1;
+  const std::int64_t t_first = reverse ? s.seq - 1 : 0;
+  const std::int64_t x_step = (reverse ? -1 : 1) * s.batch * s.directions * G * H;
+  const std::int64_t y_step = (reverse ? -1 : 1) * s.directions * s.batch * H;
+  const float* x_row = s.xw + ((t_first * s.batch + b) * s.directions + d) * G * H + j;
+  float* y_row = s.y ? s.y + t_first * s.directions * s.batch * H + owned_state : nullptr;
+  const float rbn = G == 3 && s.rbn && owner ? s.rbn[d * H + j] : 0.0f;
   float c_held = owner && G == 4 ? s.c[owned_state] : 0.0f;
   // Tagged exchange: buffer t % 2 holds the h that step t reads, tagged t + 1; the initial
   // state (tag 1) is published by the warps that own its units, as their later steps will be.
@@ -479,16 +518,17 @@ __global__ void __launch_bounds__(kWarps * 32, kRegChunks > 0 && kWarps == 8 ? 2
     }
   };
   for (std::int64_t t = 0; t < s.seq; ++t) {
-    s.step = static_cast<int>(t);
-    s.h_prev = t % 2 == 0 ? h0 : h1;
-    s.h_next = t % 2 == 0 ? h1 : h0;
     const unsigned tag = static_cast<unsigned>(t) + 1u;
     float* h_tile = h_tiles + (t % tile_buffers) * BT * H;
     float x[4] = {0.f, 0.f, 0.f, 0.f};
-    if (active) prefetch_x<G, BT>(s, d, b0, j, lane, x);
+    if (owner) {
+#pragma unroll
+      for (int g = 0; g < G; ++g) x[g] = x_row[g * H];
+    }
     if (tagged) {
-      stage_h_tagged<BT>(s, d, b0, tagged + (t % 2) * words, tag, options.poll_sleep_ns, h_tile);
+      stage_h_tagged<BT>(s, d, b0, tagged + (t % 2) * words, tag, h_tile);
     } else {
+      s.h_prev = t % 2 == 0 ? h0 : h1;
       stage_h<BT, true>(s, d, b0, h_tile);
     }
     lap(0);
@@ -496,27 +536,29 @@ __global__ void __launch_bounds__(kWarps * 32, kRegChunks > 0 && kWarps == 8 ? 2
     lap(1);
     if (active) {
       float acc[G][BT];
-      if constexpr (kRegChunks > 0) {
-        unit_matvec_register<W, G, BT, kRegArray>(rows, resident_gates, reg, h_tile, H, lane, acc);
-      } else {
-        unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
-      }
+      persistent_matvec<W, G, BT, kChunks, kRegGate, kWarps>(resident, unit_rows, resident_gates,
+                                                             reg, h_tile, H, warp, lane, acc);
       lap(2);
       const bool last = t + 1 == s.seq;
 #pragma unroll
-      for (int b = 0; b < BT; ++b) {
-        if (lane == b && owner) {
+      for (int bb = 0; bb < BT; ++bb) {
+        if (lane == bb && owner) {
           float rr[4];
 #pragma unroll
-          for (int g = 0; g < G; ++g) rr[g] = acc[g][b];
-          const float h =
-              finish_unit(s, d, b0 + b, j, x, rr, h_tile[b * H + j], &c_held, !tagged || last);
-          if (tagged && !last)
+          for (int g = 0; g < G; ++g) rr[g] = acc[g][bb];
+          const float h = cell_update<true>(G, x, rr, h_tile[bb * H + j], &c_held, rbn);
+          if (y_row) *y_row = h;
+          if (tagged && !last) {
             store_tagged(tagged + ((t + 1) % 2) * words + owned_state, h, tag + 1u);
+          } else {
+            (t % 2 == 0 ? h1 : h0)[owned_state] = h;
+          }
         }
       }
       lap(3);
     }
+    x_row += x_step;
+    if (y_row) y_row += y_step;
     // The last step needs no barrier: the launch's end orders it before what reads h. With the
     // tagged exchange the next step's loads wait for their data, and h_tile's other buffer is
     // free (above). Buffer (t + 1) % 2 of the tagged words is free to overwrite: its readers
@@ -577,10 +619,19 @@ bool tagged_state_allowed() {
   return env_int("VOXRT_CUDA_TAGGED_STATE", 1) != 0;
 }
 
-// VOXRT_CUDA_PERSISTENT_WARPS=8 or 16: units per block of the batch-1 persistent kernel (batch
-// tiles always use 8: their kernel needs ~128 registers a thread already).
-int persistent_warps(std::int64_t batch) {
-  return batch == 1 && env_int("VOXRT_CUDA_PERSISTENT_WARPS", 8) == 16 ? 16 : 8;
+// Units per block of the batch-1 persistent kernel: 16 when blocks of 8 would outnumber the SMs
+// (two would share one, each staging h and waiting on its own), else 8, which spreads a small
+// layer over more SMs. VOXRT_CUDA_PERSISTENT_WARPS=8 or 16 forces it. Batch tiles always use 8:
+// their kernel needs ~128 registers a thread already.
+int persistent_warps(const RecurrentStep& s) {
+  if (s.batch != 1) return 8;
+  const int forced = env_int("VOXRT_CUDA_PERSISTENT_WARPS", 0);
+  if (forced == 8 || forced == 16) return forced;
+  int device = 0, sms = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+    return 8;
+  return (s.hidden + 7) / 8 * s.directions > sms ? 16 : 8;
 }
 
 // VOXRT_CUDA_RECURRENT_TRACE=1: each persistent launch records kTracePhases cycle counts per
@@ -649,10 +700,10 @@ unsigned long long* trace_buffer(long long blocks, std::int64_t steps, int warps
 
 // Above 48 KiB of shared memory a kernel must opt in; once per kernel and process, on the first
 // (eager) launch, so never inside a graph capture.
-template <typename W, int G, int BT, int kRegChunks, int kWarps>
+template <typename W, int G, int BT, int kChunks, bool kRegGate, int kWarps>
 cudaError_t opt_in_shared_memory() {
   static const cudaError_t opted_in = allow_max_dynamic_shared_memory(
-      reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegChunks, kWarps>));
+      reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kChunks, kRegGate, kWarps>));
   return opted_in;
 }
 
@@ -669,20 +720,31 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
       static_cast<std::size_t>((use_tags ? 2 : 1) * BT * s.hidden) * sizeof(float);
   const std::size_t gate_bytes =
       static_cast<std::size_t>(kWarps) * static_cast<std::size_t>(s.hidden) * sizeof(W);
-  const void* streaming = reinterpret_cast<const void*>(persistent_kernel<W, G, BT, 0, kWarps>);
-  cudaError_t e = opt_in_shared_memory<W, G, BT, 0, kWarps>();
-  if (e != cudaSuccess) return e;
+  // At batch 1 with H <= 1024 the kernels hold the lane's h elements in registers (kChunks).
   // The register-held gate at batch 1 only: with a batch tile of 4 the kernel already needs
   // ~128 registers and the 32 more spilled (ptxas -v), which costs more than the gate saves.
+  const void* streaming = nullptr;
   const void* with_register_gate = nullptr;
+  cudaError_t e = cudaSuccess;
   if constexpr (BT == 1) {
-    with_register_gate =
-        reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kRegisterChunks, kWarps>);
-    e = opt_in_shared_memory<W, G, BT, kRegisterChunks, kWarps>();
+    constexpr int kChunks = kRegisterChunks;
+    if (s.hidden <= kChunks * 128) {
+      streaming =
+          reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kChunks, false, kWarps>);
+      e = opt_in_shared_memory<W, G, BT, kChunks, false, kWarps>();
+      if (e != cudaSuccess) return e;
+      with_register_gate =
+          reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kChunks, true, kWarps>);
+      e = opt_in_shared_memory<W, G, BT, kChunks, true, kWarps>();
+      if (e != cudaSuccess) return e;
+    }
+  }
+  if (!streaming) {
+    streaming = reinterpret_cast<const void*>(persistent_kernel<W, G, BT, 0, false, kWarps>);
+    e = opt_in_shared_memory<W, G, BT, 0, false, kWarps>();
     if (e != cudaSuccess) return e;
   }
-  const bool register_gate =
-      with_register_gate && register_gate_allowed() && s.hidden <= kRegisterChunks * 128;
+  const bool register_gate = with_register_gate && register_gate_allowed();
   // Every block must be resident at once (they wait for each other): as many gates in shared
   // memory as still let the whole grid fit, down to none (all streamed from L2 every step), and
   // below all of them the next gate in registers when the grid still fits with the register
@@ -711,8 +773,6 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
     }
     if (options.resident_gates == 0) return cudaErrorCooperativeLaunchTooLarge;
   }
-  options.poll_sleep_ns =
-      static_cast<unsigned>(std::max(0, env_int("VOXRT_CUDA_POLL_SLEEP_NS", 0)));
   options.trace = trace_buffer(blocks, s.seq, kWarps);
   // One memset clears the counters and both tagged buffers (a tag left by the previous launch
   // would otherwise be taken for this one's).
@@ -733,7 +793,7 @@ template <typename W>
 cudaError_t launch_persistent(const RecurrentStep& s, const W* r, float* h0, float* h1,
                               GridBarrier* barrier, cudaStream_t stream) {
   if (s.batch == 1) {
-    if (persistent_warps(s.batch) == 16) {
+    if (persistent_warps(s) == 16) {
       return s.gates == 3 ? launch_persistent_typed<W, 3, 1, 16>(s, r, h0, h1, barrier, stream)
                           : launch_persistent_typed<W, 4, 1, 16>(s, r, h0, h1, barrier, stream);
     }
