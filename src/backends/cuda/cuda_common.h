@@ -223,6 +223,10 @@ inline constexpr TacticId kRecurrentPersistentTensorCore = 7;
 inline constexpr TacticId kRecurrentPersistentInputFirst = 8;
 inline constexpr int kRecurrentPersistentInputVariants =
     kGemmLtCandidates - 1 + static_cast<int>(sizeof(kGemmLtSplitK) / sizeof(kGemmLtSplitK[0]));
+// persistent_matvec with the FP32 input projection as three TF32 tensor-core GEMMs on split
+// operands (SplitTf32Gemm: FP32-accurate), FP32 engines only.
+inline constexpr TacticId kRecurrentPersistentInputSplitTf32 =
+    kRecurrentPersistentInputFirst + kRecurrentPersistentInputVariants;
 
 // Whole-graph ways, timed by DeviceBackend::tune_graph (timing-cache ids, not node tactics).
 inline constexpr TacticId kGraphLayerByLayer = 1000;
@@ -249,8 +253,10 @@ class LtGemm {
   static Expected<std::unique_ptr<LtGemm>> create(const LtGemmShape& shape, int candidate,
                                                   cublasLtHandle_t lt);
   ~LtGemm();
+  // beta = 1 adds the product to what d holds (before the epilogue's activation, so only the
+  // last of several accumulating calls may have one).
   Status run(const void* a, const void* b, float* d, const float* bias,
-             const CudaRunContext& context) const;
+             const CudaRunContext& context, float beta = 0.0f) const;
 
  private:
   LtGemm() = default;

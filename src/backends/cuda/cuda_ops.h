@@ -115,6 +115,10 @@ cudaError_t softmax(const float* x, float* y, std::int64_t outer, std::int64_t a
 cudaError_t layer_norm(const float* x, const float* scale, const float* bias, float* y,
                        std::int64_t rows, std::int64_t cols, float epsilon, cudaStream_t stream);
 
+// hi[i] = in[i] rounded to TF32 (cvt.rna.tf32.f32), lo[i] = in[i] - hi[i]: the operand halves of
+// SplitTf32Gemm.
+cudaError_t split_tf32(const float* in, float* hi, float* lo, std::int64_t n, cudaStream_t stream);
+
 // float -> LowType (kF32: plain copy).
 cudaError_t convert_from_f32(const float* in, void* out, LowType type, std::int64_t n,
                              cudaStream_t stream);

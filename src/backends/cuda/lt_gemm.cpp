@@ -171,12 +171,12 @@ Expected<std::unique_ptr<LtGemm>> LtGemm::create(const LtGemmShape& s, int candi
 }
 
 Status LtGemm::run(const void* a, const void* b, float* d, const float* bias,
-                   const CudaRunContext& context) const {
+                   const CudaRunContext& context, float beta) const {
   if (shape_.bias) {
     VOXRT_CUBLAS_TRY(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
                                                     sizeof(bias)));
   }
-  const float alpha = 1.0f, beta = 0.0f;
+  const float alpha = 1.0f;
   VOXRT_CUBLAS_TRY(cublasLtMatmul(context.lt, op_, &alpha, b, x_, a, y_, &beta, d, d_, d, d_,
                                   &algo_, context.lt_workspace, context.lt_workspace_bytes,
                                   context.stream));

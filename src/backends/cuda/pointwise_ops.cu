@@ -236,6 +236,20 @@ __global__ void convert_kernel(const float* in, T* out, std::int64_t n) {
   }
 }
 
+__global__ void split_tf32_kernel(const float* in, float* hi, float* lo, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float v = in[i];
+    unsigned rounded = 0;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(rounded) : "f"(v));
+    // Rounding up past FLT_MAX gives infinity: truncate such values instead (as the host does).
+    if (isinf(__uint_as_float(rounded)) && !isinf(v)) rounded = __float_as_uint(v) & 0xffffe000u;
+    const float h = __uint_as_float(rounded);
+    hi[i] = h;
+    lo[i] = v - h;
+  }
+}
+
 __device__ __forceinline__ float to_float(float v) {
   return v;
 }
@@ -627,6 +641,12 @@ cudaError_t convert_from_f32(const float* in, void* out, LowType type, std::int6
       convert_kernel<<<grid_for(n), kThreads, 0, stream>>>(in, static_cast<__nv_bfloat16*>(out), n);
       break;
   }
+  return cudaGetLastError();
+}
+
+cudaError_t split_tf32(const float* in, float* hi, float* lo, std::int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  split_tf32_kernel<<<grid_for(n), kThreads, 0, stream>>>(in, hi, lo, n);
   return cudaGetLastError();
 }
 

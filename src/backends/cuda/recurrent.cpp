@@ -10,6 +10,7 @@
 #include "backends/cpu/recurrent/recurrent_spec.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_rnn.h"
+#include "backends/cuda/split_tf32_gemm.h"
 
 namespace voxrt::backends::cuda {
 namespace {
@@ -21,18 +22,23 @@ struct RecurrentWeights {
   const void* r = nullptr;        // [D, G*H, H] in operand type
   const float* bias_x = nullptr;  // [D*G*H]
   const float* rbn = nullptr;     // [D, H] or null
+  // The 3xTF32 input projection's halves of w (persistent_matvec_in_3xtf32 only).
+  const float* w_hi = nullptr;
+  const float* w_lo = nullptr;
   ops::LowType operand = ops::LowType::kF32;
 };
 
 struct Scratch {
-  std::size_t xw = 0, hr = 0, h0 = 0, h1 = 0, c = 0, x_low = 0, h_low = 0, barrier = 0, total = 0;
+  std::size_t xw = 0, hr = 0, h0 = 0, h1 = 0, c = 0, x_low = 0, h_low = 0, barrier = 0, split = 0,
+              total = 0;
 };
 
 class RecurrentCall final : public CudaCall {
  public:
   RecurrentCall(const rec::RecurrentSpec& spec, TacticId tactic, RecurrentWeights weights,
                 std::int64_t seq, std::int64_t batch, std::unique_ptr<LtGemm> input_gemm,
-                std::unique_ptr<LtGemm> step_gemm, int tc_batch_tile)
+                std::unique_ptr<LtGemm> step_gemm, int tc_batch_tile,
+                std::unique_ptr<SplitTf32Gemm> split_input_gemm)
       : spec_(spec),
         tactic_(tactic),
         weights_(weights),
@@ -40,7 +46,8 @@ class RecurrentCall final : public CudaCall {
         batch_(batch),
         tc_batch_tile_(tc_batch_tile),
         input_gemm_(std::move(input_gemm)),
-        step_gemm_(std::move(step_gemm)) {
+        step_gemm_(std::move(step_gemm)),
+        split_input_gemm_(std::move(split_input_gemm)) {
     const std::int64_t D = spec.num_directions, G = spec.gates, H = spec.hidden_size;
     const auto f = [](std::int64_t n) { return align_up(static_cast<std::size_t>(n) * 4); };
     const bool low = weights.operand != ops::LowType::kF32;
@@ -58,6 +65,7 @@ class RecurrentCall final : public CudaCall {
     scratch_.x_low = take(low ? f(seq * batch * spec.input_size) : 0);
     scratch_.h_low = take(low ? f(D * batch * H) : 0);
     scratch_.barrier = take(align_up(ops::grid_barrier_bytes(D, batch, H)));
+    scratch_.split = take(split_input_gemm_ ? split_input_gemm_->scratch_bytes() : 0);
     scratch_.total = at;
   }
   std::size_t scratch_bytes() const override { return scratch_.total; }
@@ -85,7 +93,11 @@ class RecurrentCall final : public CudaCall {
                                            seq_ * batch_ * I, stream));
       x = x_low;
     }
-    if (input_gemm_) {
+    if (split_input_gemm_) {
+      VOXRT_RETURN_IF_ERROR(split_input_gemm_->run(in[0].as<const float>(), weights_.w_hi,
+                                                   weights_.w_lo, xw, weights_.bias_x,
+                                                   base + scratch_.split, context));
+    } else if (input_gemm_) {
       VOXRT_RETURN_IF_ERROR(input_gemm_->run(x, weights_.w, xw, weights_.bias_x, context));
     } else {
       ops::NaiveGemm g;
@@ -199,6 +211,7 @@ class RecurrentCall final : public CudaCall {
   std::int64_t seq_, batch_;
   int tc_batch_tile_;  // persistent_tc only
   std::unique_ptr<LtGemm> input_gemm_, step_gemm_;
+  std::unique_ptr<SplitTf32Gemm> split_input_gemm_;
   Scratch scratch_;
 };
 
@@ -213,6 +226,10 @@ class RecurrentKernel final : public CudaKernel {
       tactic_ = kRecurrentPersistent;
       input_candidate_ = static_cast<int>(tactic - kRecurrentPersistentInputFirst) + 1;
     }
+    if (tactic == kRecurrentPersistentInputSplitTf32) {
+      tactic_ = kRecurrentPersistent;
+      split_tf32_ = true;
+    }
   }
 
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
@@ -223,7 +240,16 @@ class RecurrentKernel final : public CudaKernel {
     const std::int64_t seq = x[0], batch = x[1];
     const std::int64_t D = spec_.num_directions, G = spec_.gates, H = spec_.hidden_size;
     std::unique_ptr<LtGemm> input_gemm, step_gemm;
-    if (tactic_ != kReferenceTactic && seq * batch > 0) {
+    std::unique_ptr<SplitTf32Gemm> split_input_gemm;
+    if (split_tf32_ && seq * batch > 0) {
+      LtGemmShape s;
+      s.m = seq * batch;
+      s.n = D * G * H;
+      s.k = spec_.input_size;
+      s.trans_b = true;
+      s.bias = true;
+      VOXRT_ASSIGN_OR_RETURN(split_input_gemm, SplitTf32Gemm::create(s, lt));
+    } else if (tactic_ != kReferenceTactic && seq * batch > 0) {
       LtGemmShape s;
       s.m = seq * batch;
       s.n = D * G * H;
@@ -263,13 +289,14 @@ class RecurrentKernel final : public CudaKernel {
     }
     return std::unique_ptr<CudaCall>(new RecurrentCall(spec_, tactic_, weights_, seq, batch,
                                                        std::move(input_gemm), std::move(step_gemm),
-                                                       tc_batch_tile));
+                                                       tc_batch_tile, std::move(split_input_gemm)));
   }
 
  private:
   rec::RecurrentSpec spec_;
   TacticId tactic_;          // the kind of kernel: persistent_matvec_in* are kRecurrentPersistent
   int input_candidate_ = 0;  // LtGemm candidate of the input projection
+  bool split_tf32_ = false;  // the input projection as a SplitTf32Gemm
   Precision precision_;
   RecurrentWeights weights_;
 };
@@ -326,6 +353,14 @@ Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node
   VOXRT_ASSIGN_OR_RETURN(void* rd, build.upload_f32(r.span<float>(), weights.operand));
   weights.w = wd;
   weights.r = rd;
+  if (tactic == kRecurrentPersistentInputSplitTf32) {
+    std::vector<float> hi, lo;
+    split_tf32_host(w.span<float>(), hi, lo);
+    VOXRT_ASSIGN_OR_RETURN(void* hi_d, build.upload_f32(hi, ops::LowType::kF32));
+    VOXRT_ASSIGN_OR_RETURN(void* lo_d, build.upload_f32(lo, ops::LowType::kF32));
+    weights.w_hi = static_cast<const float*>(hi_d);
+    weights.w_lo = static_cast<const float*>(lo_d);
+  }
   std::vector<float> bias_x(static_cast<std::size_t>(D * G * H), 0.0f);
   std::vector<float> rbn(static_cast<std::size_t>(D * H), 0.0f);
   if (node.input(3)) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cuda/cuda_ops.h"
@@ -729,10 +730,15 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
   if constexpr (BT == 1) {
     constexpr int kChunks = kRegisterChunks;
     if (s.hidden <= kChunks * 128) {
-      streaming =
-          reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kChunks, false, kWarps>);
-      e = opt_in_shared_memory<W, G, BT, kChunks, false, kWarps>();
-      if (e != cudaSuccess) return e;
+      // FP16/BF16 weights keep the chunk-outer loop when all gates are resident: their mat-vec
+      // is bound by the half -> float conversions, and the gate-outer order measured slower
+      // (FP16 BiLSTM on an H100: 2.07 against 1.79 us a step).
+      if constexpr (std::is_same_v<W, float>) {
+        streaming =
+            reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kChunks, false, kWarps>);
+        e = opt_in_shared_memory<W, G, BT, kChunks, false, kWarps>();
+        if (e != cudaSuccess) return e;
+      }
       with_register_gate =
           reinterpret_cast<const void*>(persistent_kernel<W, G, BT, kChunks, true, kWarps>);
       e = opt_in_shared_memory<W, G, BT, kChunks, true, kWarps>();
