@@ -366,7 +366,7 @@ constexpr int kTracePhases = 7;
 // kChunks > 0 (H <= 128 * kChunks): the lane's h elements are loaded into registers once and the
 // gates are the outer loop, so the shared/register/global choice is one uniform branch per gate
 // and each branch issues all of its kChunks loads back to back; kChunks == 0: any H, one branch
-// per gate and 128-element chunk.
+// per gate and 128-element chunk (unit_matvec).
 template <typename W, int G, int BT, int kChunks, bool kRegGate, int kWarps>
 __device__ __forceinline__ void persistent_matvec(const W* resident, const W* unit_rows,
                                                   int resident_gates,
@@ -424,23 +424,55 @@ __device__ __forceinline__ void persistent_matvec(const W* resident, const W* un
       }
     }
   } else {
-    for (std::int64_t k = lane * 4; k < H; k += 128) {
-      float4 h[BT];
+    // The rows as generic pointers, as the fused kernel reads them: for FP16/BF16 weights (bound
+    // by the half -> float conversions) this measured faster than any per-gate branching.
+    const W* rows[G];
 #pragma unroll
-      for (int b = 0; b < BT; ++b) h[b] = *reinterpret_cast<const float4*>(h_tile + b * H + k);
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        float w[4];
-        if (g < resident_gates) {
-          load4(resident + (static_cast<std::int64_t>(g) * kWarps + warp) * H + k, w);
-        } else {
-          load4(unit_rows + g * H * H + k, w);
-        }
-        dot(g, w, h);
-      }
+    for (int g = 0; g < G; ++g) {
+      rows[g] = g < resident_gates ? resident + (static_cast<std::int64_t>(g) * kWarps + warp) * H
+                                   : unit_rows + g * H * H;
     }
+    unit_matvec<W, G, BT>(rows, h_tile, H, lane, acc);
+    return;  // unit_matvec reduced across the warp
   }
   reduce_across_warp<G, BT>(acc, lane);
+}
+
+// The persistent kernel's prologue: the block's resident rows ([gate][warp][H]) into shared
+// memory. With 16-byte rows every thread issues all of its 16-byte cp.async copies before waiting
+// once; an element per thread and dependent load took ~100 us a launch (FP32 BiLSTM layer, 192 KB
+// a block), a third of the recurrence itself. Rows of units past H are zeros.
+template <typename W, int G, int kWarps>
+__device__ __forceinline__ void copy_resident_rows(const W* r, int d, std::int64_t H,
+                                                   std::int64_t j0, int resident_gates,
+                                                   W* resident) {
+  const std::int64_t rows = static_cast<std::int64_t>(resident_gates) * kWarps;
+  const auto source_row = [&](std::int64_t row) {
+    return r + ((static_cast<std::int64_t>(d) * G + row / kWarps) * H + j0 + row % kWarps) * H;
+  };
+  if ((H * static_cast<std::int64_t>(sizeof(W))) % 16 != 0) {
+    for (std::int64_t row = 0; row < rows; ++row) {
+      const bool in_layer = j0 + row % kWarps < H;
+      W* dst = resident + row * H;
+      for (std::int64_t k = threadIdx.x; k < H; k += blockDim.x)
+        dst[k] = in_layer ? source_row(row)[k] : W{};
+    }
+    return;
+  }
+  const unsigned per_row = static_cast<unsigned>(H * sizeof(W) / 16);
+  const unsigned total = static_cast<unsigned>(rows) * per_row;
+  for (unsigned i = threadIdx.x; i < total; i += blockDim.x) {
+    const unsigned row = i / per_row, piece = i % per_row;
+    auto* dst = reinterpret_cast<uint4*>(resident + row * H) + piece;
+    if (j0 + row % kWarps < H) {
+      const auto* src = reinterpret_cast<const uint4*>(source_row(row)) + piece;
+      const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(shared), "l"(src) : "memory");
+    } else {
+      *dst = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
 // The first `resident_gates` gates of the block's units live in shared memory after h_tile
@@ -473,12 +505,7 @@ __global__ void __launch_bounds__(kWarps * 32, kRegGate&& kWarps == 8 ? 2 : 1)
   const bool active = j < H;  // no early return: every thread meets every barrier
   const int tile_buffers = tagged ? 2 : 1;
   W* resident = reinterpret_cast<W*>(h_tiles + tile_buffers * BT * H);
-  for (int row = 0; row < resident_gates * kWarps; ++row) {
-    const std::int64_t unit = j0 + row % kWarps;
-    const W* src = r + ((static_cast<std::int64_t>(d) * G + row / kWarps) * H + unit) * H;
-    W* dst = resident + static_cast<std::int64_t>(row) * H;
-    for (std::int64_t k = threadIdx.x; k < H; k += blockDim.x) dst[k] = unit < H ? src[k] : W{};
-  }
+  copy_resident_rows<W, G, kWarps>(r, d, H, j0, resident_gates, resident);
   const W* unit_rows = r + (static_cast<std::int64_t>(d) * G * H + (active ? j : 0)) * H;
   constexpr int kRegArray = kChunks > 0 ? kChunks : 1;
   float reg[kRegArray][4] = {};
