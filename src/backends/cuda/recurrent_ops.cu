@@ -394,33 +394,26 @@ __device__ __forceinline__ void persistent_matvec(const W* resident, const W* un
                         : make_float4(0.f, 0.f, 0.f, 0.f);
       }
     }
+    const auto row_times_h = [&](int g, const W* row) {
+#pragma unroll
+      for (int i = 0; i < kChunks; ++i) {
+        const std::int64_t k = lane * 4 + i * 128;
+        float w[4];
+        if (k < H) {
+          load4(row + k, w);
+          dot(g, w, h[i]);
+        }
+      }
+    };
 #pragma unroll
     for (int g = 0; g < G; ++g) {
       if (g < resident_gates) {
-        const W* row = resident + (static_cast<std::int64_t>(g) * kWarps + warp) * H;
-#pragma unroll
-        for (int i = 0; i < kChunks; ++i) {
-          const std::int64_t k = lane * 4 + i * 128;
-          float w[4];
-          if (k < H) {
-            load4(row + k, w);
-            dot(g, w, h[i]);
-          }
-        }
+        row_times_h(g, resident + (static_cast<std::int64_t>(g) * kWarps + warp) * H);
       } else if (kRegGate && g == resident_gates) {
 #pragma unroll
         for (int i = 0; i < kChunks; ++i) dot(g, reg[i], h[i]);  // zeros past H
       } else {
-        const W* row = unit_rows + g * H * H;
-#pragma unroll
-        for (int i = 0; i < kChunks; ++i) {
-          const std::int64_t k = lane * 4 + i * 128;
-          float w[4];
-          if (k < H) {
-            load4(row + k, w);
-            dot(g, w, h[i]);
-          }
-        }
+        row_times_h(g, unit_rows + g * H * H);
       }
     }
   } else {
