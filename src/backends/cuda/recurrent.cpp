@@ -349,17 +349,19 @@ Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node
   const Tensor& r = *node.input(2)->constant;
   RecurrentWeights weights;
   weights.operand = tactic == kReferenceTactic ? ops::LowType::kF32 : build.operand_type();
-  VOXRT_ASSIGN_OR_RETURN(void* wd, build.upload_f32(w.span<float>(), weights.operand));
   VOXRT_ASSIGN_OR_RETURN(void* rd, build.upload_f32(r.span<float>(), weights.operand));
-  weights.w = wd;
   weights.r = rd;
   if (tactic == kRecurrentPersistentInputSplitTf32) {
+    // Only the halves: the input projection never reads w itself.
     std::vector<float> hi, lo;
     split_tf32_host(w.span<float>(), hi, lo);
     VOXRT_ASSIGN_OR_RETURN(void* hi_d, build.upload_f32(hi, ops::LowType::kF32));
     VOXRT_ASSIGN_OR_RETURN(void* lo_d, build.upload_f32(lo, ops::LowType::kF32));
     weights.w_hi = static_cast<const float*>(hi_d);
     weights.w_lo = static_cast<const float*>(lo_d);
+  } else {
+    VOXRT_ASSIGN_OR_RETURN(void* wd, build.upload_f32(w.span<float>(), weights.operand));
+    weights.w = wd;
   }
   std::vector<float> bias_x(static_cast<std::size_t>(D * G * H), 0.0f);
   std::vector<float> rbn(static_cast<std::size_t>(D * H), 0.0f);
