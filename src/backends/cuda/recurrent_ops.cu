@@ -350,7 +350,7 @@ cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream
 // Per-launch settings of persistent_kernel that are not template parameters.
 struct PersistentOptions {
   int resident_gates = 0;
-  // VOXRT_CUDA_RECURRENT_TRACE: kTracePhases clock64 sums per block (recurrent_trace_report).
+  // VOXRT_CUDA_RECURRENT_TRACE: kTracePhases clock64 sums per block (print_recurrent_trace).
   unsigned long long* trace = nullptr;
 };
 // Per block: cycles of staging h (thread 0's own words), waiting for the block's other words
@@ -365,8 +365,8 @@ constexpr int kTracePhases = 7;
 // memory (unit_rows + g * H * H).
 // kChunks > 0 (H <= 128 * kChunks): the lane's h elements are loaded into registers once and the
 // gates are the outer loop, so the shared/register/global choice is one uniform branch per gate
-// and each branch issues all of its kChunks loads back to back; kChunks == 0: any H, one branch
-// per gate and 128-element chunk (unit_matvec).
+// and each branch issues all of its kChunks loads back to back; kChunks == 0: any H, through
+// unit_matvec with generic row pointers (FP16/BF16 weights and batch tiles).
 template <typename W, int G, int BT, int kChunks, bool kRegGate, int kWarps>
 __device__ __forceinline__ void persistent_matvec(const W* resident, const W* unit_rows,
                                                   int resident_gates,
@@ -475,14 +475,14 @@ __device__ __forceinline__ void copy_resident_rows(const W* r, int d, std::int64
 // kRegGate: gate `resident_gates` (the first one not in shared memory) is held in registers
 // (kChunks of them a lane). kWarps: units (one per warp) of a block; with 8 two blocks share an SM,
 // with 16 one block has the SM, so each SM stages h once per step, not twice, and half as many
-// blocks wait for each other (FP16 BiLSTM step 3.56 -> 3.13 us on an H100). With the tagged
-// exchange h_tile has two buffers (step t reads t % 2), so a block needs one
+// blocks wait for each other (FP16 BiLSTM step 3.56 -> 3.13 us on an H100).
+// With the tagged exchange h_tile has two buffers (step t reads t % 2), so a block needs one
 // __syncthreads per step: a warp staging step t + 1's h into the buffer step t - 1 read has passed
 // step t's __syncthreads, which every warp reached after its step t - 1 mat-vec.
 // The lane that owns a (unit, batch row) keeps its LSTM cell state in a register and walks
 // pointers to its x and y rows; the gate update uses the fast activations (cell_update<true>).
 template <typename W, int G, int BT, int kChunks, bool kRegGate, int kWarps>
-__global__ void __launch_bounds__(kWarps * 32, kRegGate&& kWarps == 8 ? 2 : 1)
+__global__ void __launch_bounds__(kWarps * 32, (kRegGate && kWarps == 8) ? 2 : 1)
     persistent_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
                       GridBarrier* barrier, unsigned long long* tagged, PersistentOptions options) {
   // [1 or 2][BT][H], then W [resident_gates][kWarps][H]
