@@ -138,12 +138,14 @@ void check_all_tactics(const std::string& name, const GraphCase& make, Precision
       // cuDNN may not take a shape or type with one of its algorithms; the autotuner then does
       // not pick it (a note in the build report), so here it is reported, not failed.
       // Likewise a split-K tactic on a GEMM whose K is short or whose algorithms take no split
-      // (also the recurrent input GEMM's, persistent_matvec_in_splitk* and _in_3xtf32_splitk*).
-      const bool optional_tactic_declined = ((tactic_names.find("cudnn_") != std::string::npos ||
-                                              tactic_names.find("fold_w") != std::string::npos) &&
-                                             s.message().find("cuDNN") != std::string::npos) ||
-                                            (tactic_names.find("splitk") != std::string::npos &&
-                                             s.message().find("split") != std::string::npos);
+      // (also the recurrent input GEMM's, persistent_matvec_in_splitk*).
+      const bool optional_tactic_declined =
+          ((tactic_names.find("cudnn_") != std::string::npos ||
+            tactic_names.find("fold_w") != std::string::npos) &&
+           s.message().find("cuDNN") != std::string::npos) ||
+          ((tactic_names.find("cublaslt_splitk") != std::string::npos ||
+            tactic_names.find("_in_splitk") != std::string::npos) &&
+           s.message().find("split") != std::string::npos);
       if (!s.is_ok() && s.code() == StatusCode::kUnsupported && optional_tactic_declined) {
         std::cout << "[ note ] " << name << " at " << precision_name(precision) << ", tactics "
                   << tactic_names << ": cannot run here: " << s.message() << "\n";

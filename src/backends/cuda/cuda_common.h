@@ -224,12 +224,9 @@ inline constexpr TacticId kRecurrentPersistentInputFirst = 8;
 inline constexpr int kRecurrentPersistentInputVariants =
     kGemmLtCandidates - 1 + static_cast<int>(sizeof(kGemmLtSplitK) / sizeof(kGemmLtSplitK[0]));
 // persistent_matvec with the FP32 input projection as three TF32 tensor-core GEMMs on split
-// operands (SplitTf32Gemm: FP32-accurate), FP32 engines only: kRecurrentPersistentInputSplitTf32
-// + i runs all three on cuBLASLt's candidate i. On the first candidate each ran on 128 blocks in
-// ~31 us under ncu (H100, the BiLSTM's layers); its split-K variants were never chosen.
+// operands (SplitTf32Gemm: FP32-accurate), FP32 engines only.
 inline constexpr TacticId kRecurrentPersistentInputSplitTf32 =
     kRecurrentPersistentInputFirst + kRecurrentPersistentInputVariants;
-inline constexpr int kRecurrentPersistentInputSplitTf32Variants = kGemmLtCandidates;
 
 // Whole-graph ways, timed by DeviceBackend::tune_graph (timing-cache ids, not node tactics).
 inline constexpr TacticId kGraphLayerByLayer = 1000;

@@ -28,12 +28,6 @@ struct RecurrentWeights {
   ops::LowType operand = ops::LowType::kF32;
 };
 
-// The persistent_matvec_in_3xtf32* tactics.
-bool is_split_tf32_input(TacticId tactic) {
-  return tactic >= kRecurrentPersistentInputSplitTf32 &&
-         tactic < kRecurrentPersistentInputSplitTf32 + kRecurrentPersistentInputSplitTf32Variants;
-}
-
 struct Scratch {
   std::size_t xw = 0, hr = 0, h0 = 0, h1 = 0, c = 0, x_low = 0, h_low = 0, barrier = 0, split = 0,
               total = 0;
@@ -232,10 +226,9 @@ class RecurrentKernel final : public CudaKernel {
       tactic_ = kRecurrentPersistent;
       input_candidate_ = static_cast<int>(tactic - kRecurrentPersistentInputFirst) + 1;
     }
-    if (is_split_tf32_input(tactic)) {
+    if (tactic == kRecurrentPersistentInputSplitTf32) {
       tactic_ = kRecurrentPersistent;
       split_tf32_ = true;
-      input_candidate_ = static_cast<int>(tactic - kRecurrentPersistentInputSplitTf32);
     }
   }
 
@@ -255,7 +248,7 @@ class RecurrentKernel final : public CudaKernel {
       s.k = spec_.input_size;
       s.trans_b = true;
       s.bias = true;
-      VOXRT_ASSIGN_OR_RETURN(split_input_gemm, SplitTf32Gemm::create(s, input_candidate_, lt));
+      VOXRT_ASSIGN_OR_RETURN(split_input_gemm, SplitTf32Gemm::create(s, lt));
     } else if (tactic_ != kReferenceTactic && seq * batch > 0) {
       LtGemmShape s;
       s.m = seq * batch;
@@ -358,7 +351,7 @@ Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node
   weights.operand = tactic == kReferenceTactic ? ops::LowType::kF32 : build.operand_type();
   VOXRT_ASSIGN_OR_RETURN(void* rd, build.upload_f32(r.span<float>(), weights.operand));
   weights.r = rd;
-  if (is_split_tf32_input(tactic)) {
+  if (tactic == kRecurrentPersistentInputSplitTf32) {
     // Only the halves: the input projection never reads w itself.
     std::vector<float> hi, lo;
     split_tf32_host(w.span<float>(), hi, lo);

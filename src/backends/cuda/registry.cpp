@@ -98,12 +98,8 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
                                : str_cat("persistent_matvec_in_splitk",
                                          kGemmLtSplitK[candidate - kGemmLtCandidates])});
       }
-      for (int i = 0;
-           i < kRecurrentPersistentInputSplitTf32Variants && precision == Precision::kFp32; ++i) {
-        tactics.push_back({kRecurrentPersistentInputSplitTf32 + static_cast<TacticId>(i),
-                           i == 0 ? std::string("persistent_matvec_in_3xtf32")
-                                  : str_cat("persistent_matvec_in_3xtf32_", i)});
-      }
+      if (precision == Precision::kFp32)
+        tactics.push_back({kRecurrentPersistentInputSplitTf32, "persistent_matvec_in_3xtf32"});
       if (cudnn_rnn_takes(node) && cudnn_rnn_api()) {
         tactics.push_back({kRecurrentCudnnStandard, "cudnn_rnn"});
         tactics.push_back({kRecurrentCudnnPersistStatic, "cudnn_rnn_persist_static"});

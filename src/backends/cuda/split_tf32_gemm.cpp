@@ -24,7 +24,7 @@ void split_tf32_host(std::span<const float> values, std::vector<float>& hi,
 }
 
 Expected<std::unique_ptr<SplitTf32Gemm>> SplitTf32Gemm::create(const LtGemmShape& shape,
-                                                               int candidate, cublasLtHandle_t lt) {
+                                                               cublasLtHandle_t lt) {
   std::unique_ptr<SplitTf32Gemm> gemm(new SplitTf32Gemm());
   gemm->shape_ = shape;
   gemm->shape_.operand_type = ops::LowType::kF32;
@@ -33,8 +33,8 @@ Expected<std::unique_ptr<SplitTf32Gemm>> SplitTf32Gemm::create(const LtGemmShape
   LtGemmShape plain = gemm->shape_;
   plain.bias = false;
   plain.epilogue = LtGemmShape::Epilogue::kNone;
-  VOXRT_ASSIGN_OR_RETURN(gemm->product_, LtGemm::create(plain, candidate, lt));
-  VOXRT_ASSIGN_OR_RETURN(gemm->biased_product_, LtGemm::create(gemm->shape_, candidate, lt));
+  VOXRT_ASSIGN_OR_RETURN(gemm->product_, LtGemm::create(plain, 0, lt));
+  VOXRT_ASSIGN_OR_RETURN(gemm->biased_product_, LtGemm::create(gemm->shape_, 0, lt));
   return gemm;
 }
 

@@ -21,9 +21,8 @@ void split_tf32_host(std::span<const float> values, std::vector<float>& hi, std:
 
 class SplitTf32Gemm {
  public:
-  // shape: the GEMM as LtGemm takes it, FP32 operands (operand_type and tf32 are overridden);
-  // candidate: LtGemm's, for all three products.
-  static Expected<std::unique_ptr<SplitTf32Gemm>> create(const LtGemmShape& shape, int candidate,
+  // shape: the GEMM as LtGemm takes it, FP32 operands (operand_type and tf32 are overridden).
+  static Expected<std::unique_ptr<SplitTf32Gemm>> create(const LtGemmShape& shape,
                                                          cublasLtHandle_t lt);
   // Device scratch run() needs: A's hi and lo halves.
   std::size_t scratch_bytes() const;
