@@ -3,10 +3,10 @@
 # launch-time settings move the model's time. Run on the GPU machine from the repo root with
 # .device carried:
 #   bash bench/gpu/persistent_probe.sh bilstm1 fp32
-# Builds the DS2 case (bench/gpu/build_case.sh), prints its layer table, then for each setting
-# below times `voxrt bench --device-time` (medians of 200 runs, ms) and prints the phase split of
-# the last persistent launch of one traced run (VOXRT_CUDA_RECURRENT_TRACE=1: ns per step, mean
-# and max over the blocks). The settings only change how the persistent kernel is launched, so
+# Builds the DS2 case (bench/gpu/build_case.sh), prints its layer table and the recurrent layers'
+# autotuning candidates, then for each setting below times `voxrt bench --device-time` (medians
+# of 200 runs, ms) and prints the phase split of the last persistent launch of one traced run
+# (VOXRT_CUDA_RECURRENT_TRACE=1: ns per step, mean and max over the blocks). The settings only change how the persistent kernel is launched, so
 # one engine serves them all.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,6 +16,14 @@ source bench/gpu/device_env.sh
 work=$(mktemp -d /tmp/voxrt_probe_XXXX)
 source bench/gpu/build_case.sh
 "$dev/bin/voxrt" inspect "$work/m.engine" | sed -n '/^#/,/^total/p'
+# The recurrent layers' autotuning candidates (us at the opt shapes; - = could not run; * = chosen).
+python3 - "$work/build.json" <<'PY'
+import json, sys
+for t in json.load(open(sys.argv[1]))["tactic_timings"]:
+    if "LSTM" in t["node"] or "GRU" in t["node"]:
+        us = "-" if t["time_us"] is None else f"{t['time_us']:.1f}"
+        print(f"{t['node']:<24} {t['tactic']:<34} {us:>8}{'  *' if t['chosen'] else ''}")
+PY
 settings=(
   ""
   "VOXRT_CUDA_PERSISTENT_WARPS=8"
