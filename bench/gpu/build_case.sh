@@ -2,6 +2,7 @@
 # $case_name (gru256, gru1 or bilstm1), $precision, $work and $dev set: exports that DS2 model
 # with bench_gpu.py's definitions to $work/m.onnx, builds $work/m.engine (--device cuda, autotuned
 # with 20 timing iterations; $work/build.json lists every candidate) and sets $shapes.
+# print_tactic_timings [NODE_REGEX] then prints the autotuning candidates of the matching layers.
 python3 - "$case_name" "$work" <<'PY'
 import os, sys
 import torch, torch.nn as nn
@@ -25,3 +26,15 @@ shapes=$(cat "$work/shapes")
 "$dev/bin/voxrt" build --onnx "$work/m.onnx" --engine "$work/m.engine" --device cuda \
   --precision "$precision" --timing-iterations 20 --json > "$work/build.json" 2> "$work/build.log" ||
   { cat "$work/build.log"; exit 1; }
+
+# Autotuning candidates of the layers whose name matches $1 (all by default): us at the opt shapes,
+# - = could not run, * = chosen.
+print_tactic_timings() {
+  python3 - "$work/build.json" "${1:-.}" <<'PY'
+import json, re, sys
+for t in json.load(open(sys.argv[1]))["tactic_timings"]:
+    if re.search(sys.argv[2], t["node"]):
+        us = "-" if t["time_us"] is None else f"{t['time_us']:.1f}"
+        print(f"{t['node']:<24} {t['tactic']:<34} {us:>8}{'  *' if t['chosen'] else ''}")
+PY
+}

@@ -15,13 +15,8 @@ source bench/gpu/device_env.sh
 work=$(mktemp -d /tmp/voxrt_ncu_XXXX)
 source bench/gpu/build_case.sh
 "$dev/bin/voxrt" inspect "$work/m.engine" | sed -n '/^#/,/^total/p'
-# Every autotuning candidate of every layer (us at the opt shapes; - = could not run; * = chosen).
-python3 - "$work/build.json" <<'PY'
-import json, sys
-for t in json.load(open(sys.argv[1]))["tactic_timings"]:
-    us = "-" if t["time_us"] is None else f"{t['time_us']:.1f}"
-    print(f"{t['node']:<24} {t['tactic']:<34} {us:>8}{'  *' if t['chosen'] else ''}")
-PY
+# Every autotuning candidate of every layer.
+print_tactic_timings
 # VOXRT_SKIP_NCU=1: the tactic table only.
 [ "${VOXRT_SKIP_NCU:-0}" = 1 ] && exit 0
 VOXRT_CUDA_GRAPHS=0 ncu --metrics gpu__time_duration.sum --csv --launch-skip 0 --launch-count 2000 \

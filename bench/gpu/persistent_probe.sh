@@ -16,14 +16,8 @@ source bench/gpu/device_env.sh
 work=$(mktemp -d /tmp/voxrt_probe_XXXX)
 source bench/gpu/build_case.sh
 "$dev/bin/voxrt" inspect "$work/m.engine" | sed -n '/^#/,/^total/p'
-# The recurrent layers' autotuning candidates (us at the opt shapes; - = could not run; * = chosen).
-python3 - "$work/build.json" <<'PY'
-import json, sys
-for t in json.load(open(sys.argv[1]))["tactic_timings"]:
-    if "LSTM" in t["node"] or "GRU" in t["node"]:
-        us = "-" if t["time_us"] is None else f"{t['time_us']:.1f}"
-        print(f"{t['node']:<24} {t['tactic']:<34} {us:>8}{'  *' if t['chosen'] else ''}")
-PY
+# The recurrent layers' autotuning candidates.
+print_tactic_timings 'LSTM|GRU'
 settings=(
   ""
   "VOXRT_CUDA_PERSISTENT_WARPS=8"
