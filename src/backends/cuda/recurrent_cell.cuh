@@ -7,8 +7,9 @@
 namespace voxrt::backends::cuda::ops {
 
 // kFast: exp2 on the special function unit and an IEEE reciprocal instead of expf and a full
-// division (~6 instructions instead of ~30; relative error ~1e-6 for |x| <= 20, where the
-// persistent kernel's cell update, on the critical path of every recurrent step, spent ~0.6 us).
+// division (a few instructions instead of ~30), for the persistent kernel, whose gate update is
+// on the critical path of every recurrent step. Its outputs passed the gpu tests' FP32 limit
+// (2e-5) and the FP32 BiLSTM stayed 2.9e-6 from PyTorch, as with the accurate path.
 template <bool kFast = false>
 __device__ __forceinline__ float sigmoid(float x) {
   if constexpr (kFast) return __frcp_rn(1.0f + __expf(-x));
