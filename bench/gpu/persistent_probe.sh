@@ -18,13 +18,15 @@ source bench/gpu/build_case.sh
 "$dev/bin/voxrt" inspect "$work/m.engine" | sed -n '/^#/,/^total/p'
 # The recurrent layers' autotuning candidates.
 print_tactic_timings 'LSTM|GRU'
+# VOXRT_PROBE_SETTINGS (space-separated) replaces the list.
 settings=(
   ""
+  "VOXRT_CUDA_PERSISTENT_KSPLIT=0"
   "VOXRT_CUDA_PERSISTENT_WARPS=8"
-  "VOXRT_CUDA_PERSISTENT_WARPS=16"
   "VOXRT_CUDA_REGISTER_GATE=0"
   "VOXRT_CUDA_TAGGED_STATE=0"
 )
+if [ -n "${VOXRT_PROBE_SETTINGS:-}" ]; then read -r -a settings <<< "$VOXRT_PROBE_SETTINGS"; settings=("" "${settings[@]}"); fi
 for setting in "${settings[@]}"; do
   echo "==== ${setting:-default}"
   env $setting "$dev/bin/voxrt" bench "$work/m.engine" --shapes "$shapes" --iterations 200 \

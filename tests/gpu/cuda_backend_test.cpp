@@ -1089,6 +1089,123 @@ TEST(CudaOps, RecurrentBatchOneAndPartlyResidentWeights) {
        {"VOXRT_CUDA_RESIDENT_GATES", "VOXRT_CUDA_REGISTER_GATE", "VOXRT_CUDA_TAGGED_STATE",
         "VOXRT_CUDA_PERSISTENT_WARPS", "VOXRT_CUDA_RECURRENT_TRACE"})
     unsetenv(name);
+  // The K-split kernel through the persistent tactic (VOXRT_CUDA_PERSISTENT_KSPLIT=1 takes it
+  // below H = 512 too), its trace on; the GRU and H = 32 cases fall back to persistent_kernel.
+  setenv("VOXRT_CUDA_PERSISTENT_KSPLIT", "1", 1);
+  setenv("VOXRT_CUDA_RECURRENT_TRACE", "1", 1);
+  for (Precision p : {Precision::kFp32, Precision::kTf32}) {
+    check_all_tactics("LSTM bidirectional batch 1 H 64 (ksplit)",
+                      recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, true, 64), p);
+    check_all_tactics("LSTM reverse batch 1 H 128 (ksplit)",
+                      recurrent_case(ir::OpKind::kLSTM, "reverse", 1, false, 128), p);
+    check_all_tactics("LSTM forward batch 1 H 32 (no ksplit)",
+                      recurrent_case(ir::OpKind::kLSTM, "forward", 1, true), p);
+  }
+  unsetenv("VOXRT_CUDA_PERSISTENT_KSPLIT");
+  unsetenv("VOXRT_CUDA_RECURRENT_TRACE");
+}
+
+// The K-split persistent kernel (recurrent_ksplit.cu) called directly, so a fallback to the
+// other kernel cannot pass for it: a bidirectional, a reverse-only and the FP32 BiLSTM's own
+// size (H = 1024, 128 blocks that must all be resident), against an LSTM in double precision.
+TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
+  REQUIRE_CUDA_DEVICE();
+  struct Case {
+    std::int64_t hidden, seq;
+    int directions;
+    bool reverse_only;
+  };
+  for (const Case& c : {Case{64, 7, 2, false}, Case{128, 6, 1, true}, Case{1024, 9, 2, false}}) {
+    SCOPED_TRACE(str_cat("H ", c.hidden, ", ", c.seq, " steps, ", c.directions, " directions",
+                         c.reverse_only ? ", reverse" : ""));
+    const std::int64_t H = c.hidden, T = c.seq, D = c.directions, G = 4;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    const auto random = [&](std::int64_t n, float scale) {
+      std::vector<float> v(static_cast<std::size_t>(n));
+      for (float& x : v) x = normal(rng) * scale;
+      return v;
+    };
+    const std::vector<float> r = random(D * G * H * H, 1.0f / std::sqrt(static_cast<float>(H)));
+    const std::vector<float> xw = random(T * D * G * H, 0.5f);
+    const std::vector<float> h_init = random(D * H, 0.5f), c_init = random(D * H, 0.5f);
+    // The reference: ONNX LSTM gates i, o, f, c, in double.
+    std::vector<double> y_ref(static_cast<std::size_t>(T * D * H)),
+        h_ref(h_init.begin(), h_init.end()), c_ref(c_init.begin(), c_init.end());
+    const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+    for (std::int64_t d = 0; d < D; ++d) {
+      for (std::int64_t step = 0; step < T; ++step) {
+        const std::int64_t t = c.reverse_only || d == 1 ? T - 1 - step : step;
+        std::vector<double> h_new(static_cast<std::size_t>(H));
+        for (std::int64_t j = 0; j < H; ++j) {
+          double gate[4];
+          for (std::int64_t g = 0; g < G; ++g) {
+            const float* row = &r[static_cast<std::size_t>(((d * G + g) * H + j) * H)];
+            double sum = xw[static_cast<std::size_t>((t * D + d) * G * H + g * H + j)];
+            for (std::int64_t k = 0; k < H; ++k) sum += row[k] * h_ref[d * H + k];
+            gate[g] = sum;
+          }
+          double& cell = c_ref[d * H + j];
+          cell = sigmoid(gate[2]) * cell + sigmoid(gate[0]) * std::tanh(gate[3]);
+          h_new[j] = sigmoid(gate[1]) * std::tanh(cell);
+          y_ref[(t * D + d) * H + j] = h_new[j];
+        }
+        std::copy(h_new.begin(), h_new.end(), h_ref.begin() + d * H);
+      }
+    }
+    const auto device_copy = [](const std::vector<float>& v) {
+      void* p = nullptr;
+      EXPECT_EQ(cudaMalloc(&p, v.size() * sizeof(float)), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(p, v.data(), v.size() * sizeof(float), cudaMemcpyHostToDevice),
+                cudaSuccess);
+      return static_cast<float*>(p);
+    };
+    float* d_r = device_copy(r);
+    float* d_xw = device_copy(xw);
+    float* d_h0 = device_copy(h_init);
+    float* d_h1 = device_copy(std::vector<float>(static_cast<std::size_t>(D * H), 0.0f));
+    float* d_c = device_copy(c_init);
+    float* d_y = device_copy(std::vector<float>(static_cast<std::size_t>(T * D * H), 0.0f));
+    void* barrier = nullptr;
+    ASSERT_EQ(cudaMalloc(&barrier, cuda::ops::grid_barrier_bytes(D, 1, H)), cudaSuccess);
+    cuda::ops::RecurrentStep s;
+    s.gates = 4;
+    s.directions = static_cast<int>(D);
+    s.reverse_only = c.reverse_only;
+    s.seq = T;
+    s.batch = 1;
+    s.hidden = H;
+    s.xw = d_xw;
+    s.c = d_c;
+    s.y = d_y;
+    ASSERT_TRUE(cuda::ops::ksplit_applies(s));
+    ASSERT_EQ(cuda::ops::recurrent_persistent_ksplit(
+                  s, d_r, d_h0, d_h1, static_cast<cuda::ops::GridBarrier*>(barrier), nullptr),
+              cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const auto host_copy = [](const float* p, std::int64_t n) {
+      std::vector<float> v(static_cast<std::size_t>(n));
+      EXPECT_EQ(cudaMemcpy(v.data(), p, v.size() * sizeof(float), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      return v;
+    };
+    const std::vector<float> y = host_copy(d_y, T * D * H);
+    const std::vector<float> h_final = host_copy(T % 2 == 0 ? d_h0 : d_h1, D * H);
+    const std::vector<float> c_final = host_copy(d_c, D * H);
+    const auto max_error = [](const std::vector<float>& got, const std::vector<double>& want) {
+      double worst = 0.0;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
+      return worst;
+    };
+    EXPECT_LT(max_error(y, y_ref), 2e-5);
+    EXPECT_LT(max_error(h_final, h_ref), 2e-5);
+    EXPECT_LT(max_error(c_final, c_ref), 5e-5);
+    for (void* p :
+         {static_cast<void*>(d_r), static_cast<void*>(d_xw), static_cast<void*>(d_h0),
+          static_cast<void*>(d_h1), static_cast<void*>(d_c), static_cast<void*>(d_y), barrier})
+      cudaFree(p);
+  }
 }
 
 // voxrt bench --device-time: one positive device time per run, and the session still gives the

@@ -4,14 +4,14 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <type_traits>
-#include <vector>
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/recurrent_cell.cuh"
+#include "backends/cuda/recurrent_trace.h"
 #include "backends/cuda/shared_memory_opt_in.cuh"
+#include "backends/cuda/tagged_state.cuh"
 
 namespace voxrt::backends::cuda::ops {
 namespace {
@@ -221,27 +221,6 @@ __device__ __forceinline__ void prefetch_x(const RecurrentStep& s, int d, std::i
   for (int g = 0; g < G; ++g) x[g] = row[g * s.hidden + j];
 }
 
-// Tagged state exchange of the persistent tactic: each element of h is one 8-byte word, the value
-// in the low half and the number of the step that wrote it in the high half, stored and loaded
-// as single morally strong (relaxed, GPU-scope) accesses. A reader that sees the tag it expects
-// has the value of that step, with no fence, no arrival counter and no second round trip through
-// L2 to learn that the writers are done: the data is its own flag.
-__device__ __forceinline__ void store_tagged(unsigned long long* p, float h, unsigned tag) {
-  const unsigned long long word = (static_cast<unsigned long long>(tag) << 32) | __float_as_uint(h);
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(word) : "memory");
-}
-__device__ __forceinline__ ulonglong2 load_tagged_pair(const unsigned long long* p) {
-  ulonglong2 v;
-  asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];"
-               : "=l"(v.x), "=l"(v.y)
-               : "l"(p)
-               : "memory");
-  return v;
-}
-__device__ __forceinline__ bool pair_has_tag(const ulonglong2& v, unsigned tag) {
-  return static_cast<unsigned>(v.x >> 32) == tag && static_cast<unsigned>(v.y >> 32) == tag;
-}
-
 // Lane b finishes batch row b0 + b of the warp's unit j (x: what prefetch_x loaded).
 template <int G, int BT>
 __device__ __forceinline__ void finish_tile(const RecurrentStep& s, int d, std::int64_t b0,
@@ -350,13 +329,14 @@ cudaError_t launch_fused(const RecurrentStep& s, const W* r, cudaStream_t stream
 // Per-launch settings of persistent_kernel that are not template parameters.
 struct PersistentOptions {
   int resident_gates = 0;
-  // VOXRT_CUDA_RECURRENT_TRACE: kTracePhases clock64 sums per block (print_recurrent_trace).
+  // VOXRT_CUDA_RECURRENT_TRACE: kTracePhases clock64 sums per block (recurrent_trace.h).
   unsigned long long* trace = nullptr;
 };
-// Per block: cycles of staging h (thread 0's own words), waiting for the block's other words
-// (__syncthreads), the mat-vec with its warp reduction, the gate update and publication, and the
-// whole launch; then the launch's nanoseconds (globaltimer) and its steps.
-constexpr int kTracePhases = 7;
+// The phases of a step that the trace (recurrent_trace.h) times, as thread 0 sees them.
+const TracePhaseNames kPersistentPhases = {
+    "persistent",
+    {"stage own h words", "wait for block (syncthreads)", "mat-vec + warp reduce",
+     "gates + publish", "barrier (untagged)"}};
 
 // The warp's mat-vec in the persistent kernel: acc[g][b] = R[g][unit] . h_tile[b], reduced over
 // the warp. Gate g's row is in shared memory for g < resident_gates (resident + (g * kWarps +
@@ -592,8 +572,8 @@ __global__ void __launch_bounds__(kWarps * 32, (kRegGate && kWarps == 8) ? 2 : 1
   if (tracing) {
     unsigned long long end_ns = 0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end_ns));
-    phase[5] = static_cast<unsigned long long>(clock64() - launch_start);
-    phase[6] = end_ns - launch_start_ns;
+    phase[kTraceStepPhases] = static_cast<unsigned long long>(clock64() - launch_start);
+    phase[kTraceStepPhases + 1] = end_ns - launch_start_ns;
     const unsigned block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
 #pragma unroll
     for (int i = 0; i < kTracePhases; ++i) options.trace[block * kTracePhases + i] = phase[i];
@@ -653,70 +633,6 @@ int persistent_warps(const RecurrentStep& s) {
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
     return 8;
   return (s.hidden + 7) / 8 * s.directions > sms ? 16 : 8;
-}
-
-// VOXRT_CUDA_RECURRENT_TRACE=1: each persistent launch records kTracePhases cycle counts per
-// block (PersistentOptions::trace) into one device buffer, and the process prints the split of
-// the last launch's step time at exit (a diagnostic: it adds clock reads to thread 0 of each
-// block and one synchronizing copy at exit).
-constexpr long long kTraceMaxBlocks = 4096;
-struct RecurrentTrace {
-  unsigned long long* device = nullptr;
-  long long blocks = 0;  // of the last traced launch
-  std::int64_t steps = 0;
-  int warps = 0;
-};
-RecurrentTrace& recurrent_trace() {
-  static RecurrentTrace trace;
-  return trace;
-}
-
-void print_recurrent_trace() {
-  const RecurrentTrace& trace = recurrent_trace();
-  if (!trace.device || trace.blocks == 0 || trace.steps == 0) return;
-  std::vector<unsigned long long> v(static_cast<std::size_t>(trace.blocks) * kTracePhases);
-  if (cudaMemcpy(v.data(), trace.device, v.size() * sizeof(v[0]), cudaMemcpyDeviceToHost) !=
-      cudaSuccess)
-    return;
-  const double cycles_per_ns =
-      v[6] > 0 ? static_cast<double>(v[5]) / static_cast<double>(v[6]) : 1.0;
-  static const char* const kNames[] = {"stage own h words",     "wait for block (syncthreads)",
-                                       "mat-vec + warp reduce", "gates + publish",
-                                       "barrier (untagged)",    "whole step"};
-  std::fprintf(stderr,
-               "recurrent trace: last persistent launch, %lld blocks of %d warps, %lld steps, "
-               "%.2f GHz; ns per step, mean / max over blocks:\n",
-               trace.blocks, trace.warps, static_cast<long long>(trace.steps), cycles_per_ns);
-  for (int i = 0; i < 6; ++i) {
-    double sum = 0.0, max = 0.0;
-    for (long long b = 0; b < trace.blocks; ++b) {
-      const double ns = static_cast<double>(v[static_cast<std::size_t>(b) * kTracePhases + i]) /
-                        cycles_per_ns / static_cast<double>(trace.steps);
-      sum += ns;
-      max = std::max(max, ns);
-    }
-    std::fprintf(stderr, "  %-30s %8.1f %8.1f\n", kNames[i],
-                 sum / static_cast<double>(trace.blocks), max);
-  }
-}
-
-// The trace buffer, allocated on the first traced launch (an eager one: never inside a graph
-// capture); nullptr when tracing is off or the grid is larger than the buffer.
-unsigned long long* trace_buffer(long long blocks, std::int64_t steps, int warps) {
-  if (env_int("VOXRT_CUDA_RECURRENT_TRACE", 0) != 1 || blocks > kTraceMaxBlocks) return nullptr;
-  RecurrentTrace& trace = recurrent_trace();
-  if (!trace.device) {
-    if (cudaMalloc(&trace.device, kTraceMaxBlocks * kTracePhases * sizeof(unsigned long long)) !=
-        cudaSuccess) {
-      trace.device = nullptr;
-      return nullptr;
-    }
-    std::atexit(print_recurrent_trace);
-  }
-  trace.blocks = blocks;
-  trace.steps = steps;
-  trace.warps = warps;
-  return trace.device;
 }
 
 // Above 48 KiB of shared memory a kernel must opt in; once per kernel and process, on the first
@@ -799,7 +715,7 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
     }
     if (options.resident_gates == 0) return cudaErrorCooperativeLaunchTooLarge;
   }
-  options.trace = trace_buffer(blocks, s.seq, kWarps);
+  options.trace = recurrent_trace_buffer(blocks, s.seq, kWarps, kPersistentPhases);
   // One memset clears the counters and both tagged buffers (a tag left by the previous launch
   // would otherwise be taken for this one's).
   e = cudaMemsetAsync(barrier, 0,
@@ -815,9 +731,27 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
   return cudaLaunchCooperativeKernel(kernel, grid, dim3(kThreads), args, shared, stream);
 }
 
+// The K-split kernel (recurrent_ksplit.cu) for this FP32 layer: VOXRT_CUDA_PERSISTENT_KSPLIT=0
+// never, =1 wherever it applies, unset from H = 512 (measured on the FP32 BiLSTM's H = 1024).
+// Not with the settings the tests use to force persistent_kernel's other paths (fewer resident
+// gates, no register gate, the arrival-counter exchange).
+bool ksplit_wanted(const RecurrentStep& s) {
+  const int setting = env_int("VOXRT_CUDA_PERSISTENT_KSPLIT", -1);
+  if (setting == 0 || !ksplit_applies(s)) return false;
+  if (resident_gates_cap(s.gates) < s.gates || !register_gate_allowed() || !tagged_state_allowed())
+    return false;
+  return setting == 1 || s.hidden >= 512;
+}
+
 template <typename W>
 cudaError_t launch_persistent(const RecurrentStep& s, const W* r, float* h0, float* h1,
                               GridBarrier* barrier, cudaStream_t stream) {
+  if constexpr (std::is_same_v<W, float>) {
+    if (ksplit_wanted(s)) {
+      const cudaError_t e = recurrent_persistent_ksplit(s, r, h0, h1, barrier, stream);
+      if (e != cudaErrorNotSupported) return e;  // else persistent_kernel below
+    }
+  }
   if (s.batch == 1) {
     if (persistent_warps(s) == 16) {
       return s.gates == 3 ? launch_persistent_typed<W, 3, 1, 16>(s, r, h0, h1, barrier, stream)

@@ -1,0 +1,232 @@
+// The K-split persistent kernel (cuda_ops.h, recurrent_persistent_ksplit): every step of an FP32
+// LSTM layer at batch 1 in one cooperative launch, like persistent_kernel (recurrent_ops.cu),
+// with the block's work cut the other way.
+//
+// persistent_kernel gives each warp one unit: the warp reads its unit's four rows of R and the
+// whole of h, so each of a block's 16 warps reads all of h from shared memory every step (64 KB a
+// step on top of 192 KB of R rows at H = 1024), and one lane per unit finishes it after a warp
+// reduction. Here each warp takes a slice of k (H / 16 elements) for all 64 rows of the block's
+// 16 units: a lane owns two rows (2l and 2l + 1, i.e. unit l / 2, gates 2 (l % 2) and +1) of the
+// slice, so
+//   - h is read once a step per block (each warp its slice, broadcast to the lanes), and a warp
+//     stages only its own slice of the tagged state words, without waiting for the other warps;
+//   - half of R lives in registers (row 2l: H / 16 floats a lane, 64 at H = 1024) and half in
+//     shared memory (row 2l + 1), so a step reads 128 KB of R from shared memory instead of 192;
+//   - there is no warp reduction: the warps' partial sums meet in shared memory (double
+//     buffered, so one __syncthreads a step), where two warps sum them (thread i row i) and the
+//     lane of each unit's first gate gathers its four gates with three shuffles and finishes it.
+// The state exchange between blocks is the tagged one of persistent_kernel (tagged_state.cuh).
+#include <cstdlib>
+
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/recurrent_cell.cuh"
+#include "backends/cuda/recurrent_trace.h"
+#include "backends/cuda/shared_memory_opt_in.cuh"
+#include "backends/cuda/tagged_state.cuh"
+
+namespace voxrt::backends::cuda::ops {
+namespace {
+
+constexpr int kWarps = kKsplitWarps;  // one k slice of H / 16 each
+constexpr int kThreads = kWarps * 32;
+constexpr int kGates = 4;                                 // LSTM i, o, f, c
+constexpr int kUnits = 16;                                // a block's units
+constexpr int kRows = kGates * kUnits;                    // row u * 4 + g: gate g of unit u
+constexpr int kMaxQuads = kKsplitMaxHidden / kWarps / 4;  // float4s of a lane's slice of a row
+static_assert(kRows == 2 * 32, "each lane owns two rows of the block");
+
+const TracePhaseNames kKsplitPhases = {
+    "ksplit",
+    {"stage the warp's h slice", "wait for block (syncthreads)", "slice mat-vec",
+     "sum slices + gates + publish", "(unused)"}};
+
+// Shared memory, in floats: R rows [kWarps][quads][32 lanes] as float4 (lane l's row 2l + 1),
+// h [H] (warp w's slice at w * H / 16), partial sums [2][kWarps][kRows].
+std::size_t shared_bytes(std::int64_t H) {
+  return static_cast<std::size_t>(32 * H + H + 2 * kWarps * kRows) * sizeof(float);
+}
+
+__device__ __forceinline__ float dot4(const float4& w, const float4& h) {
+  return w.x * h.x + w.y * h.y + w.z * h.z + w.w * h.w;
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    ksplit_kernel(RecurrentStep s, const float* __restrict__ r, float* h0, float* h1,
+                  unsigned long long* tagged, unsigned long long* trace) {
+  extern __shared__ __align__(16) float smem[];
+  const std::int64_t H = s.hidden;
+  const int slice = static_cast<int>(H / kWarps);  // a multiple of 4 (the launcher checks)
+  const int quads = slice / 4;
+  const int d = blockIdx.y;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x) * kUnits;
+  const std::int64_t k0 = static_cast<std::int64_t>(warp) * slice;
+  float4* const w_shared = reinterpret_cast<float4*>(smem) + warp * quads * 32 + lane;
+  float* const h_slice = smem + 32 * H + k0;
+  float* const partials = smem + 33 * H;
+
+  // Prologue: row 2l of the slice into registers, row 2l + 1 into shared memory (16-byte
+  // cp.async copies, all in flight before the one wait; each lane reads back only its own).
+  const int row_unit = lane / 2, row_gate = (lane % 2) * 2;
+  const float* row_a =
+      r + ((static_cast<std::int64_t>(d) * kGates + row_gate) * H + j0 + row_unit) * H + k0;
+  const float* row_b = row_a + H * H;  // gate row_gate + 1
+  float4 w_reg[kMaxQuads];
+#pragma unroll
+  for (int i = 0; i < kMaxQuads; ++i) {
+    w_reg[i] = i < quads ? __ldg(reinterpret_cast<const float4*>(row_a) + i)
+                         : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  for (int i = 0; i < quads; ++i) {
+    const auto dst = static_cast<unsigned>(__cvta_generic_to_shared(w_shared + i * 32));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(row_b + 4 * i)
+                 : "memory");
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+
+  // Threads 0 .. kRows - 1 sum row threadIdx.x over the warps; thread 4u owns unit j0 + u: its
+  // cell state, its x and y rows (walked one time step per step, backwards in reverse) and its
+  // publication.
+  const bool reducer = threadIdx.x < kRows;
+  const bool owner = reducer && threadIdx.x % kGates == 0;
+  const std::int64_t j = j0 + threadIdx.x / kGates;
+  const std::int64_t owned_state = static_cast<std::int64_t>(d) * H + (owner ? j : 0);
+  const bool reverse = s.reverse_only || d == 1;
+  const std::int64_t t_first = reverse ? s.seq - 1 : 0;
+  const std::int64_t x_step = (reverse ? -1 : 1) * s.directions * kGates * H;
+  const std::int64_t y_step = (reverse ? -1 : 1) * s.directions * H;
+  const float* x_row = s.xw + (t_first * s.directions + d) * kGates * H + (owner ? j : 0);
+  float* y_row = s.y ? s.y + t_first * s.directions * H + owned_state : nullptr;
+  float c_held = owner ? s.c[owned_state] : 0.0f;
+  const std::int64_t words = static_cast<std::int64_t>(s.directions) * H;
+  if (owner) store_tagged(tagged + owned_state, h0[owned_state], 1u);
+
+  const bool tracing = trace != nullptr && threadIdx.x == 0;
+  unsigned long long phase[kTracePhases] = {};
+  long long launch_start = 0, mark = 0;
+  unsigned long long launch_start_ns = 0;
+  if (tracing) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(launch_start_ns));
+    launch_start = mark = clock64();
+  }
+  const auto lap = [&](int i) {
+    if (tracing) {
+      const long long now = clock64();
+      phase[i] += static_cast<unsigned long long>(now - mark);
+      mark = now;
+    }
+  };
+  constexpr unsigned kAll = 0xffffffffu;
+  for (std::int64_t t = 0; t < s.seq; ++t) {
+    const unsigned tag = static_cast<unsigned>(t) + 1u;
+    float x[kGates] = {0.f, 0.f, 0.f, 0.f};
+    if (owner) {
+#pragma unroll
+      for (int g = 0; g < kGates; ++g) x[g] = x_row[g * H];
+    }
+    // The warp's slice of h, two words a lane per pass. Its previous contents were last read by
+    // this warp's mat-vec of the step before, which every lane finished before that step's
+    // __syncthreads.
+    const unsigned long long* src =
+        tagged + (t % 2) * words + static_cast<std::int64_t>(d) * H + k0;
+    for (int k = lane * 2; k < slice; k += 64) {
+      ulonglong2 v = load_tagged_pair(src + k);
+      while (!pair_has_tag(v, tag)) v = load_tagged_pair(src + k);
+      *reinterpret_cast<float2*>(h_slice + k) = make_float2(
+          __uint_as_float(static_cast<unsigned>(v.x)), __uint_as_float(static_cast<unsigned>(v.y)));
+    }
+    __syncwarp();
+    lap(0);
+    float acc_a[2] = {0.f, 0.f}, acc_b[2] = {0.f, 0.f};  // two chains each: even and odd quads
+#pragma unroll
+    for (int i = 0; i < kMaxQuads; ++i) {
+      if (i < quads) {
+        const float4 h = reinterpret_cast<const float4*>(h_slice)[i];  // one broadcast load
+        acc_a[i % 2] += dot4(w_reg[i], h);
+        acc_b[i % 2] += dot4(w_shared[i * 32], h);
+      }
+    }
+    // Step t's partial sums go to buffer t % 2: the reducers read buffer t % 2 of step t - 2
+    // before they reached step t - 1's __syncthreads, which this warp has passed.
+    float* partial = partials + (t % 2) * (kWarps * kRows);
+    *reinterpret_cast<float2*>(partial + warp * kRows + 2 * lane) =
+        make_float2(acc_a[0] + acc_a[1], acc_b[0] + acc_b[1]);
+    lap(2);
+    __syncthreads();
+    lap(1);
+    if (reducer) {  // warps 0 and 1, whole
+      float sum[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) sum[w % 4] += partial[w * kRows + threadIdx.x];
+      const float gate0 = (sum[0] + sum[1]) + (sum[2] + sum[3]);
+      const float gate1 = __shfl_down_sync(kAll, gate0, 1);
+      const float gate2 = __shfl_down_sync(kAll, gate0, 2);
+      const float gate3 = __shfl_down_sync(kAll, gate0, 3);
+      if (owner) {
+        const float rr[kGates] = {gate0, gate1, gate2, gate3};
+        const float h = cell_update<true>(kGates, x, rr, 0.0f, &c_held, 0.0f);
+        if (y_row) *y_row = h;
+        if (t + 1 < s.seq) {
+          store_tagged(tagged + ((t + 1) % 2) * words + owned_state, h, tag + 1u);
+        } else {
+          (t % 2 == 0 ? h1 : h0)[owned_state] = h;  // where the per-step loop leaves it
+        }
+      }
+    }
+    lap(3);
+    x_row += x_step;
+    if (y_row) y_row += y_step;
+  }
+  if (owner) s.c[owned_state] = c_held;
+  if (tracing) {
+    unsigned long long end_ns = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end_ns));
+    phase[kTraceStepPhases] = static_cast<unsigned long long>(clock64() - launch_start);
+    phase[kTraceStepPhases + 1] = end_ns - launch_start_ns;
+    const unsigned block = blockIdx.y * gridDim.x + blockIdx.x;
+#pragma unroll
+    for (int i = 0; i < kTracePhases; ++i) trace[block * kTracePhases + i] = phase[i];
+  }
+}
+
+}  // namespace
+
+bool ksplit_applies(const RecurrentStep& s) {
+  return s.gates == kGates && s.batch == 1 && s.hidden % (kWarps * 4) == 0 &&
+         s.hidden <= kKsplitMaxHidden && s.seq > 0;
+}
+
+cudaError_t recurrent_persistent_ksplit(const RecurrentStep& s, const float* r, float* h0,
+                                        float* h1, GridBarrier* barrier, cudaStream_t stream) {
+  if (!ksplit_applies(s)) return cudaErrorNotSupported;
+  static const cudaError_t opted_in =
+      allow_max_dynamic_shared_memory(reinterpret_cast<const void*>(ksplit_kernel));
+  if (opted_in != cudaSuccess) return opted_in;
+  const dim3 grid(static_cast<unsigned>(s.hidden / kUnits), static_cast<unsigned>(s.directions));
+  const std::size_t shared = shared_bytes(s.hidden);
+  int device = 0, sms = 0, per_sm = 0, optin = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess)
+    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+  if (e != cudaSuccess) return e;
+  if (shared > static_cast<std::size_t>(optin)) return cudaErrorNotSupported;
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, reinterpret_cast<const void*>(ksplit_kernel), kThreads, shared);
+  if (e != cudaSuccess) return e;
+  const long long blocks = static_cast<long long>(grid.x) * grid.y;
+  if (blocks > static_cast<long long>(sms) * per_sm) return cudaErrorNotSupported;
+  // Both tagged buffers start at tag 0: a tag left by the previous launch would be taken for
+  // this one's.
+  e = cudaMemsetAsync(barrier, 0, grid_barrier_bytes(s.directions, 1, s.hidden), stream);
+  if (e != cudaSuccess) return e;
+  RecurrentStep step = s;
+  const float* weights = r;
+  unsigned long long* tagged = tagged_state_words(barrier, s.directions, 1);
+  unsigned long long* trace = recurrent_trace_buffer(blocks, s.seq, kWarps, kKsplitPhases);
+  void* args[] = {&step, &weights, &h0, &h1, &tagged, &trace};
+  return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(ksplit_kernel), grid,
+                                     dim3(kThreads), args, shared, stream);
+}
+
+}  // namespace voxrt::backends::cuda::ops
