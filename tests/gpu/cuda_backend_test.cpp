@@ -1,6 +1,8 @@
 // The CUDA backend against the CPU backend (ctest label gpu). Without a CUDA device every test
 // that needs one is skipped with "no CUDA device: ..." (ctest shows the binary as skipped); the
 // no-device behaviour itself is tested here too.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -1090,14 +1092,18 @@ TEST(CudaOps, RecurrentBatchOneAndPartlyResidentWeights) {
         "VOXRT_CUDA_PERSISTENT_WARPS", "VOXRT_CUDA_RECURRENT_TRACE"})
     unsetenv(name);
   // The K-split kernel through the persistent tactic (VOXRT_CUDA_PERSISTENT_KSPLIT=1 takes it
-  // below H = 512 too), its trace on; the GRU and H = 32 cases fall back to persistent_kernel.
+  // below H = 512 too), its trace on; the H = 32 case falls back to persistent_kernel.
   setenv("VOXRT_CUDA_PERSISTENT_KSPLIT", "1", 1);
   setenv("VOXRT_CUDA_RECURRENT_TRACE", "1", 1);
-  for (Precision p : {Precision::kFp32, Precision::kTf32}) {
-    check_all_tactics("LSTM bidirectional batch 1 H 64 (ksplit)",
-                      recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, true, 64), p);
-    check_all_tactics("LSTM reverse batch 1 H 128 (ksplit)",
-                      recurrent_case(ir::OpKind::kLSTM, "reverse", 1, false, 128), p);
+  for (Precision p : kAllPrecisions) {
+    const bool low = p == Precision::kFp16 || p == Precision::kBf16;
+    check_all_tactics(low ? "LSTM bidirectional batch 1 H 256 (ksplit)"
+                          : "LSTM bidirectional batch 1 H 64 (ksplit)",
+                      recurrent_case(ir::OpKind::kLSTM, "bidirectional", 1, true, low ? 256 : 64),
+                      p);
+    check_all_tactics(
+        low ? "LSTM reverse batch 1 H 256 (ksplit)" : "LSTM reverse batch 1 H 128 (ksplit)",
+        recurrent_case(ir::OpKind::kLSTM, "reverse", 1, false, low ? 256 : 128), p);
     check_all_tactics("LSTM forward batch 1 H 32 (no ksplit)",
                       recurrent_case(ir::OpKind::kLSTM, "forward", 1, true), p);
   }
@@ -1106,18 +1112,30 @@ TEST(CudaOps, RecurrentBatchOneAndPartlyResidentWeights) {
 }
 
 // The K-split persistent kernel (recurrent_ksplit.cu) called directly, so a fallback to the
-// other kernel cannot pass for it: a bidirectional, a reverse-only and the FP32 BiLSTM's own
-// size (H = 1024, 128 blocks that must all be resident), against an LSTM in double precision.
+// other kernel cannot pass for it: FP32 R (CUDA cores) at H = 64 and 128 and FP16/BF16 R
+// (tensor cores) at H = 256 and 512, bidirectional and reverse-only, and the BiLSTM's own size
+// (H = 1024, 128 blocks that must all be resident) in all three types, against an LSTM in double
+// precision on the same (rounded) weights. The FP16/BF16 kernel also rounds h to R's type for
+// the product, hence their wider limits.
 TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
   REQUIRE_CUDA_DEVICE();
+  using cuda::ops::LowType;
   struct Case {
+    LowType type;
     std::int64_t hidden, seq;
     int directions;
     bool reverse_only;
   };
-  for (const Case& c : {Case{64, 7, 2, false}, Case{128, 6, 1, true}, Case{1024, 9, 2, false}}) {
-    SCOPED_TRACE(str_cat("H ", c.hidden, ", ", c.seq, " steps, ", c.directions, " directions",
-                         c.reverse_only ? ", reverse" : ""));
+  for (const Case& c :
+       {Case{LowType::kF32, 64, 7, 2, false}, Case{LowType::kF32, 128, 6, 1, true},
+        Case{LowType::kF32, 1024, 9, 2, false}, Case{LowType::kF16, 256, 7, 2, false},
+        Case{LowType::kF16, 512, 6, 1, true}, Case{LowType::kF16, 1024, 9, 2, false},
+        Case{LowType::kBF16, 256, 7, 2, false}, Case{LowType::kBF16, 1024, 5, 2, false}}) {
+    const char* type_name = c.type == LowType::kF32   ? "fp32"
+                            : c.type == LowType::kF16 ? "fp16"
+                                                      : "bf16";
+    SCOPED_TRACE(str_cat(type_name, ", H ", c.hidden, ", ", c.seq, " steps, ", c.directions,
+                         " directions", c.reverse_only ? ", reverse" : ""));
     const std::int64_t H = c.hidden, T = c.seq, D = c.directions, G = 4;
     std::mt19937 rng(11);
     std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -1126,7 +1144,20 @@ TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
       for (float& x : v) x = normal(rng) * scale;
       return v;
     };
-    const std::vector<float> r = random(D * G * H * H, 1.0f / std::sqrt(static_cast<float>(H)));
+    std::vector<float> r = random(D * G * H * H, 1.0f / std::sqrt(static_cast<float>(H)));
+    // R in the kernel's type, and the reference on the same rounded values.
+    std::vector<std::uint16_t> r_low(c.type == LowType::kF32 ? 0 : r.size());
+    for (std::size_t i = 0; i < r_low.size(); ++i) {
+      if (c.type == LowType::kF16) {
+        const __half v = __float2half_rn(r[i]);
+        std::memcpy(&r_low[i], &v, 2);
+        r[i] = __half2float(v);
+      } else {
+        const __nv_bfloat16 v = __float2bfloat16_rn(r[i]);
+        std::memcpy(&r_low[i], &v, 2);
+        r[i] = __bfloat162float(v);
+      }
+    }
     const std::vector<float> xw = random(T * D * G * H, 0.5f);
     const std::vector<float> h_init = random(D * H, 0.5f), c_init = random(D * H, 0.5f);
     // The reference: ONNX LSTM gates i, o, f, c, in double.
@@ -1160,7 +1191,14 @@ TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
                 cudaSuccess);
       return static_cast<float*>(p);
     };
-    float* d_r = device_copy(r);
+    void* d_r = nullptr;
+    if (c.type == LowType::kF32) {
+      d_r = device_copy(r);
+    } else {
+      ASSERT_EQ(cudaMalloc(&d_r, r_low.size() * 2), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(d_r, r_low.data(), r_low.size() * 2, cudaMemcpyHostToDevice),
+                cudaSuccess);
+    }
     float* d_xw = device_copy(xw);
     float* d_h0 = device_copy(h_init);
     float* d_h1 = device_copy(std::vector<float>(static_cast<std::size_t>(D * H), 0.0f));
@@ -1178,10 +1216,11 @@ TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
     s.xw = d_xw;
     s.c = d_c;
     s.y = d_y;
-    ASSERT_TRUE(cuda::ops::ksplit_applies(s));
-    ASSERT_EQ(cuda::ops::recurrent_persistent_ksplit(
-                  s, d_r, d_h0, d_h1, static_cast<cuda::ops::GridBarrier*>(barrier), nullptr),
-              cudaSuccess);
+    ASSERT_TRUE(cuda::ops::ksplit_applies(s, c.type));
+    ASSERT_EQ(
+        cuda::ops::recurrent_persistent_ksplit(
+            s, d_r, c.type, d_h0, d_h1, static_cast<cuda::ops::GridBarrier*>(barrier), nullptr),
+        cudaSuccess);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const auto host_copy = [](const float* p, std::int64_t n) {
       std::vector<float> v(static_cast<std::size_t>(n));
@@ -1198,9 +1237,11 @@ TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
         worst = std::max(worst, std::abs(static_cast<double>(got[i]) - want[i]));
       return worst;
     };
-    EXPECT_LT(max_error(y, y_ref), 2e-5);
-    EXPECT_LT(max_error(h_final, h_ref), 2e-5);
-    EXPECT_LT(max_error(c_final, c_ref), 5e-5);
+    // FP32: float sums and the fast activations; FP16 / BF16: h rounded to 11 / 8 bits.
+    const double limit = c.type == LowType::kF32 ? 2e-5 : c.type == LowType::kF16 ? 4e-3 : 3e-2;
+    EXPECT_LT(max_error(y, y_ref), limit);
+    EXPECT_LT(max_error(h_final, h_ref), limit);
+    EXPECT_LT(max_error(c_final, c_ref), 2.5 * limit);
     for (void* p :
          {static_cast<void*>(d_r), static_cast<void*>(d_xw), static_cast<void*>(d_h0),
           static_cast<void*>(d_h1), static_cast<void*>(d_c), static_cast<void*>(d_y), barrier})

@@ -255,18 +255,21 @@ inline unsigned long long* tagged_state_words(GridBarrier* barrier, std::int64_t
 cudaError_t recurrent_persistent(const RecurrentStep& step, const void* r, LowType r_type,
                                  float* h0, float* h1, GridBarrier* barrier, cudaStream_t stream);
 
-// The persistent tactic's K-split kernel (recurrent_ksplit.cu) for FP32 LSTM layers at batch 1:
-// a block of kKsplitWarps warps owns 16 units, each warp a slice of H / 16 of k for all their
-// rows, half of its rows in registers. Applies when ksplit_applies: 4 gates, batch 1, H a
-// multiple of 64 up to kKsplitMaxHidden. Same arguments and results as recurrent_persistent
-// (tagged exchange always); cudaErrorNotSupported when it does not apply or its grid cannot be
-// resident, before anything is enqueued. recurrent_persistent takes it by default at H >= 512
-// (VOXRT_CUDA_PERSISTENT_KSPLIT=0: never, =1: wherever it applies).
+// The persistent tactic's K-split kernel (recurrent_ksplit.cu) for LSTM layers at batch 1: a
+// block of kKsplitWarps warps owns 16 units and each warp a slice of H / 16 of k for all their
+// rows (FP32 R: half of its rows in registers, half in shared memory, CUDA cores; FP16/BF16 R:
+// all of them in registers as tensor-core fragments). Applies when ksplit_applies: 4 gates,
+// batch 1, H a multiple of 64 (FP32) or 256 (FP16/BF16) up to kKsplitMaxHidden. Same arguments
+// and results as recurrent_persistent (tagged exchange always); cudaErrorNotSupported when it
+// does not apply or its grid cannot be resident, before anything is enqueued.
+// recurrent_persistent takes it by default at H >= 512 (VOXRT_CUDA_PERSISTENT_KSPLIT=0: never,
+// =1: wherever it applies).
 constexpr int kKsplitWarps = 16;
 constexpr std::int64_t kKsplitMaxHidden = 1024;
-bool ksplit_applies(const RecurrentStep& step);
-cudaError_t recurrent_persistent_ksplit(const RecurrentStep& step, const float* r, float* h0,
-                                        float* h1, GridBarrier* barrier, cudaStream_t stream);
+bool ksplit_applies(const RecurrentStep& step, LowType r_type);
+cudaError_t recurrent_persistent_ksplit(const RecurrentStep& step, const void* r, LowType r_type,
+                                        float* h0, float* h1, GridBarrier* barrier,
+                                        cudaStream_t stream);
 
 // Tensor-core persistent tactic (recurrent_tc.cu): every step in one cooperative launch, each
 // block owning 16 units x a batch tile of 32 or 64 rows, its R rows in shared memory, the product

@@ -21,7 +21,17 @@
 //     step (127 registers a thread already), it measured ~0.8 us of a 2.24 us step in the gate
 //     phase, the loads issued where the registers allowed rather than early.
 // The state exchange between blocks is the tagged one of persistent_kernel (tagged_state.cuh).
+//
+// FP16/BF16 R (TensorCoreSliceRows): the warp's 64 rows x slice are m16n8k16 A fragments held in
+// registers for the whole launch (64 registers a lane at H = 1024: all of R on chip, none of it
+// in shared memory), and the slice mat-vec is 4 x H / 256 tensor-core mma with float
+// accumulation, h rounded to R's type as the B operand (every column of B is h, so every lane
+// ends with its rows' sums). The half -> float conversions of R that bound persistent_kernel's
+// FP16 mat-vec (~1.4 us a step) are gone.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cstdlib>
+#include <type_traits>
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/recurrent_cell.cuh"
@@ -34,10 +44,12 @@ namespace {
 
 constexpr int kWarps = kKsplitWarps;  // one k slice of H / 16 each
 constexpr int kThreads = kWarps * 32;
-constexpr int kGates = 4;                                 // LSTM i, o, f, c
-constexpr int kUnits = 16;                                // a block's units
-constexpr int kRows = kGates * kUnits;                    // row u * 4 + g: gate g of unit u
-constexpr int kMaxQuads = kKsplitMaxHidden / kWarps / 4;  // float4s of a lane's slice of a row
+constexpr int kGates = 4;                                   // LSTM i, o, f, c
+constexpr int kUnits = 16;                                  // a block's units
+constexpr int kRows = kGates * kUnits;                      // row u * 4 + g: gate g of unit u
+constexpr int kMaxQuads = kKsplitMaxHidden / kWarps / 4;    // float4s of a lane's slice of a row
+constexpr int kMaxKTiles = kKsplitMaxHidden / kWarps / 16;  // k16 tiles of a warp's slice
+constexpr int kMTiles = kRows / 16;                         // m16 tiles of the block's rows
 static_assert(kRows == 2 * 32, "each lane owns two rows of the block");
 
 const TracePhaseNames kKsplitPhases = {
@@ -47,12 +59,22 @@ const TracePhaseNames kKsplitPhases = {
 
 constexpr int kXSlots = 4;  // input projections in flight: this step's, the next two
 
-// Shared memory, in floats: R rows [kWarps][quads][32 lanes] as float4 (lane l's row 2l + 1),
-// h [H] (warp w's slice at w * H / 16), partial sums [2][kWarps][kRows], input projections
-// [kXSlots][kRows].
-std::size_t shared_bytes(std::int64_t H) {
-  return static_cast<std::size_t>(32 * H + H + 2 * kWarps * kRows + kXSlots * kRows) *
+// Shared memory, in floats: R rows (FP32 only: [kWarps][quads][32 lanes] as float4, lane l's row
+// 2l + 1), h [H] (warp w's slice at w * H / 16), partial sums [2][kWarps][kRows], input
+// projections [kXSlots][kRows].
+__host__ __device__ std::int64_t shared_rows_floats(std::int64_t H, bool float_rows) {
+  return float_rows ? 32 * H : 0;
+}
+std::size_t shared_bytes(std::int64_t H, bool float_rows) {
+  return static_cast<std::size_t>(shared_rows_floats(H, float_rows) + H + 2 * kWarps * kRows +
+                                  kXSlots * kRows) *
          sizeof(float);
+}
+
+// Row r of a block (gate r % 4 of unit j0 + r / 4) in R [D][4H][H], from column k.
+__device__ __forceinline__ std::int64_t r_offset(int d, std::int64_t H, std::int64_t j0, int row,
+                                                 std::int64_t k) {
+  return ((static_cast<std::int64_t>(d) * kGates + row % kGates) * H + j0 + row / kGates) * H + k;
 }
 
 // Row threadIdx.x's input projection of a step into its slot (4 bytes, asynchronous), as one
@@ -69,40 +91,163 @@ __device__ __forceinline__ float dot4(const float4& w, const float4& h) {
   return w.x * h.x + w.y * h.y + w.z * h.z + w.w * h.w;
 }
 
+// FP32 R on CUDA cores: lane l's rows 2l (registers) and 2l + 1 (shared memory) of the warp's
+// slice; each lane reads the slice of h as float4 broadcasts.
+struct FloatSliceRows {
+  float4 reg[kMaxQuads];
+  const float4* shared;  // the lane's copies: quad i at shared[i * 32]
+  int quads;
+
+  // The prologue: 16-byte cp.async copies into shared memory, all in flight before the one wait
+  // (each lane reads back only its own).
+  __device__ __forceinline__ void load(const float* r, int d, std::int64_t H, std::int64_t j0,
+                                       std::int64_t k0, int slice, int warp, int lane,
+                                       float* rows_smem) {
+    quads = slice / 4;
+    float4* const mine = reinterpret_cast<float4*>(rows_smem) + warp * quads * 32 + lane;
+    shared = mine;
+    const float* row_a = r + r_offset(d, H, j0, 2 * lane, k0);
+    const float* row_b = r + r_offset(d, H, j0, 2 * lane + 1, k0);
+#pragma unroll
+    for (int i = 0; i < kMaxQuads; ++i) {
+      reg[i] = i < quads ? __ldg(reinterpret_cast<const float4*>(row_a) + i)
+                         : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    for (int i = 0; i < quads; ++i) {
+      const auto dst = static_cast<unsigned>(__cvta_generic_to_shared(mine + i * 32));
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(row_b + 4 * i)
+                   : "memory");
+    }
+    asm volatile("cp.async.wait_all;" ::: "memory");
+  }
+
+  // partial[row] = the slice's part of row . h, for the warp's 64 rows.
+  __device__ __forceinline__ void multiply(const float* h_slice, int lane, float* partial) const {
+    float acc_a[2] = {0.f, 0.f}, acc_b[2] = {0.f, 0.f};  // two chains each: even and odd quads
+#pragma unroll
+    for (int i = 0; i < kMaxQuads; ++i) {
+      if (i < quads) {
+        const float4 h = reinterpret_cast<const float4*>(h_slice)[i];  // one broadcast load
+        acc_a[i % 2] += dot4(reg[i], h);
+        acc_b[i % 2] += dot4(shared[i * 32], h);
+      }
+    }
+    *reinterpret_cast<float2*>(partial + 2 * lane) =
+        make_float2(acc_a[0] + acc_a[1], acc_b[0] + acc_b[1]);
+  }
+};
+
+template <typename W>
+__device__ __forceinline__ unsigned pack2(float lo, float hi) {
+  if constexpr (std::is_same_v<W, __half>) {
+    const __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&v);
+  } else {
+    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<const unsigned*>(&v);
+  }
+}
+
+// c += a b on tensor cores (m16n8k16, W operands, float accumulation).
+template <typename W>
+__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4],
+                                         const unsigned (&b)[2]) {
+  if constexpr (std::is_same_v<W, __half>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+}
+
+// FP16/BF16 R on tensor cores: the warp's 64 rows x slice as A fragments in registers. In a
+// fragment, lane (group g = lane / 4, t = lane % 4) holds rows g and g + 8 of its m16 tile at
+// columns 2t, 2t + 1 and 2t + 8, 2t + 9 of its k16 tile.
+template <typename W>
+struct TensorCoreSliceRows {
+  unsigned a[kMTiles][kMaxKTiles][4];
+  int ktiles;
+
+  __device__ __forceinline__ void load(const W* r, int d, std::int64_t H, std::int64_t j0,
+                                       std::int64_t k0, int slice, int /*warp*/, int lane,
+                                       float* /*rows_smem*/) {
+    ktiles = slice / 16;
+    const int group = lane / 4, t = lane % 4;
+    const auto word = [&](int row, std::int64_t k) {
+      return __ldg(reinterpret_cast<const unsigned*>(r + r_offset(d, H, j0, row, k)));
+    };
+#pragma unroll
+    for (int m = 0; m < kMTiles; ++m) {
+#pragma unroll
+      for (int kt = 0; kt < kMaxKTiles; ++kt) {
+        const int row = m * 16 + group;
+        const std::int64_t k = k0 + kt * 16 + 2 * t;
+        const bool in = kt < ktiles;
+        a[m][kt][0] = in ? word(row, k) : 0u;
+        a[m][kt][1] = in ? word(row + 8, k) : 0u;
+        a[m][kt][2] = in ? word(row, k + 8) : 0u;
+        a[m][kt][3] = in ? word(row + 8, k + 8) : 0u;
+      }
+    }
+  }
+
+  // Every column of B is the slice of h, so every column of the product holds the rows' sums:
+  // lane (g, t) takes m16 tile t's rows g and g + 8 from its first column pair.
+  __device__ __forceinline__ void multiply(const float* h_slice, int lane, float* partial) const {
+    const int group = lane / 4, t = lane % 4;
+    float c[kMTiles][4] = {};
+#pragma unroll
+    for (int kt = 0; kt < kMaxKTiles; ++kt) {
+      if (kt < ktiles) {
+        const float2 lo = *reinterpret_cast<const float2*>(h_slice + kt * 16 + 2 * t);
+        const float2 hi = *reinterpret_cast<const float2*>(h_slice + kt * 16 + 2 * t + 8);
+        const unsigned b[2] = {pack2<W>(lo.x, lo.y), pack2<W>(hi.x, hi.y)};
+#pragma unroll
+        for (int m = 0; m < kMTiles; ++m) mma16816<W>(c[m], a[m][kt], b);
+      }
+    }
+    float upper = c[0][0], lower = c[0][2];
+#pragma unroll
+    for (int m = 1; m < kMTiles; ++m) {
+      if (t == m) {
+        upper = c[m][0];
+        lower = c[m][2];
+      }
+    }
+    partial[t * 16 + group] = upper;
+    partial[t * 16 + group + 8] = lower;
+  }
+};
+
+template <typename W>
+using SliceRows =
+    std::conditional_t<std::is_same_v<W, float>, FloatSliceRows, TensorCoreSliceRows<W>>;
+
+template <typename W>
 __global__ void __launch_bounds__(kThreads, 1)
-    ksplit_kernel(RecurrentStep s, const float* __restrict__ r, float* h0, float* h1,
+    ksplit_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
                   unsigned long long* tagged, unsigned long long* trace) {
   extern __shared__ __align__(16) float smem[];
   const std::int64_t H = s.hidden;
-  const int slice = static_cast<int>(H / kWarps);  // a multiple of 4 (the launcher checks)
-  const int quads = slice / 4;
+  const int slice = static_cast<int>(H / kWarps);  // the launcher checks its multiple
   const int d = blockIdx.y;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x) * kUnits;
   const std::int64_t k0 = static_cast<std::int64_t>(warp) * slice;
-  float4* const w_shared = reinterpret_cast<float4*>(smem) + warp * quads * 32 + lane;
-  float* const h_slice = smem + 32 * H + k0;
-  float* const partials = smem + 33 * H;
+  const std::int64_t rows_floats = shared_rows_floats(H, std::is_same_v<W, float>);
+  float* const h_slice = smem + rows_floats + k0;
+  float* const partials = smem + rows_floats + H;
   float* const x_slots = partials + 2 * kWarps * kRows;
 
-  // Prologue: row 2l of the slice into registers, row 2l + 1 into shared memory (16-byte
-  // cp.async copies, all in flight before the one wait; each lane reads back only its own).
-  const int row_unit = lane / 2, row_gate = (lane % 2) * 2;
-  const float* row_a =
-      r + ((static_cast<std::int64_t>(d) * kGates + row_gate) * H + j0 + row_unit) * H + k0;
-  const float* row_b = row_a + H * H;  // gate row_gate + 1
-  float4 w_reg[kMaxQuads];
-#pragma unroll
-  for (int i = 0; i < kMaxQuads; ++i) {
-    w_reg[i] = i < quads ? __ldg(reinterpret_cast<const float4*>(row_a) + i)
-                         : make_float4(0.f, 0.f, 0.f, 0.f);
-  }
-  for (int i = 0; i < quads; ++i) {
-    const auto dst = static_cast<unsigned>(__cvta_generic_to_shared(w_shared + i * 32));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(row_b + 4 * i)
-                 : "memory");
-  }
-  asm volatile("cp.async.wait_all;" ::: "memory");
+  SliceRows<W> rows;
+  rows.load(r, d, H, j0, k0, slice, warp, lane, smem);
 
   // Thread i < kRows finishes row i (gate i % 4 of unit j0 + i / 4): it sums the row over the
   // warps and adds its input projection (walked one time step per step, backwards in reverse);
@@ -159,20 +304,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     __syncwarp();
     lap(0);
-    float acc_a[2] = {0.f, 0.f}, acc_b[2] = {0.f, 0.f};  // two chains each: even and odd quads
-#pragma unroll
-    for (int i = 0; i < kMaxQuads; ++i) {
-      if (i < quads) {
-        const float4 h = reinterpret_cast<const float4*>(h_slice)[i];  // one broadcast load
-        acc_a[i % 2] += dot4(w_reg[i], h);
-        acc_b[i % 2] += dot4(w_shared[i * 32], h);
-      }
-    }
     // Step t's partial sums go to buffer t % 2: the reducers read buffer t % 2 of step t - 2
     // before they reached step t - 1's __syncthreads, which this warp has passed.
     float* partial = partials + (t % 2) * (kWarps * kRows);
-    *reinterpret_cast<float2*>(partial + warp * kRows + 2 * lane) =
-        make_float2(acc_a[0] + acc_a[1], acc_b[0] + acc_b[1]);
+    rows.multiply(h_slice, lane, partial + warp * kRows);
     lap(2);
     __syncthreads();
     lap(1);
@@ -219,21 +354,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
-}  // namespace
-
-bool ksplit_applies(const RecurrentStep& s) {
-  return s.gates == kGates && s.batch == 1 && s.hidden % (kWarps * 4) == 0 &&
-         s.hidden <= kKsplitMaxHidden && s.seq > 0;
+// The hidden sizes a weight type takes: a warp's slice of H / 16 in whole float4s (FP32) or
+// whole k16 tiles (FP16/BF16).
+std::int64_t hidden_multiple(LowType r_type) {
+  return r_type == LowType::kF32 ? kWarps * 4 : kWarps * 16;
 }
 
-cudaError_t recurrent_persistent_ksplit(const RecurrentStep& s, const float* r, float* h0,
-                                        float* h1, GridBarrier* barrier, cudaStream_t stream) {
-  if (!ksplit_applies(s)) return cudaErrorNotSupported;
-  static const cudaError_t opted_in =
-      allow_max_dynamic_shared_memory(reinterpret_cast<const void*>(ksplit_kernel));
+template <typename W>
+cudaError_t launch_ksplit(const RecurrentStep& s, const W* r, float* h0, float* h1,
+                          GridBarrier* barrier, cudaStream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(ksplit_kernel<W>);
+  static const cudaError_t opted_in = allow_max_dynamic_shared_memory(kernel);
   if (opted_in != cudaSuccess) return opted_in;
   const dim3 grid(static_cast<unsigned>(s.hidden / kUnits), static_cast<unsigned>(s.directions));
-  const std::size_t shared = shared_bytes(s.hidden);
+  const std::size_t shared = shared_bytes(s.hidden, std::is_same_v<W, float>);
   int device = 0, sms = 0, per_sm = 0, optin = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
@@ -241,8 +375,7 @@ cudaError_t recurrent_persistent_ksplit(const RecurrentStep& s, const float* r, 
     e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
   if (e != cudaSuccess) return e;
   if (shared > static_cast<std::size_t>(optin)) return cudaErrorNotSupported;
-  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, reinterpret_cast<const void*>(ksplit_kernel), kThreads, shared);
+  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared);
   if (e != cudaSuccess) return e;
   const long long blocks = static_cast<long long>(grid.x) * grid.y;
   if (blocks > static_cast<long long>(sms) * per_sm) return cudaErrorNotSupported;
@@ -251,12 +384,33 @@ cudaError_t recurrent_persistent_ksplit(const RecurrentStep& s, const float* r, 
   e = cudaMemsetAsync(barrier, 0, grid_barrier_bytes(s.directions, 1, s.hidden), stream);
   if (e != cudaSuccess) return e;
   RecurrentStep step = s;
-  const float* weights = r;
+  const W* weights = r;
   unsigned long long* tagged = tagged_state_words(barrier, s.directions, 1);
   unsigned long long* trace = recurrent_trace_buffer(blocks, s.seq, kWarps, kKsplitPhases);
   void* args[] = {&step, &weights, &h0, &h1, &tagged, &trace};
-  return cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(ksplit_kernel), grid,
-                                     dim3(kThreads), args, shared, stream);
+  return cudaLaunchCooperativeKernel(kernel, grid, dim3(kThreads), args, shared, stream);
+}
+
+}  // namespace
+
+bool ksplit_applies(const RecurrentStep& s, LowType r_type) {
+  return s.gates == kGates && s.batch == 1 && s.hidden % hidden_multiple(r_type) == 0 &&
+         s.hidden <= kKsplitMaxHidden && s.seq > 0;
+}
+
+cudaError_t recurrent_persistent_ksplit(const RecurrentStep& s, const void* r, LowType r_type,
+                                        float* h0, float* h1, GridBarrier* barrier,
+                                        cudaStream_t stream) {
+  if (!ksplit_applies(s, r_type)) return cudaErrorNotSupported;
+  switch (r_type) {
+    case LowType::kF32:
+      return launch_ksplit(s, static_cast<const float*>(r), h0, h1, barrier, stream);
+    case LowType::kF16:
+      return launch_ksplit(s, static_cast<const __half*>(r), h0, h1, barrier, stream);
+    case LowType::kBF16:
+      return launch_ksplit(s, static_cast<const __nv_bfloat16*>(r), h0, h1, barrier, stream);
+  }
+  return cudaErrorNotSupported;
 }
 
 }  // namespace voxrt::backends::cuda::ops

@@ -731,13 +731,13 @@ cudaError_t launch_persistent_typed(const RecurrentStep& s, const W* r, float* h
   return cudaLaunchCooperativeKernel(kernel, grid, dim3(kThreads), args, shared, stream);
 }
 
-// The K-split kernel (recurrent_ksplit.cu) for this FP32 layer: VOXRT_CUDA_PERSISTENT_KSPLIT=0
-// never, =1 wherever it applies, unset from H = 512 (measured on the FP32 BiLSTM's H = 1024).
+// The K-split kernel (recurrent_ksplit.cu) for this layer: VOXRT_CUDA_PERSISTENT_KSPLIT=0 never,
+// =1 wherever it applies, unset from H = 512 (measured on the BiLSTM's H = 1024).
 // Not with the settings the tests use to force persistent_kernel's other paths (fewer resident
 // gates, no register gate, the arrival-counter exchange).
-bool ksplit_wanted(const RecurrentStep& s) {
+bool ksplit_wanted(const RecurrentStep& s, LowType r_type) {
   const int setting = env_int("VOXRT_CUDA_PERSISTENT_KSPLIT", -1);
-  if (setting == 0 || !ksplit_applies(s)) return false;
+  if (setting == 0 || !ksplit_applies(s, r_type)) return false;
   if (resident_gates_cap(s.gates) < s.gates || !register_gate_allowed() || !tagged_state_allowed())
     return false;
   return setting == 1 || s.hidden >= 512;
@@ -746,11 +746,12 @@ bool ksplit_wanted(const RecurrentStep& s) {
 template <typename W>
 cudaError_t launch_persistent(const RecurrentStep& s, const W* r, float* h0, float* h1,
                               GridBarrier* barrier, cudaStream_t stream) {
-  if constexpr (std::is_same_v<W, float>) {
-    if (ksplit_wanted(s)) {
-      const cudaError_t e = recurrent_persistent_ksplit(s, r, h0, h1, barrier, stream);
-      if (e != cudaErrorNotSupported) return e;  // else persistent_kernel below
-    }
+  constexpr LowType r_type = std::is_same_v<W, float>    ? LowType::kF32
+                             : std::is_same_v<W, __half> ? LowType::kF16
+                                                         : LowType::kBF16;
+  if (ksplit_wanted(s, r_type)) {
+    const cudaError_t e = recurrent_persistent_ksplit(s, r, r_type, h0, h1, barrier, stream);
+    if (e != cudaErrorNotSupported) return e;  // else persistent_kernel below
   }
   if (s.batch == 1) {
     if (persistent_warps(s) == 16) {
