@@ -16,10 +16,11 @@
 //     buffered, so one __syncthreads a step), where two warps sum them (thread i row i), add the
 //     row's input projection and apply the gate's activation, and the lane of each unit's first
 //     gate gathers the four activations with three shuffles and finishes the cell;
-//   - each of those threads copies its row's input projection two steps ahead into shared memory
-//     (cp.async), so the step never waits for it: loaded into registers at the start of the
-//     step (127 registers a thread already), it measured ~0.8 us of a 2.24 us step in the gate
-//     phase, the loads issued where the registers allowed rather than early.
+//   - each of those threads loads its row's input projection one step ahead into a register, so
+//     the step does not wait for it. FP32 BiLSTM on an H100, sum + gate phases of a step: x
+//     loaded by the unit's owner at the start of the step (as persistent_kernel does) 0.82 of
+//     2.24 us; copied two steps ahead into shared memory with cp.async 0.75 of 2.06 us; one step
+//     ahead in a register 0.56 of 1.90 us.
 // The state exchange between blocks is the tagged one of persistent_kernel (tagged_state.cuh).
 //
 // FP16/BF16 R (TensorCoreSliceRows): the warp's 64 rows x slice are m16n8k16 A fragments held in
@@ -30,7 +31,6 @@
 // FP16 mat-vec (~1.4 us a step) are gone.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-#include <cstdlib>
 #include <type_traits>
 
 #include "backends/cuda/cuda_ops.h"
@@ -55,19 +55,15 @@ static_assert(kRows == 2 * 32, "each lane owns two rows of the block");
 const TracePhaseNames kKsplitPhases = {
     "ksplit",
     {"stage the warp's h slice", "wait for block (syncthreads)", "slice mat-vec",
-     "sum slices + gates + publish", "(unused)"}};
-
-constexpr int kXSlots = 4;  // input projections in flight: this step's, the next two
+     "sum slices + input projection", "gates + cell + publish"}};
 
 // Shared memory, in floats: R rows (FP32 only: [kWarps][quads][32 lanes] as float4, lane l's row
-// 2l + 1), h [H] (warp w's slice at w * H / 16), partial sums [2][kWarps][kRows], input
-// projections [kXSlots][kRows].
+// 2l + 1), h [H] (warp w's slice at w * H / 16), partial sums [2][kWarps][kRows].
 __host__ __device__ std::int64_t shared_rows_floats(std::int64_t H, bool float_rows) {
   return float_rows ? 32 * H : 0;
 }
 std::size_t shared_bytes(std::int64_t H, bool float_rows) {
-  return static_cast<std::size_t>(shared_rows_floats(H, float_rows) + H + 2 * kWarps * kRows +
-                                  kXSlots * kRows) *
+  return static_cast<std::size_t>(shared_rows_floats(H, float_rows) + H + 2 * kWarps * kRows) *
          sizeof(float);
 }
 
@@ -75,16 +71,6 @@ std::size_t shared_bytes(std::int64_t H, bool float_rows) {
 __device__ __forceinline__ std::int64_t r_offset(int d, std::int64_t H, std::int64_t j0, int row,
                                                  std::int64_t k) {
   return ((static_cast<std::int64_t>(d) * kGates + row % kGates) * H + j0 + row / kGates) * H + k;
-}
-
-// Row threadIdx.x's input projection of a step into its slot (4 bytes, asynchronous), as one
-// commit group; an empty group past the last step keeps the count of groups per step at one.
-__device__ __forceinline__ void prefetch_x(const float* src, bool in_range, float* slot) {
-  if (in_range) {
-    const auto dst = static_cast<unsigned>(__cvta_generic_to_shared(slot));
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(dst), "l"(src) : "memory");
-  }
-  asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
 __device__ __forceinline__ float dot4(const float4& w, const float4& h) {
@@ -244,7 +230,6 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::int64_t rows_floats = shared_rows_floats(H, std::is_same_v<W, float>);
   float* const h_slice = smem + rows_floats + k0;
   float* const partials = smem + rows_floats + H;
-  float* const x_slots = partials + 2 * kWarps * kRows;
 
   SliceRows<W> rows;
   rows.load(r, d, H, j0, k0, slice, warp, lane, smem);
@@ -262,10 +247,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::int64_t x_step = (reverse ? -1 : 1) * s.directions * kGates * H;
   const std::int64_t y_step = (reverse ? -1 : 1) * s.directions * H;
   const float* x_next = s.xw + (t_first * s.directions + d) * kGates * H + gate * H + j;
-  if (reducer) {  // steps 0 and 1
-    prefetch_x(x_next, true, x_slots + threadIdx.x);
-    x_next += x_step;
-    prefetch_x(x_next, s.seq > 1, x_slots + kRows + threadIdx.x);
+  float x_held = 0.0f;  // this step's input projection of the row
+  if (reducer) {
+    x_held = __ldg(x_next);
     x_next += x_step;
   }
   float* y_row = s.y && owner ? s.y + t_first * s.directions * H + owned_state : nullptr;
@@ -315,11 +299,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       float sum[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int w = 0; w < kWarps; ++w) sum[w % 4] += partial[w * kRows + threadIdx.x];
-      // This step's input projection: its group is the older of the two in flight.
-      asm volatile("cp.async.wait_group 1;" ::: "memory");
-      float* const x_slot = x_slots + (t % kXSlots) * kRows + threadIdx.x;
-      const float pre = (sum[0] + sum[1]) + (sum[2] + sum[3]) + *x_slot;
-      prefetch_x(x_next, t + 2 < s.seq, x_slots + ((t + 2) % kXSlots) * kRows + threadIdx.x);
+      const float pre = (sum[0] + sum[1]) + (sum[2] + sum[3]) + x_held;
+      lap(3);
+      if (t + 1 < s.seq) x_held = __ldg(x_next);  // used a step from now
       x_next += x_step;
       // The ONNX LSTM's activations as cell_update<true> computes them: sigmoid for i, o, f,
       // tanh(v) = 2 sigmoid(2v) - 1 for the cell gate; each thread its own row's.
@@ -339,7 +321,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    lap(3);
+    lap(4);
     if (y_row) y_row += y_step;
   }
   if (owner) s.c[owned_state] = c_held;
