@@ -49,24 +49,13 @@ __device__ __forceinline__ void copy16(float* dst, const float* src, bool valid)
                : "memory");
 }
 
-// 4 bytes global -> shared (zeros when !valid), for rows of A that are not 16-byte aligned.
-__device__ __forceinline__ void copy4(float* dst, const float* src, bool valid) {
-  const auto shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  const int bytes = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(shared), "l"(src), "r"(bytes)
-               : "memory");
-}
-
 __device__ __forceinline__ void commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
 
-// The k-tile `tile` of A (rows m0 ..) and B (rows n0 ..) into stage `stage`. a_aligned: A's
-// rows are 16-byte aligned (else A is copied 4 bytes at a time: an input that is a view at an
-// odd offset).
+// The k-tile `tile` of A (rows m0 ..) and B (rows n0 ..) into stage `stage`.
 __device__ __forceinline__ void load_tile(float* smem, int stage, int tile, const float* a,
-                                          const float* b, int m0, int n0, int m, int k,
-                                          bool a_aligned) {
+                                          const float* b, int m0, int n0, int m, int k) {
   float* sa = smem + stage * kStageFloats;
   float* sb = sa + kBM * kStride;
   const int k0 = tile * kBK;
@@ -76,13 +65,7 @@ __device__ __forceinline__ void load_tile(float* smem, int stage, int tile, cons
     const int row = i / kChunks, chunk = i % kChunks;
     const bool valid = m0 + row < m;
     const float* src = a + static_cast<std::int64_t>(valid ? m0 + row : 0) * k + k0 + chunk * 4;
-    float* dst = sa + row * kStride + chunk * 4;
-    if (a_aligned) {
-      copy16(dst, src, valid);
-    } else {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) copy4(dst + e, src + e, valid);
-    }
+    copy16(sa + row * kStride + chunk * 4, src, valid);
   }
 #pragma unroll
   for (int i = threadIdx.x; i < kBN * kChunks; i += kThreads) {
@@ -95,7 +78,7 @@ __device__ __forceinline__ void load_tile(float* smem, int stage, int tile, cons
 __global__ void __launch_bounds__(kThreads)
     gemm_3xtf32_nt_kernel(const float* __restrict__ a, const float* __restrict__ b,
                           const float* __restrict__ bias, float* __restrict__ d, int m, int n,
-                          int k, bool a_aligned) {
+                          int k) {
   extern __shared__ __align__(16) float smem[];
   const int n0 = blockIdx.x * kBN, m0 = blockIdx.y * kBM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -104,7 +87,7 @@ __global__ void __launch_bounds__(kThreads)
   const bool has_rows = m0 + warp * 16 < m;  // warp-uniform
 #pragma unroll
   for (int s = 0; s < kStages - 1; ++s) {
-    if (s < tiles) load_tile(smem, s, s, a, b, m0, n0, m, k, a_aligned);
+    if (s < tiles) load_tile(smem, s, s, a, b, m0, n0, m, k);
     commit();
   }
   float acc[kBN / 8][4] = {};
@@ -114,7 +97,7 @@ __global__ void __launch_bounds__(kThreads)
     asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 2) : "memory");
     __syncthreads();
     const int next = tile + kStages - 1;
-    if (next < tiles) load_tile(smem, next % kStages, next, a, b, m0, n0, m, k, a_aligned);
+    if (next < tiles) load_tile(smem, next % kStages, next, a, b, m0, n0, m, k);
     commit();
     if (!has_rows) continue;
     const float* sa = smem + (tile % kStages) * kStageFloats + warp * 16 * kStride;
@@ -164,11 +147,9 @@ bool gemm_3xtf32_nt_applies(std::int64_t n, std::int64_t k) {
 
 cudaError_t gemm_3xtf32_nt(const float* a, const float* b, const float* bias, float* d,
                            std::int64_t m, std::int64_t n, std::int64_t k, cudaStream_t stream) {
-  const auto aligned = [](const void* p, int bytes) {
-    return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
-  };
-  if (!gemm_3xtf32_nt_applies(n, k) || m < 0 || m > (1ll << 30) || !aligned(a, 4) ||
-      !aligned(b, 16) || !aligned(d, 8) || (bias && !aligned(bias, 8)))
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  if (!gemm_3xtf32_nt_applies(n, k) || m < 0 || m > (1ll << 30) || !aligned(a) || !aligned(b) ||
+      !aligned(d) || (bias && !aligned(bias)))
     return cudaErrorInvalidValue;
   if (m == 0) return cudaSuccess;
   static const cudaError_t opted_in =
@@ -176,7 +157,7 @@ cudaError_t gemm_3xtf32_nt(const float* a, const float* b, const float* bias, fl
   if (opted_in != cudaSuccess) return opted_in;
   const dim3 grid(static_cast<unsigned>(n / kBN), static_cast<unsigned>((m + kBM - 1) / kBM));
   gemm_3xtf32_nt_kernel<<<grid, kThreads, kSharedBytes, stream>>>(
-      a, b, bias, d, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), aligned(a, 16));
+      a, b, bias, d, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k));
   return cudaGetLastError();
 }
 
