@@ -923,10 +923,10 @@ TEST(CudaOps, ConvWidthFoldTacticsRunDs2Convolutions) {
 }
 
 GraphCase recurrent_case(ir::OpKind op, const std::string& direction, int batch, bool states,
-                         std::int64_t H = 32, std::int64_t I = 20) {
+                         std::int64_t H = 32) {
   return [=](ir::Graph& g, std::mt19937& rng) {
     std::vector<Tensor> ins;
-    const std::int64_t T = 7, G = op == ir::OpKind::kGRU ? 3 : 4;
+    const std::int64_t T = 7, I = 20, G = op == ir::OpKind::kGRU ? 3 : 4;
     const std::int64_t D = direction == "bidirectional" ? 2 : 1;
     ir::Value* x = input(g, ins, "x", random_tensor({T, batch, I}, rng));
     std::vector<ir::Value*> node_ins = {
@@ -1107,71 +1107,8 @@ TEST(CudaOps, RecurrentBatchOneAndPartlyResidentWeights) {
     check_all_tactics("LSTM forward batch 1 H 32 (no ksplit)",
                       recurrent_case(ir::OpKind::kLSTM, "forward", 1, true), p);
   }
-  // Input size 64: persistent_matvec_in_3xtf32's projection in one pass (ops::gemm_3xtf32_nt),
-  // and with VOXRT_CUDA_ONE_PASS_3XTF32=0 as the three cuBLASLt products.
-  for (const char* one_pass : {"1", "0"}) {
-    setenv("VOXRT_CUDA_ONE_PASS_3XTF32", one_pass, 1);
-    check_all_tactics(str_cat("LSTM bidirectional batch 3 H 64 input 64 (one pass ", one_pass, ")"),
-                      recurrent_case(ir::OpKind::kLSTM, "bidirectional", 3, true, 64, 64),
-                      Precision::kFp32);
-  }
-  unsetenv("VOXRT_CUDA_ONE_PASS_3XTF32");
   unsetenv("VOXRT_CUDA_PERSISTENT_KSPLIT");
   unsetenv("VOXRT_CUDA_RECURRENT_TRACE");
-}
-
-// ops::gemm_3xtf32_nt against a double GEMM: FP32 accuracy (a single TF32 product's error, ~2^-11
-// per term, is 5-50x the limit at these k), bias or none, m not a multiple of the 128-row tile
-// (masked rows, two block rows), the BiLSTM projection's k = 2048 and the first layer's k = 1312.
-TEST(CudaOps, OnePass3xTf32GemmHasFp32Accuracy) {
-  REQUIRE_CUDA_DEVICE();
-  struct Case {
-    std::int64_t m, n, k;
-    bool bias;
-  };
-  for (const Case& c : {Case{7, 64, 32, true}, Case{130, 128, 96, false},
-                        Case{100, 1024, 2048, true}, Case{100, 512, 1312, true}}) {
-    SCOPED_TRACE(str_cat("m ", c.m, ", n ", c.n, ", k ", c.k, c.bias ? ", bias" : ""));
-    ASSERT_TRUE(cuda::ops::gemm_3xtf32_nt_applies(c.n, c.k));
-    std::mt19937 rng(3);
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> a(static_cast<std::size_t>(c.m * c.k)),
-        b(static_cast<std::size_t>(c.n * c.k)), bias(static_cast<std::size_t>(c.n));
-    for (float& v : a) v = normal(rng);
-    for (float& v : b) v = normal(rng) * 0.05f;
-    for (float& v : bias) v = normal(rng);
-    std::vector<void*> buffers;
-    const auto device = [&](const std::vector<float>& v) {
-      void* p = nullptr;
-      EXPECT_EQ(cudaMalloc(&p, v.size() * 4), cudaSuccess);
-      EXPECT_EQ(cudaMemcpy(p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-      buffers.push_back(p);
-      return static_cast<float*>(p);
-    };
-    float* d = device(std::vector<float>(static_cast<std::size_t>(c.m * c.n), 0.0f));
-    ASSERT_EQ(cuda::ops::gemm_3xtf32_nt(device(a), device(b), c.bias ? device(bias) : nullptr, d,
-                                        c.m, c.n, c.k, nullptr),
-              cudaSuccess);
-    std::vector<float> got(static_cast<std::size_t>(c.m * c.n));
-    ASSERT_EQ(cudaMemcpy(got.data(), d, got.size() * 4, cudaMemcpyDeviceToHost), cudaSuccess);
-    for (void* p : buffers) cudaFree(p);
-    // Error relative to sum |a b| of the element: FP32 accumulation over k = 2048 stays ~1e-6.
-    double worst = 0.0;
-    for (std::int64_t i = 0; i < c.m; ++i) {
-      for (std::int64_t j = 0; j < c.n; ++j) {
-        double sum = c.bias ? bias[j] : 0.0, scale = c.bias ? std::abs(bias[j]) : 0.0;
-        for (std::int64_t q = 0; q < c.k; ++q) {
-          const double p = static_cast<double>(a[i * c.k + q]) * b[j * c.k + q];
-          sum += p;
-          scale += std::abs(p);
-        }
-        worst = std::max(worst, std::abs(got[i * c.n + j] - sum) / scale);
-      }
-    }
-    EXPECT_LT(worst, 2e-6);
-  }
-  EXPECT_FALSE(cuda::ops::gemm_3xtf32_nt_applies(100, 2048));  // n % 64
-  EXPECT_FALSE(cuda::ops::gemm_3xtf32_nt_applies(128, 20));    // k % 32
 }
 
 // The K-split persistent kernel (recurrent_ksplit.cu) called directly, so a fallback to the

@@ -118,13 +118,6 @@ cudaError_t layer_norm(const float* x, const float* scale, const float* bias, fl
 // hi[i] = in[i] rounded to TF32 (cvt.rna.tf32.f32), lo[i] = in[i] - hi[i]: the operand halves of
 // SplitTf32Gemm.
 cudaError_t split_tf32(const float* in, float* hi, float* lo, std::int64_t n, cudaStream_t stream);
-// d[m, n] = a[m, k] . b[n, k]^T (+ bias[n]) in FP32 accuracy on TF32 tensor cores in one pass
-// (gemm_3xtf32.cu: both operands split in registers, 3 mma per product; b read once). All
-// row-major and packed, 16-byte aligned. Applies when gemm_3xtf32_nt_applies(n, k): n % 64 == 0
-// and k % 32 == 0; cudaErrorInvalidValue otherwise. bias may be null.
-bool gemm_3xtf32_nt_applies(std::int64_t n, std::int64_t k);
-cudaError_t gemm_3xtf32_nt(const float* a, const float* b, const float* bias, float* d,
-                           std::int64_t m, std::int64_t n, std::int64_t k, cudaStream_t stream);
 
 // float -> LowType (kF32: plain copy).
 cudaError_t convert_from_f32(const float* in, void* out, LowType type, std::int64_t n,

@@ -22,11 +22,9 @@ struct RecurrentWeights {
   const void* r = nullptr;        // [D, G*H, H] in operand type
   const float* bias_x = nullptr;  // [D*G*H]
   const float* rbn = nullptr;     // [D, H] or null
-  // The 3xTF32 input projection (persistent_matvec_in_3xtf32 only): w's halves for
-  // SplitTf32Gemm, or, when one_pass_3xtf32, w itself in FP32 in `w` for ops::gemm_3xtf32_nt.
+  // The 3xTF32 input projection's halves of w (persistent_matvec_in_3xtf32 only).
   const float* w_hi = nullptr;
   const float* w_lo = nullptr;
-  bool one_pass_3xtf32 = false;
   ops::LowType operand = ops::LowType::kF32;
 };
 
@@ -95,11 +93,7 @@ class RecurrentCall final : public CudaCall {
                                            seq_ * batch_ * I, stream));
       x = x_low;
     }
-    if (weights_.one_pass_3xtf32) {
-      VOXRT_CUDA_TRY(ops::gemm_3xtf32_nt(in[0].as<const float>(),
-                                         static_cast<const float*>(weights_.w), weights_.bias_x, xw,
-                                         seq_ * batch_, D * G * H, I, stream));
-    } else if (split_input_gemm_) {
+    if (split_input_gemm_) {
       VOXRT_RETURN_IF_ERROR(split_input_gemm_->run(in[0].as<const float>(), weights_.w_hi,
                                                    weights_.w_lo, xw, weights_.bias_x,
                                                    base + scratch_.split, context));
@@ -247,9 +241,7 @@ class RecurrentKernel final : public CudaKernel {
     const std::int64_t D = spec_.num_directions, G = spec_.gates, H = spec_.hidden_size;
     std::unique_ptr<LtGemm> input_gemm, step_gemm;
     std::unique_ptr<SplitTf32Gemm> split_input_gemm;
-    if (split_tf32_ && weights_.one_pass_3xtf32) {
-      // ops::gemm_3xtf32_nt at enqueue: nothing to plan.
-    } else if (split_tf32_ && seq * batch > 0) {
+    if (split_tf32_ && seq * batch > 0) {
       LtGemmShape s;
       s.m = seq * batch;
       s.n = D * G * H;
@@ -344,16 +336,6 @@ bool persistent_tc_applies_to(const ir::Node& node, Precision precision) {
   return spec && spec->hidden_size % ops::kRecurrentTcUnits == 0;
 }
 
-// persistent_matvec_in_3xtf32's input projection in one pass (ops::gemm_3xtf32_nt, w read once
-// in FP32) where its shape allows, else the three cuBLASLt products of SplitTf32Gemm.
-// VOXRT_CUDA_ONE_PASS_3XTF32=0 keeps the three products (read when an engine is loaded, so one
-// engine can time both).
-bool one_pass_3xtf32_wanted(std::int64_t gate_rows, const rec::RecurrentSpec& spec) {
-  const char* setting = std::getenv("VOXRT_CUDA_ONE_PASS_3XTF32");
-  if (setting && setting[0] == '0') return false;
-  return ops::gemm_3xtf32_nt_applies(gate_rows, spec.input_size);
-}
-
 Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node, TacticId tactic,
                                                             KernelBuildContext& build) {
   const std::string why = recurrent_unsupported(node);
@@ -369,11 +351,7 @@ Expected<std::unique_ptr<CudaKernel>> make_recurrent_kernel(const ir::Node& node
   weights.operand = tactic == kReferenceTactic ? ops::LowType::kF32 : build.operand_type();
   VOXRT_ASSIGN_OR_RETURN(void* rd, build.upload_f32(r.span<float>(), weights.operand));
   weights.r = rd;
-  if (tactic == kRecurrentPersistentInputSplitTf32 && one_pass_3xtf32_wanted(D * G * H, spec)) {
-    VOXRT_ASSIGN_OR_RETURN(void* wd, build.upload_f32(w.span<float>(), ops::LowType::kF32));
-    weights.w = wd;
-    weights.one_pass_3xtf32 = true;
-  } else if (tactic == kRecurrentPersistentInputSplitTf32) {
+  if (tactic == kRecurrentPersistentInputSplitTf32) {
     // Only the halves: the input projection never reads w itself.
     std::vector<float> hi, lo;
     split_tf32_host(w.span<float>(), hi, lo);
