@@ -1106,19 +1106,15 @@ TEST(CudaOps, RecurrentBatchOneAndPartlyResidentWeights) {
         recurrent_case(ir::OpKind::kLSTM, "reverse", 1, false, low ? 256 : 128), p);
     check_all_tactics("LSTM forward batch 1 H 32 (no ksplit)",
                       recurrent_case(ir::OpKind::kLSTM, "forward", 1, true), p);
-    // GRU: the K-split kernel at FP16/BF16, persistent_kernel at FP32/TF32.
-    check_all_tactics("GRU forward batch 1 H 256",
-                      recurrent_case(ir::OpKind::kGRU, "forward", 1, true, 256), p);
   }
   unsetenv("VOXRT_CUDA_PERSISTENT_KSPLIT");
   unsetenv("VOXRT_CUDA_RECURRENT_TRACE");
 }
 
 // The K-split persistent kernel (recurrent_ksplit.cu) called directly, so a fallback to the
-// other kernel cannot pass for it: LSTM with FP32 R (CUDA cores) at H = 64 and 128 and FP16/BF16
-// R (tensor cores) at H = 256 and 512, bidirectional and reverse-only, and the BiLSTM's own size
-// (H = 1024, 128 blocks that must all be resident) in all three types; GRU (FP16/BF16 only) at
-// the streaming model's H = 512 and at 256 bidirectional; against the ONNX cell in double
+// other kernel cannot pass for it: FP32 R (CUDA cores) at H = 64 and 128 and FP16/BF16 R
+// (tensor cores) at H = 256 and 512, bidirectional and reverse-only, and the BiLSTM's own size
+// (H = 1024, 128 blocks that must all be resident) in all three types, against an LSTM in double
 // precision on the same (rounded) weights. The FP16/BF16 kernel also rounds h to R's type for
 // the product, hence their wider limits.
 TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
@@ -1129,22 +1125,18 @@ TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
     std::int64_t hidden, seq;
     int directions;
     bool reverse_only;
-    int gates = 4;
   };
   for (const Case& c :
        {Case{LowType::kF32, 64, 7, 2, false}, Case{LowType::kF32, 128, 6, 1, true},
         Case{LowType::kF32, 1024, 9, 2, false}, Case{LowType::kF16, 256, 7, 2, false},
         Case{LowType::kF16, 512, 6, 1, true}, Case{LowType::kF16, 1024, 9, 2, false},
-        Case{LowType::kBF16, 256, 7, 2, false}, Case{LowType::kBF16, 1024, 5, 2, false},
-        Case{LowType::kF16, 512, 8, 1, false, 3}, Case{LowType::kBF16, 256, 6, 2, false, 3},
-        Case{LowType::kF16, 256, 5, 1, true, 3}}) {
+        Case{LowType::kBF16, 256, 7, 2, false}, Case{LowType::kBF16, 1024, 5, 2, false}}) {
     const char* type_name = c.type == LowType::kF32   ? "fp32"
                             : c.type == LowType::kF16 ? "fp16"
                                                       : "bf16";
-    SCOPED_TRACE(str_cat(c.gates == 3 ? "GRU " : "LSTM ", type_name, ", H ", c.hidden, ", ", c.seq,
-                         " steps, ", c.directions, " directions",
-                         c.reverse_only ? ", reverse" : ""));
-    const std::int64_t H = c.hidden, T = c.seq, D = c.directions, G = c.gates;
+    SCOPED_TRACE(str_cat(type_name, ", H ", c.hidden, ", ", c.seq, " steps, ", c.directions,
+                         " directions", c.reverse_only ? ", reverse" : ""));
+    const std::int64_t H = c.hidden, T = c.seq, D = c.directions, G = 4;
     std::mt19937 rng(11);
     std::normal_distribution<float> normal(0.0f, 1.0f);
     const auto random = [&](std::int64_t n, float scale) {
@@ -1168,8 +1160,7 @@ TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
     }
     const std::vector<float> xw = random(T * D * G * H, 0.5f);
     const std::vector<float> h_init = random(D * H, 0.5f), c_init = random(D * H, 0.5f);
-    const std::vector<float> rbn = random(D * H, 0.3f);  // GRU: the h gate's recurrent bias
-    // The reference: ONNX LSTM gates i, o, f, c or GRU z, r, h (linear_before_reset), in double.
+    // The reference: ONNX LSTM gates i, o, f, c, in double.
     std::vector<double> y_ref(static_cast<std::size_t>(T * D * H)),
         h_ref(h_init.begin(), h_init.end()), c_ref(c_init.begin(), c_init.end());
     const auto sigmoid = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
@@ -1178,24 +1169,16 @@ TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
         const std::int64_t t = c.reverse_only || d == 1 ? T - 1 - step : step;
         std::vector<double> h_new(static_cast<std::size_t>(H));
         for (std::int64_t j = 0; j < H; ++j) {
-          double gate[4], x_gate[4];
+          double gate[4];
           for (std::int64_t g = 0; g < G; ++g) {
             const float* row = &r[static_cast<std::size_t>(((d * G + g) * H + j) * H)];
-            x_gate[g] = xw[static_cast<std::size_t>((t * D + d) * G * H + g * H + j)];
-            double sum = 0.0;
+            double sum = xw[static_cast<std::size_t>((t * D + d) * G * H + g * H + j)];
             for (std::int64_t k = 0; k < H; ++k) sum += row[k] * h_ref[d * H + k];
             gate[g] = sum;
           }
-          if (G == 4) {
-            double& cell = c_ref[d * H + j];
-            cell = sigmoid(gate[2] + x_gate[2]) * cell +
-                   sigmoid(gate[0] + x_gate[0]) * std::tanh(gate[3] + x_gate[3]);
-            h_new[j] = sigmoid(gate[1] + x_gate[1]) * std::tanh(cell);
-          } else {
-            const double z = sigmoid(gate[0] + x_gate[0]), reset = sigmoid(gate[1] + x_gate[1]);
-            const double n = std::tanh(x_gate[2] + reset * (gate[2] + rbn[d * H + j]));
-            h_new[j] = (1.0 - z) * n + z * h_ref[d * H + j];
-          }
+          double& cell = c_ref[d * H + j];
+          cell = sigmoid(gate[2]) * cell + sigmoid(gate[0]) * std::tanh(gate[3]);
+          h_new[j] = sigmoid(gate[1]) * std::tanh(cell);
           y_ref[(t * D + d) * H + j] = h_new[j];
         }
         std::copy(h_new.begin(), h_new.end(), h_ref.begin() + d * H);
@@ -1220,20 +1203,18 @@ TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
     float* d_h0 = device_copy(h_init);
     float* d_h1 = device_copy(std::vector<float>(static_cast<std::size_t>(D * H), 0.0f));
     float* d_c = device_copy(c_init);
-    float* d_rbn = device_copy(rbn);
     float* d_y = device_copy(std::vector<float>(static_cast<std::size_t>(T * D * H), 0.0f));
     void* barrier = nullptr;
     ASSERT_EQ(cudaMalloc(&barrier, cuda::ops::grid_barrier_bytes(D, 1, H)), cudaSuccess);
     cuda::ops::RecurrentStep s;
-    s.gates = c.gates;
+    s.gates = 4;
     s.directions = static_cast<int>(D);
     s.reverse_only = c.reverse_only;
     s.seq = T;
     s.batch = 1;
     s.hidden = H;
     s.xw = d_xw;
-    s.c = G == 4 ? d_c : nullptr;
-    s.rbn = G == 3 ? d_rbn : nullptr;
+    s.c = d_c;
     s.y = d_y;
     ASSERT_TRUE(cuda::ops::ksplit_applies(s, c.type));
     ASSERT_EQ(
@@ -1260,12 +1241,10 @@ TEST(CudaOps, KsplitPersistentLstmMatchesADoubleReference) {
     const double limit = c.type == LowType::kF32 ? 2e-5 : c.type == LowType::kF16 ? 4e-3 : 3e-2;
     EXPECT_LT(max_error(y, y_ref), limit);
     EXPECT_LT(max_error(h_final, h_ref), limit);
-    if (G == 4) {
-      EXPECT_LT(max_error(c_final, c_ref), 2.5 * limit);
-    }
-    for (void* p : {static_cast<void*>(d_r), static_cast<void*>(d_xw), static_cast<void*>(d_h0),
-                    static_cast<void*>(d_h1), static_cast<void*>(d_c), static_cast<void*>(d_y),
-                    static_cast<void*>(d_rbn), barrier})
+    EXPECT_LT(max_error(c_final, c_ref), 2.5 * limit);
+    for (void* p :
+         {static_cast<void*>(d_r), static_cast<void*>(d_xw), static_cast<void*>(d_h0),
+          static_cast<void*>(d_h1), static_cast<void*>(d_c), static_cast<void*>(d_y), barrier})
       cudaFree(p);
   }
 }

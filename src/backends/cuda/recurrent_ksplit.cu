@@ -1,7 +1,6 @@
-// The K-split persistent kernel (cuda_ops.h, recurrent_persistent_ksplit): every step of an LSTM
-// layer at batch 1 in one cooperative launch, like persistent_kernel (recurrent_ops.cu), with the
-// block's work cut the other way. FP32 R runs on CUDA cores (FloatSliceRows), FP16/BF16 R on
-// tensor cores (TensorCoreSliceRows, below).
+// The K-split persistent kernel (cuda_ops.h, recurrent_persistent_ksplit): every step of an FP32
+// LSTM layer at batch 1 in one cooperative launch, like persistent_kernel (recurrent_ops.cu),
+// with the block's work cut the other way.
 //
 // persistent_kernel gives each warp one unit: the warp reads its unit's four rows of R and the
 // whole of h, so each of a block's 16 warps reads all of h from shared memory every step (64 KB a
@@ -24,13 +23,7 @@
 //     ahead in a register 0.56 of 1.90 us.
 // The state exchange between blocks is the tagged one of persistent_kernel (tagged_state.cuh).
 //
-// GRU layers (FP16/BF16 R only) use the same layout with the fourth gate slot of each unit empty
-// (zero rows, a quarter of the tensor-core work wasted; on CUDA cores it would be a quarter of the
-// shared-memory reads, so FP32 GRU layers stay on persistent_kernel). Their h gate keeps its
-// recurrent sum apart from x until the reset gate is known (linear_before_reset), and the unit's
-// owner holds its previous h in a register.
-//
-// FP16/BF16 R: the warp's 64 rows x slice are m16n8k16 A fragments held in
+// FP16/BF16 R (TensorCoreSliceRows): the warp's 64 rows x slice are m16n8k16 A fragments held in
 // registers for the whole launch (64 registers a lane at H = 1024: all of R on chip, none of it
 // in shared memory), and the slice mat-vec is 4 x H / 256 tensor-core mma with float
 // accumulation, h rounded to R's type as the B operand (every column of B is h, so every lane
@@ -51,9 +44,9 @@ namespace {
 
 constexpr int kWarps = kKsplitWarps;  // one k slice of H / 16 each
 constexpr int kThreads = kWarps * 32;
-constexpr int kGates = 4;               // gate slots a unit: LSTM i, o, f, c; GRU z, r, h, none
-constexpr int kUnits = 16;              // a block's units
-constexpr int kRows = kGates * kUnits;  // row u * 4 + g: gate slot g of unit u
+constexpr int kGates = 4;                                   // LSTM i, o, f, c
+constexpr int kUnits = 16;                                  // a block's units
+constexpr int kRows = kGates * kUnits;                      // row u * 4 + g: gate g of unit u
 constexpr int kMaxQuads = kKsplitMaxHidden / kWarps / 4;    // float4s of a lane's slice of a row
 constexpr int kMaxKTiles = kKsplitMaxHidden / kWarps / 16;  // k16 tiles of a warp's slice
 constexpr int kMTiles = kRows / 16;                         // m16 tiles of the block's rows
@@ -74,11 +67,10 @@ std::size_t shared_bytes(std::int64_t H, bool float_rows) {
          sizeof(float);
 }
 
-// Row r of a block (gate r % 4 of unit j0 + r / 4) in R [D][G*H][H], from column k.
-template <int G>
+// Row r of a block (gate r % 4 of unit j0 + r / 4) in R [D][4H][H], from column k.
 __device__ __forceinline__ std::int64_t r_offset(int d, std::int64_t H, std::int64_t j0, int row,
                                                  std::int64_t k) {
-  return ((static_cast<std::int64_t>(d) * G + row % kGates) * H + j0 + row / kGates) * H + k;
+  return ((static_cast<std::int64_t>(d) * kGates + row % kGates) * H + j0 + row / kGates) * H + k;
 }
 
 __device__ __forceinline__ float dot4(const float4& w, const float4& h) {
@@ -100,8 +92,8 @@ struct FloatSliceRows {
     quads = slice / 4;
     float4* const mine = reinterpret_cast<float4*>(rows_smem) + warp * quads * 32 + lane;
     shared = mine;
-    const float* row_a = r + r_offset<kGates>(d, H, j0, 2 * lane, k0);
-    const float* row_b = r + r_offset<kGates>(d, H, j0, 2 * lane + 1, k0);
+    const float* row_a = r + r_offset(d, H, j0, 2 * lane, k0);
+    const float* row_b = r + r_offset(d, H, j0, 2 * lane + 1, k0);
 #pragma unroll
     for (int i = 0; i < kMaxQuads; ++i) {
       reg[i] = i < quads ? __ldg(reinterpret_cast<const float4*>(row_a) + i)
@@ -163,9 +155,8 @@ __device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4],
 
 // FP16/BF16 R on tensor cores: the warp's 64 rows x slice as A fragments in registers. In a
 // fragment, lane (group g = lane / 4, t = lane % 4) holds rows g and g + 8 of its m16 tile at
-// columns 2t, 2t + 1 and 2t + 8, 2t + 9 of its k16 tile. G: the layer's gates (rows of slot 3
-// are zeros for a GRU).
-template <typename W, int G>
+// columns 2t, 2t + 1 and 2t + 8, 2t + 9 of its k16 tile.
+template <typename W>
 struct TensorCoreSliceRows {
   unsigned a[kMTiles][kMaxKTiles][4];
   int ktiles;
@@ -176,8 +167,7 @@ struct TensorCoreSliceRows {
     ktiles = slice / 16;
     const int group = lane / 4, t = lane % 4;
     const auto word = [&](int row, std::int64_t k) {
-      if (row % kGates >= G) return 0u;
-      return __ldg(reinterpret_cast<const unsigned*>(r + r_offset<G>(d, H, j0, row, k)));
+      return __ldg(reinterpret_cast<const unsigned*>(r + r_offset(d, H, j0, row, k)));
     };
 #pragma unroll
     for (int m = 0; m < kMTiles; ++m) {
@@ -222,11 +212,11 @@ struct TensorCoreSliceRows {
   }
 };
 
-template <typename W, int G>
+template <typename W>
 using SliceRows =
-    std::conditional_t<std::is_same_v<W, float>, FloatSliceRows, TensorCoreSliceRows<W, G>>;
+    std::conditional_t<std::is_same_v<W, float>, FloatSliceRows, TensorCoreSliceRows<W>>;
 
-template <typename W, int G>
+template <typename W>
 __global__ void __launch_bounds__(kThreads, 1)
     ksplit_kernel(RecurrentStep s, const W* __restrict__ r, float* h0, float* h1,
                   unsigned long long* tagged, unsigned long long* trace) {
@@ -241,35 +231,31 @@ __global__ void __launch_bounds__(kThreads, 1)
   float* const h_slice = smem + rows_floats + k0;
   float* const partials = smem + rows_floats + H;
 
-  static_assert(G == 4 || !std::is_same_v<W, float>, "FP32 R: LSTM only");
-  SliceRows<W, G> rows;
+  SliceRows<W> rows;
   rows.load(r, d, H, j0, k0, slice, warp, lane, smem);
 
-  // Thread i < kRows finishes row i (gate slot i % 4 of unit j0 + i / 4): it sums the row over
-  // the warps and adds its input projection (walked one time step per step, backwards in
-  // reverse); thread 4u owns unit j0 + u: its cell state (LSTM) or previous h (GRU), its y row
-  // and its publication.
+  // Thread i < kRows finishes row i (gate i % 4 of unit j0 + i / 4): it sums the row over the
+  // warps and adds its input projection (walked one time step per step, backwards in reverse);
+  // thread 4u owns unit j0 + u: its cell state, its y row and its publication.
   const bool reducer = threadIdx.x < kRows;
   const bool owner = reducer && threadIdx.x % kGates == 0;
   const int gate = threadIdx.x % kGates;
-  const bool real_gate = reducer && gate < G;
   const std::int64_t j = j0 + (reducer ? threadIdx.x / kGates : 0);
   const std::int64_t owned_state = static_cast<std::int64_t>(d) * H + j;
   const bool reverse = s.reverse_only || d == 1;
   const std::int64_t t_first = reverse ? s.seq - 1 : 0;
-  const std::int64_t x_step = (reverse ? -1 : 1) * s.directions * G * H;
+  const std::int64_t x_step = (reverse ? -1 : 1) * s.directions * kGates * H;
   const std::int64_t y_step = (reverse ? -1 : 1) * s.directions * H;
-  const float* x_next =
-      s.xw + (t_first * s.directions + d) * G * H + (real_gate ? gate : 0) * H + j;
+  const float* x_next = s.xw + (t_first * s.directions + d) * kGates * H + gate * H + j;
   float x_held = 0.0f;  // this step's input projection of the row
-  if (real_gate) x_held = __ldg(x_next);
-  x_next += x_step;
+  if (reducer) {
+    x_held = __ldg(x_next);
+    x_next += x_step;
+  }
   float* y_row = s.y && owner ? s.y + t_first * s.directions * H + owned_state : nullptr;
-  float c_held = owner && G == 4 ? s.c[owned_state] : 0.0f;
-  float h_held = owner ? h0[owned_state] : 0.0f;  // GRU: the unit's previous h
-  const float rbn = owner && G == 3 && s.rbn ? s.rbn[owned_state] : 0.0f;
+  float c_held = owner ? s.c[owned_state] : 0.0f;
   const std::int64_t words = static_cast<std::int64_t>(s.directions) * H;
-  if (owner) store_tagged(tagged + owned_state, h_held, 1u);
+  if (owner) store_tagged(tagged + owned_state, h0[owned_state], 1u);
 
   const bool tracing = trace != nullptr && threadIdx.x == 0;
   unsigned long long phase[kTracePhases] = {};
@@ -313,36 +299,20 @@ __global__ void __launch_bounds__(kThreads, 1)
       float sum[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int w = 0; w < kWarps; ++w) sum[w % 4] += partial[w * kRows + threadIdx.x];
-      const float recurrent = (sum[0] + sum[1]) + (sum[2] + sum[3]);
-      const float pre = recurrent + x_held;
+      const float pre = (sum[0] + sum[1]) + (sum[2] + sum[3]) + x_held;
       lap(3);
-      float h = 0.0f;
-      if constexpr (G == 4) {
-        if (t + 1 < s.seq) x_held = __ldg(x_next);  // used a step from now
-        x_next += x_step;
-        // The ONNX LSTM's activations as cell_update<true> computes them: sigmoid for i, o, f,
-        // tanh(v) = 2 sigmoid(2v) - 1 for the cell gate; each thread its own row's.
-        const float sig = sigmoid<true>(gate == 3 ? 2.0f * pre : pre);
-        const float act = gate == 3 ? 2.0f * sig - 1.0f : sig;
-        const float act_o = __shfl_down_sync(kAll, act, 1);
-        const float act_f = __shfl_down_sync(kAll, act, 2);
-        const float act_c = __shfl_down_sync(kAll, act, 3);
-        c_held = act_f * c_held + act * act_c;
-        h = act_o * tanh_of<true>(c_held);
-      } else {
-        // GRU z, r, h (linear_before_reset), as cell_update<true>: z and r from their own
-        // threads' sigmoids, the h gate's recurrent sum and x kept apart for the owner.
-        const float x_h = __shfl_down_sync(kAll, x_held, 2);
-        if (t + 1 < s.seq && real_gate) x_held = __ldg(x_next);  // used a step from now
-        x_next += x_step;
-        const float act = gate == 2 ? recurrent : sigmoid<true>(pre);
-        const float act_r = __shfl_down_sync(kAll, act, 1);
-        const float recurrent_h = __shfl_down_sync(kAll, act, 2);
-        const float n = tanh_of<true>(x_h + act_r * (recurrent_h + rbn));
-        h = (1.0f - act) * n + act * h_held;
-        h_held = h;
-      }
+      if (t + 1 < s.seq) x_held = __ldg(x_next);  // used a step from now
+      x_next += x_step;
+      // The ONNX LSTM's activations as cell_update<true> computes them: sigmoid for i, o, f,
+      // tanh(v) = 2 sigmoid(2v) - 1 for the cell gate; each thread its own row's.
+      const float sig = sigmoid<true>(gate == 3 ? 2.0f * pre : pre);
+      const float act = gate == 3 ? 2.0f * sig - 1.0f : sig;
+      const float act_o = __shfl_down_sync(kAll, act, 1);
+      const float act_f = __shfl_down_sync(kAll, act, 2);
+      const float act_c = __shfl_down_sync(kAll, act, 3);
       if (owner) {
+        c_held = act_f * c_held + act * act_c;
+        const float h = act_o * tanh_of<true>(c_held);
         if (y_row) *y_row = h;
         if (t + 1 < s.seq) {
           store_tagged(tagged + ((t + 1) % 2) * words + owned_state, h, tag + 1u);
@@ -354,7 +324,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     lap(4);
     if (y_row) y_row += y_step;
   }
-  if (owner && G == 4) s.c[owned_state] = c_held;
+  if (owner) s.c[owned_state] = c_held;
   if (tracing) {
     unsigned long long end_ns = 0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end_ns));
@@ -372,10 +342,10 @@ std::int64_t hidden_multiple(LowType r_type) {
   return r_type == LowType::kF32 ? kWarps * 4 : kWarps * 16;
 }
 
-template <typename W, int G>
+template <typename W>
 cudaError_t launch_ksplit(const RecurrentStep& s, const W* r, float* h0, float* h1,
                           GridBarrier* barrier, cudaStream_t stream) {
-  const void* kernel = reinterpret_cast<const void*>(ksplit_kernel<W, G>);
+  const void* kernel = reinterpret_cast<const void*>(ksplit_kernel<W>);
   static const cudaError_t opted_in = allow_max_dynamic_shared_memory(kernel);
   if (opted_in != cudaSuccess) return opted_in;
   const dim3 grid(static_cast<unsigned>(s.hidden / kUnits), static_cast<unsigned>(s.directions));
@@ -406,8 +376,7 @@ cudaError_t launch_ksplit(const RecurrentStep& s, const W* r, float* h0, float* 
 }  // namespace
 
 bool ksplit_applies(const RecurrentStep& s, LowType r_type) {
-  const bool gates = s.gates == 4 || (s.gates == 3 && r_type != LowType::kF32);
-  return gates && s.batch == 1 && s.hidden % hidden_multiple(r_type) == 0 &&
+  return s.gates == kGates && s.batch == 1 && s.hidden % hidden_multiple(r_type) == 0 &&
          s.hidden <= kKsplitMaxHidden && s.seq > 0;
 }
 
@@ -417,17 +386,11 @@ cudaError_t recurrent_persistent_ksplit(const RecurrentStep& s, const void* r, L
   if (!ksplit_applies(s, r_type)) return cudaErrorNotSupported;
   switch (r_type) {
     case LowType::kF32:
-      return launch_ksplit<float, 4>(s, static_cast<const float*>(r), h0, h1, barrier, stream);
-    case LowType::kF16: {
-      const auto* w = static_cast<const __half*>(r);
-      return s.gates == 4 ? launch_ksplit<__half, 4>(s, w, h0, h1, barrier, stream)
-                          : launch_ksplit<__half, 3>(s, w, h0, h1, barrier, stream);
-    }
-    case LowType::kBF16: {
-      const auto* w = static_cast<const __nv_bfloat16*>(r);
-      return s.gates == 4 ? launch_ksplit<__nv_bfloat16, 4>(s, w, h0, h1, barrier, stream)
-                          : launch_ksplit<__nv_bfloat16, 3>(s, w, h0, h1, barrier, stream);
-    }
+      return launch_ksplit(s, static_cast<const float*>(r), h0, h1, barrier, stream);
+    case LowType::kF16:
+      return launch_ksplit(s, static_cast<const __half*>(r), h0, h1, barrier, stream);
+    case LowType::kBF16:
+      return launch_ksplit(s, static_cast<const __nv_bfloat16*>(r), h0, h1, barrier, stream);
   }
   return cudaErrorNotSupported;
 }
