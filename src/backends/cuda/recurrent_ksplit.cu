@@ -1,6 +1,7 @@
-// The K-split persistent kernel (cuda_ops.h, recurrent_persistent_ksplit): every step of an FP32
-// LSTM layer at batch 1 in one cooperative launch, like persistent_kernel (recurrent_ops.cu),
-// with the block's work cut the other way.
+// The K-split persistent kernel (cuda_ops.h, recurrent_persistent_ksplit): every step of an LSTM
+// layer at batch 1 in one cooperative launch, like persistent_kernel (recurrent_ops.cu), with the
+// block's work cut the other way. FP32 R runs on CUDA cores (FloatSliceRows), FP16/BF16 R on
+// tensor cores (TensorCoreSliceRows, below).
 //
 // persistent_kernel gives each warp one unit: the warp reads its unit's four rows of R and the
 // whole of h, so each of a block's 16 warps reads all of h from shared memory every step (64 KB a
@@ -23,7 +24,7 @@
 //     ahead in a register 0.56 of 1.90 us.
 // The state exchange between blocks is the tagged one of persistent_kernel (tagged_state.cuh).
 //
-// FP16/BF16 R (TensorCoreSliceRows): the warp's 64 rows x slice are m16n8k16 A fragments held in
+// FP16/BF16 R: the warp's 64 rows x slice are m16n8k16 A fragments held in
 // registers for the whole launch (64 registers a lane at H = 1024: all of R on chip, none of it
 // in shared memory), and the slice mat-vec is 4 x H / 256 tensor-core mma with float
 // accumulation, h rounded to R's type as the B operand (every column of B is h, so every lane
