@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/phase_trace.cuh"
 #include "backends/cuda/recurrent_cell.cuh"
 #include "backends/cuda/recurrent_trace.h"
 #include "backends/cuda/shared_memory_opt_in.cuh"
@@ -258,21 +259,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   const std::int64_t words = static_cast<std::int64_t>(s.directions) * H;
   if (owner) store_tagged(tagged + owned_state, h0[owned_state], 1u);
 
-  const bool tracing = trace != nullptr && threadIdx.x == 0;
-  unsigned long long phase[kTracePhases] = {};
-  long long launch_start = 0, mark = 0;
-  unsigned long long launch_start_ns = 0;
-  if (tracing) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(launch_start_ns));
-    launch_start = mark = clock64();
-  }
-  const auto lap = [&](int i) {
-    if (tracing) {
-      const long long now = clock64();
-      phase[i] += static_cast<unsigned long long>(now - mark);
-      mark = now;
-    }
-  };
+  PhaseTrace trace_phases(trace);
   constexpr unsigned kAll = 0xffffffffu;
   for (std::int64_t t = 0; t < s.seq; ++t) {
     const unsigned tag = static_cast<unsigned>(t) + 1u;
@@ -288,20 +275,20 @@ __global__ void __launch_bounds__(kThreads, 1)
           __uint_as_float(static_cast<unsigned>(v.x)), __uint_as_float(static_cast<unsigned>(v.y)));
     }
     __syncwarp();
-    lap(0);
+    trace_phases.lap(0);
     // Step t's partial sums go to buffer t % 2: the reducers read buffer t % 2 of step t - 2
     // before they reached step t - 1's __syncthreads, which this warp has passed.
     float* partial = partials + (t % 2) * (kWarps * kRows);
     rows.multiply(h_slice, lane, partial + warp * kRows);
-    lap(2);
+    trace_phases.lap(2);
     __syncthreads();
-    lap(1);
+    trace_phases.lap(1);
     if (reducer) {  // warps 0 and 1, whole
       float sum[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int w = 0; w < kWarps; ++w) sum[w % 4] += partial[w * kRows + threadIdx.x];
       const float pre = (sum[0] + sum[1]) + (sum[2] + sum[3]) + x_held;
-      lap(3);
+      trace_phases.lap(3);
       if (t + 1 < s.seq) x_held = __ldg(x_next);  // used a step from now
       x_next += x_step;
       // The ONNX LSTM's activations as cell_update<true> computes them: sigmoid for i, o, f,
@@ -322,19 +309,11 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
       }
     }
-    lap(4);
+    trace_phases.lap(4);
     if (y_row) y_row += y_step;
   }
   if (owner) s.c[owned_state] = c_held;
-  if (tracing) {
-    unsigned long long end_ns = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end_ns));
-    phase[kTraceStepPhases] = static_cast<unsigned long long>(clock64() - launch_start);
-    phase[kTraceStepPhases + 1] = end_ns - launch_start_ns;
-    const unsigned block = blockIdx.y * gridDim.x + blockIdx.x;
-#pragma unroll
-    for (int i = 0; i < kTracePhases; ++i) trace[block * kTracePhases + i] = phase[i];
-  }
+  trace_phases.finish(blockIdx.y * gridDim.x + blockIdx.x);
 }
 
 // The hidden sizes a weight type takes: a warp's slice of H / 16 in whole float4s (FP32) or

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/phase_trace.cuh"
 #include "backends/cuda/recurrent_cell.cuh"
 #include "backends/cuda/recurrent_trace.h"
 #include "backends/cuda/shared_memory_opt_in.cuh"
@@ -503,21 +504,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kRegGate && kWarps == 8) ? 2 : 1
   // state (tag 1) is published by the warps that own its units, as their later steps will be.
   const std::int64_t words = static_cast<std::int64_t>(s.directions) * s.batch * H;
   if (tagged && owner) store_tagged(tagged + owned_state, h0[owned_state], 1u);
-  const bool tracing = options.trace != nullptr && threadIdx.x == 0;
-  unsigned long long phase[kTracePhases] = {};
-  long long launch_start = 0, mark = 0;
-  unsigned long long launch_start_ns = 0;
-  if (tracing) {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(launch_start_ns));
-    launch_start = mark = clock64();
-  }
-  const auto lap = [&](int i) {
-    if (tracing) {
-      const long long now = clock64();
-      phase[i] += static_cast<unsigned long long>(now - mark);
-      mark = now;
-    }
-  };
+  PhaseTrace trace_phases(options.trace);
   for (std::int64_t t = 0; t < s.seq; ++t) {
     const unsigned tag = static_cast<unsigned>(t) + 1u;
     float* h_tile = h_tiles + (t % tile_buffers) * BT * H;
@@ -532,14 +519,14 @@ __global__ void __launch_bounds__(kWarps * 32, (kRegGate && kWarps == 8) ? 2 : 1
       s.h_prev = t % 2 == 0 ? h0 : h1;
       stage_h<BT, true>(s, d, b0, h_tile);
     }
-    lap(0);
+    trace_phases.lap(0);
     __syncthreads();  // also orders the resident copy before the first step's reads
-    lap(1);
+    trace_phases.lap(1);
     if (active) {
       float acc[G][BT];
       persistent_matvec<W, G, BT, kChunks, kRegGate, kWarps>(resident, unit_rows, resident_gates,
                                                              reg, h_tile, H, warp, lane, acc);
-      lap(2);
+      trace_phases.lap(2);
       const bool last = t + 1 == s.seq;
 #pragma unroll
       for (int bb = 0; bb < BT; ++bb) {
@@ -556,7 +543,7 @@ __global__ void __launch_bounds__(kWarps * 32, (kRegGate && kWarps == 8) ? 2 : 1
           }
         }
       }
-      lap(3);
+      trace_phases.lap(3);
     }
     x_row += x_step;
     if (y_row) y_row += y_step;
@@ -566,18 +553,10 @@ __global__ void __launch_bounds__(kWarps * 32, (kRegGate && kWarps == 8) ? 2 : 1
     // (step t - 1) are done, since this block has seen every unit of step t - 1's output, which
     // each writer produced after its own reads.
     if (!tagged && t + 1 < s.seq) group_barrier(arrived, static_cast<unsigned>(t + 1) * gridDim.x);
-    lap(4);
+    trace_phases.lap(4);
   }
   if (owner && G == 4) s.c[owned_state] = c_held;
-  if (tracing) {
-    unsigned long long end_ns = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end_ns));
-    phase[kTraceStepPhases] = static_cast<unsigned long long>(clock64() - launch_start);
-    phase[kTraceStepPhases + 1] = end_ns - launch_start_ns;
-    const unsigned block = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-#pragma unroll
-    for (int i = 0; i < kTracePhases; ++i) options.trace[block * kTracePhases + i] = phase[i];
-  }
+  trace_phases.finish((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
 }
 
 // Blocks of `kernel` (`threads` each) with `shared` bytes that fit on the device at once (0 when
