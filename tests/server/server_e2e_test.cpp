@@ -313,6 +313,14 @@ class RunningServer {
   Server& operator*() { return *server_; }
   Server* operator->() { return server_.get(); }
   // Polls until the state slots return to `expected` (streams close asynchronously).
+  // Waits (up to 3 s) until `expected` streams are admitted.
+  bool admitted_streams_reach(int expected) {
+    for (int i = 0; i < 300; ++i) {
+      if (server_->active_streams() == expected) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
   bool slots_return_to(int expected) {
     for (int i = 0; i < 300; ++i) {
       if (server_->slots_in_use() == expected && server_->active_streams() == expected) return true;
@@ -593,6 +601,10 @@ TEST_F(ServerTest, MaxStreamsRefusesWithReason) {
   Client a, b, c;
   ASSERT_EQ(a.connect(server->port()), "");
   ASSERT_EQ(b.connect(server->port()), "");
+  // A client's handshake completes before the server's accept handler admits its stream, and
+  // the sessions may run on different I/O threads: without this wait c could be admitted ahead
+  // of a or b (seen once in CI on a loaded machine), and the refusal would go to one of them.
+  ASSERT_TRUE(server.admitted_streams_reach(2));
   ASSERT_EQ(c.connect(server->port()), "");
   auto refusal = c.read();
   ASSERT_TRUE(refusal.has_value());
