@@ -330,17 +330,11 @@ cudaError_t launch_ksplit(const RecurrentStep& s, const W* r, float* h0, float* 
   if (opted_in != cudaSuccess) return opted_in;
   const dim3 grid(static_cast<unsigned>(s.hidden / kUnits), static_cast<unsigned>(s.directions));
   const std::size_t shared = shared_bytes(s.hidden, std::is_same_v<W, float>);
-  int device = 0, sms = 0, per_sm = 0, optin = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess)
-    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e != cudaSuccess) return e;
-  if (shared > static_cast<std::size_t>(optin)) return cudaErrorNotSupported;
-  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared);
+  long long fit = 0;
+  cudaError_t e = resident_blocks(kernel, kThreads, shared, &fit);
   if (e != cudaSuccess) return e;
   const long long blocks = static_cast<long long>(grid.x) * grid.y;
-  if (blocks > static_cast<long long>(sms) * per_sm) return cudaErrorNotSupported;
+  if (blocks > fit) return cudaErrorNotSupported;
   // Both tagged buffers start at tag 0: a tag left by the previous launch would be taken for
   // this one's.
   e = cudaMemsetAsync(barrier, 0, grid_barrier_bytes(s.directions, 1, s.hidden), stream);

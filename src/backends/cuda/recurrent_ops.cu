@@ -559,23 +559,6 @@ __global__ void __launch_bounds__(kWarps * 32, (kRegGate && kWarps == 8) ? 2 : 1
   trace_phases.finish((blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x);
 }
 
-// Blocks of `kernel` (`threads` each) with `shared` bytes that fit on the device at once (0 when
-// it cannot take that much shared memory per block).
-cudaError_t resident_blocks(const void* kernel, int threads, std::size_t shared, long long* out) {
-  int device = 0, sms = 0, per_sm = 0, optin = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess)
-    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e != cudaSuccess) return e;
-  *out = 0;
-  if (shared > static_cast<std::size_t>(optin)) return cudaSuccess;
-  e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared);
-  if (e != cudaSuccess) return e;
-  *out = static_cast<long long>(sms) * per_sm;
-  return cudaSuccess;
-}
-
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : fallback;

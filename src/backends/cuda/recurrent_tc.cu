@@ -232,17 +232,11 @@ const void* kernel_of(LowType type, int gates, int batch_tile) {
 // Whether a grid of `blocks` with `shared` bytes each is resident at once.
 cudaError_t grid_fits(const void* kernel, std::size_t shared, long long blocks, bool* fits) {
   *fits = false;
-  int device = 0, sms = 0, optin = 0, per_sm = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess)
-    e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-  if (e != cudaSuccess || shared > static_cast<std::size_t>(optin)) return e;
   // Opting in once per kernel and process, on the eager call that plans the launch.
-  e = allow_max_dynamic_shared_memory(kernel);
-  if (e == cudaSuccess)
-    e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, shared);
-  if (e == cudaSuccess) *fits = blocks <= static_cast<long long>(sms) * per_sm;
+  cudaError_t e = allow_max_dynamic_shared_memory(kernel);
+  long long fit = 0;
+  if (e == cudaSuccess) e = resident_blocks(kernel, kThreads, shared, &fit);
+  if (e == cudaSuccess) *fits = blocks <= fit;
   return e;
 }
 
