@@ -16,6 +16,15 @@ if(VOXRT_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+if(VOXRT_TSAN)
+  # VOXRT_NO_MULTIVERSION: a target_clones resolver runs while the dynamic loader relocates the
+  # program, before TSan's runtime is up, and TSan's instrumentation of it crashed every binary
+  # at load (__tsan_func_entry from reduce_rows_f32_sum's resolver).
+  add_compile_options(-fsanitize=thread -fno-omit-frame-pointer)
+  add_compile_definitions(VOXRT_NO_MULTIVERSION)
+  add_link_options(-fsanitize=thread)
+endif()
+
 # voxrt_library(NAME DIR <dir> [DEPS ...]): a static library from every .cpp in DIR (recursively),
 # so adding a file to a layer never needs a CMake edit.
 function(voxrt_library name)
@@ -50,4 +59,16 @@ function(voxrt_test name)
   endif()
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}"
     ENVIRONMENT "VOXRT_SOURCE_DIR=${PROJECT_SOURCE_DIR};VOXRT_BINARY_DIR=${PROJECT_BINARY_DIR}")
+endfunction()
+
+# voxrt_embed_web_assets(TARGET DIR): compiles every page file of DIR (html, js, css, svg, png)
+# into TARGET, as the table server/web_assets.h declares; regenerated when a file changes.
+function(voxrt_embed_web_assets target dir)
+  file(GLOB files CONFIGURE_DEPENDS ${dir}/*)
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/${target}_web_assets.cpp)
+  add_custom_command(OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -DDIR=${dir} -DOUT=${out} -P ${PROJECT_SOURCE_DIR}/cmake/web_assets_to_cpp.cmake
+    DEPENDS ${files} ${PROJECT_SOURCE_DIR}/cmake/web_assets_to_cpp.cmake
+    COMMENT "Embedding the live page (${dir})")
+  target_sources(${target} PRIVATE ${out})
 endfunction()

@@ -17,12 +17,26 @@ packages=(
   libboost-dev libboost-system-dev nlohmann-json3-dev prometheus-cpp-dev libcli11-dev
   # reverse proxy in front of voxrt serve (server e2e test)
   nginx
-  # tests
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests (jq and curl: the docs examples; debootstrap: the Debian package on a clean root)
+  libgtest-dev libgmock-dev libbenchmark-dev jq curl debootstrap
   # model export and references at test time
   python3-torch python3-torchaudio python3-numpy
+  # benchmarks (bench/server reads /metrics with curl)
+  curl
   # speech tools and real recordings for tests
   espeak-ng flite sox libsox-fmt-base pocketsphinx pocketsphinx-en-us pocketsphinx-testdata
+  # the default model's recipe (recipes/): BPE units, codecs of the augmentation (MP3 through
+  # lame or sox, Opus through opusenc/opusdec), English sentences of WordNet's usage examples
+  python3-sentencepiece libsox-fmt-mp3 lame opus-tools wordnet-base
+  # C API under valgrind (tests/c_api)
+  valgrind
+  # the Python package (python/, tests/python)
+  pybind11-dev python3-dev python3-pytest python3-setuptools python3-pip python3-venv
+  # uploads of browser recordings (WebM/Opus, MP4/AAC): FFmpeg's libraries, and the ffmpeg
+  # program that makes such files in tests/web
+  libavformat-dev libavcodec-dev libavutil-dev libswresample-dev ffmpeg
+  # the live page's browser test (tests/web; playwright-core comes from npm)
+  chromium
 )
 # The npm client (third-party models, onnxruntime-node) ships with the machine's nodejs; Debian's
 # npm package conflicts with it, so it is installed only where no npm is present.

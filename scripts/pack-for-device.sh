@@ -2,6 +2,7 @@
 # scripts/pack-for-device.sh [BUILD_DIR]: copies what bench/gpu/device_run.sh needs onto the GPU
 # machine into the ignored folder .device/ (carry it with the device call):
 #   .device/bundle.tar.xz  bin/ (voxrt, the gpu test binary and node_conformance, stripped),
+#                     lib/libvoxrt_cuda.so (the CUDA plugin voxrt opens),
 #                     data/node (ONNX's node tests, for node_conformance --device cuda),
 #                     data/models (two openWakeWord models for a gpu test) and lib/ (every
 #                     non-system shared library they load: protobuf, onnx, dnnl, openblas,
@@ -21,8 +22,13 @@ for b in "${bins[@]}"; do
   [[ -x $b ]] || { echo "missing $b: build it first (cmake --build $build --target voxrt gpu_cuda_backend node_conformance)" >&2; exit 1; }
   cp "$b" "$out/bin/"
 done
+# The CUDA plugin is opened with dlopen (ldd does not list it): it goes into lib/, where voxrt
+# looks for it beside libvoxrt.so, and its libraries with it.
+plugin="$build/lib/libvoxrt_cuda.so"
+[[ -f $plugin ]] || { echo "missing $plugin: build it first (cmake --build $build --target voxrt_cuda_plugin)" >&2; exit 1; }
+cp "$plugin" "$out/lib/"
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libresolv\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libnvidia|libcudart|libcublas|libcublasLt|libnvrtc|libcudnn|libnvJitLink)'
-for b in "${bins[@]}"; do
+for b in "${bins[@]}" "$plugin"; do
   ldd "$b" | awk '/=> \//{print $1, $3}' | while read -r name path; do
     if [[ $name =~ $skip ]]; then continue; fi
     cp -L -n "$path" "$out/lib/$name"
@@ -43,6 +49,16 @@ for m in melspectrogram.onnx embedding_model.onnx; do
     mkdir -p "$out/data/models" && cp "$root/.third_party/models/$m" "$out/data/models/"
   fi
 done
+# The Transformer-era exports of tests/models (small, random weights) for the gpu tests
+# CudaTransformerModels.* (they compare the CUDA engine with the CPU one), exported here with
+# Debian's torch: the GPU machine's torch is another version.
+mkdir -p "$out/data/models/transformer"
+/usr/bin/python3 "$root/tests/models/export_transformer_models.py" "$out/data/models/transformer" \
+  > "$out/data/models/transformer/export.log" 2>&1 || echo "warning: the transformer exports failed (see $out/data/models/transformer/export.log)" >&2
+# The reference model code the Transformer benchmark exports on the device (bench/gpu/bench_transformer.py).
+if [[ -f $root/../shared/bench/torch_transformer_baseline.py ]]; then
+  mkdir -p "$out/shared/bench" && cp "$root/../shared/bench/torch_transformer_baseline.py" "$out/shared/bench/"
+fi
 (cd "$out" && XZ_OPT=-9 tar -cJf bundle.tar.xz bin lib data && rm -rf bin lib data)
 echo "packed into $out:"
 du -sh "$out/bundle.tar.xz"

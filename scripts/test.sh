@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: installs what it needs, builds voxrt
 # (warnings are errors), runs every ctest label (unit, conformance, models, e2e, gpu), then the
-# unit tests again under ASan+UBSan, then a short libFuzzer smoke run of every fuzzer, and checks
-# formatting. GPU tests are built but skipped without a GPU (with a message). Any failure fails
+# unit tests again under ASan+UBSan, the server tests under ThreadSanitizer, then a short
+# libFuzzer smoke run of every fuzzer, and checks formatting. GPU tests are built but skipped without a GPU (with a message). Any failure fails
 # the suite (docs/testing.md). Each stage prints how long it took.
 #   scripts/test.sh            everything
 #   VOXRT_SKIP_SANITIZE=1      skip the ASan+UBSan stage (local iteration)
+#   VOXRT_SKIP_TSAN=1          skip the ThreadSanitizer server-test stage (local iteration)
 #   VOXRT_SKIP_FUZZ=1          skip the fuzz smoke stage (local iteration)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,12 +39,27 @@ cmake --build --preset release -j "$jobs"
 stage "tests (unit, conformance, models, e2e, gpu)"
 ctest --preset release -j "$jobs"
 
+stage "model pipeline (scripts/model-ci.sh: deploy every example model version, with its gates)"
+bash scripts/model-ci.sh --all
+
 if [ "${VOXRT_SKIP_SANITIZE:-0}" != 1 ]; then
   stage "ASan+UBSan unit tests"
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j "$jobs" --target voxrt_unit_tests
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --preset asan -j "$jobs"
+fi
+
+if [ "${VOXRT_SKIP_TSAN:-0}" != 1 ]; then
+  # The server's tests again under ThreadSanitizer (docs/security.md). They run the release
+  # build's voxrt binary and engine, so this stage builds only the libraries and the two tests.
+  stage "ThreadSanitizer server tests (clang)"
+  cmake --preset tsan >/dev/null
+  cmake --build --preset tsan -j "$jobs" --target e2e_server server_hostile_clients
+  VOXRT_TEST_VOXRT="$root/build/bin/voxrt" \
+    VOXRT_TEST_ENGINE="$root/build/tests/server_work/default.engine" \
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/server/tsan.supp" \
+    ctest --preset tsan -j 1
 fi
 
 if [ "${VOXRT_SKIP_FUZZ:-0}" != 1 ]; then

@@ -1,15 +1,20 @@
 // Times a voxrt engine and onnxruntime on the same ONNX model, inputs and thread count, in
 // interleaved rounds (voxrt block, onnxruntime block, ...), and prints both medians and their
-// ratio. Outputs are compared first, so a fast wrong engine cannot look good.
+// ratio. Outputs are compared first, so a fast wrong engine cannot look good. Besides wall-clock
+// latency it records each side's process CPU time per run (every thread): on cores shared with
+// other work a run's latency includes the time others held the core, its CPU time does not.
 //
 //   cpu_vs_onnxruntime --onnx M.onnx --engine M.engine --shapes x:1x1x161x200
-//       [--ort-input sr=16000] [--threads 1] [--rounds 5] [--iterations 20] [--json]
+//       [--ort-input sr=16000] [--fill processed_lens=64] [--threads 1] [--rounds 5]
+//       [--iterations 20] [--json]
+// Float inputs are random (normal, sigma 0.5); integer inputs are zero unless --fill sets them.
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -36,6 +41,12 @@ Dims parse_dims(const std::string& s) {
   return d;
 }
 
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -46,7 +57,7 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   CLI::App app{"voxrt CPU engine vs onnxruntime, interleaved"};
   std::string onnx, engine_path;
-  std::vector<std::string> shapes, ort_inputs;
+  std::vector<std::string> shapes, ort_inputs, fills;
   int threads = 1, rounds = 5, iterations = 20;
   bool json = false;
   app.add_option("--onnx", onnx)->required();
@@ -55,6 +66,7 @@ int main(int argc, char** argv) {
   app.add_option(
       "--ort-input", ort_inputs,
       "NAME=INT scalar i64 inputs only onnxruntime takes (bound at build time in voxrt)");
+  app.add_option("--fill", fills, "NAME=INT: every element of integer input NAME (default 0)");
   app.add_option("--threads", threads);
   app.add_option("--rounds", rounds);
   app.add_option("--iterations", iterations);
@@ -83,6 +95,15 @@ int main(int argc, char** argv) {
     Tensor t = Tensor::zeros(info.dtype, dims);
     if (info.dtype == DType::kF32) {
       for (auto& v : t.span<float>()) v = normal(rng);
+    }
+    for (const auto& fill : fills) {
+      if (fill.substr(0, fill.find('=')) != info.name) continue;
+      const std::int64_t value = std::stoll(fill.substr(fill.find('=') + 1));
+      if (info.dtype == DType::kI64) {
+        for (auto& v : t.span<std::int64_t>()) v = value;
+      } else if (info.dtype == DType::kI32) {
+        for (auto& v : t.span<std::int32_t>()) v = static_cast<std::int32_t>(value);
+      }
     }
     inputs.push_back(t);
     names.push_back(info.name);
@@ -123,13 +144,15 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::vector<double> voxrt_ms, ort_ms;
+  std::vector<double> voxrt_ms, ort_ms, voxrt_cpu_ms, ort_cpu_ms;
   for (int r = 0; r < rounds; ++r) {
     for (int i = 0; i < iterations; ++i) {
+      const double c0 = process_cpu_ms();
       const auto t0 = std::chrono::steady_clock::now();
       auto out = (*context)->run(inputs);
       voxrt_ms.push_back(
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      voxrt_cpu_ms.push_back(process_cpu_ms() - c0);
       if (!out) return 1;
     }
     voxrt::ort::OrtRunOptions timed = reference_options;
@@ -140,19 +163,26 @@ int main(int argc, char** argv) {
       return 1;
     }
     ort_ms.insert(ort_ms.end(), block->times_ms.begin(), block->times_ms.end());
+    ort_cpu_ms.insert(ort_cpu_ms.end(), block->cpu_times_ms.begin(), block->cpu_times_ms.end());
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   const double ours_median = median(voxrt_ms), ort_median = median(ort_ms);
-  nlohmann::json j = {{"model", onnx},
-                      {"engine", engine_path},
-                      {"threads", threads},
-                      {"voxrt_median_ms", ours_median},
-                      {"onnxruntime_median_ms", ort_median},
-                      {"speedup", ort_median / ours_median},
-                      {"max_abs_diff_vs_onnxruntime", max_abs},
-                      {"voxrt_peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0},
-                      {"samples_each", voxrt_ms.size()}};
+  nlohmann::json j = {
+      {"model", onnx},
+      {"engine", engine_path},
+      {"threads", threads},
+      {"voxrt_median_ms", ours_median},
+      {"onnxruntime_median_ms", ort_median},
+      {"speedup", ort_median / ours_median},
+      {"voxrt_min_ms", *std::min_element(voxrt_ms.begin(), voxrt_ms.end())},
+      {"onnxruntime_min_ms", *std::min_element(ort_ms.begin(), ort_ms.end())},
+      {"voxrt_cpu_median_ms", median(voxrt_cpu_ms)},
+      {"onnxruntime_cpu_median_ms", ort_cpu_ms.empty() ? -1.0 : median(ort_cpu_ms)},
+      {"cpu_time_ratio", ort_cpu_ms.empty() ? -1.0 : median(ort_cpu_ms) / median(voxrt_cpu_ms)},
+      {"max_abs_diff_vs_onnxruntime", max_abs},
+      {"voxrt_peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0},
+      {"samples_each", voxrt_ms.size()}};
   if (json) {
     std::cout << j.dump() << "\n";
   } else {

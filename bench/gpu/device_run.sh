@@ -20,6 +20,8 @@ source bench/gpu/device_env.sh
   ldd "$dev/bin/voxrt" | grep "not found"
   ldd "$dev/bin/gpu_cuda_backend" | grep "not found"
   ldd "$dev/bin/voxrt" | grep -E "cublas|cudart"
+  echo "== voxrt --version (the CUDA plugin, lib/libvoxrt_cuda.so, opened and the GPU seen):"
+  "$dev/bin/voxrt" --version
   echo "cuDNN (dlopened): $(for d in ${LD_LIBRARY_PATH//:/ }; do ls "$d"/libcudnn.so.9* 2>/dev/null; done | head -3)"
   python3 -c 'import torch; print("torch", torch.__version__, torch.version.cuda)'
 } > "$OUT/env.txt" 2>&1

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "voxrt/calibration.h"
 #include "voxrt/status.h"
 #include "voxrt/tensor.h"
 
@@ -47,11 +48,14 @@ struct BuilderConfig {
   Precision precision = Precision::kFp32;
   // Per-layer precision overrides (trtexec's --layerPrecisions), keyed by ONNX node name: a layer
   // runs at the precision of the nodes it was made from that are named here (the most precise
-  // one if several are, fp32 > tf32 > fp16/bf16), the others at `precision`. The usual use is
-  // keeping a numerically touchy layer (a final projection, a normalization) in fp32 in an fp16
-  // engine. Every name must be a node of the model. The CPU backend is fp32 throughout, so there
-  // only fp32 may be named (a no-op that is still checked and recorded).
+  // one if several are, fp32 > tf32 > fp16/bf16 > int8), the others at `precision`. The usual use
+  // is keeping a numerically touchy layer (a final projection, a normalization) in fp32 in an
+  // fp16 or int8 engine. Every name must be a node of the model. The CPU backend takes fp32,
+  // fp16 (recurrent weights) and int8 (calibrated dense and recurrent layers).
   std::map<std::string, Precision> layer_precisions;
+  // precision int8 (or a layer named int8), CPU: calibration data, calibrator, cache and the
+  // mixed-precision fallback (voxrt/calibration.h).
+  Int8Config int8;
   DeviceKind device = DeviceKind::kCpu;
   std::vector<OptimizationProfile> profiles;
   std::vector<StatePair> states;
@@ -88,12 +92,19 @@ struct TacticTiming {
 };
 
 struct BuildReport {
+  // Graph rewrites of the optimizer passes (what "N rewrites" counts).
   std::vector<std::string> pass_changes;
+  // "warning: ..." lines (a profile never used, a layer not at the precision asked, a candidate
+  // that could not run), and notes on the precision each layer runs at: not rewrites.
+  std::vector<std::string> warnings;
+  std::vector<std::string> notes;
   std::vector<std::string> unsupported_nodes;
   double build_seconds = 0;
   int tactics_timed = 0;
   int timing_cache_hits = 0;
   std::vector<TacticTiming> tactic_timings;  // every candidate of every tuned layer
+  // int8 engines: every layer that could run in INT8, where it ended up and why.
+  std::vector<Int8LayerReport> int8_layers;
 };
 
 // Imports, optimizes, autotunes and serializes. `report` may be null.

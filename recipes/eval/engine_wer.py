@@ -44,6 +44,17 @@ def transcribe(voxrt, engine, paths, extra_args):
     return {path: " ".join(texts) for path, texts in finals.items()}
 
 
+def engine_hypotheses(voxrt, engine, rows, extra_args, group=16, label=""):
+    """{wav path: text} for rows (id, wav, text), `group` files per CLI call."""
+    hypotheses = {}
+    for i in range(0, len(rows), group):
+        chunk = rows[i:i + group]
+        hypotheses.update(transcribe(voxrt, engine, [r[1] for r in chunk], extra_args))
+        print(f"\r{label}: {min(i + group, len(rows))}/{len(rows)}", end="", file=sys.stderr)
+    print(file=sys.stderr)
+    return hypotheses
+
+
 def main():
     argv = sys.argv[1:]
     extra = []
@@ -65,13 +76,8 @@ def main():
         rows = read_manifest(path)
         if args.limit:
             rows = rows[:args.limit]
-        hypotheses = {}
         started = time.time()
-        for i in range(0, len(rows), args.group):
-            group = rows[i:i + args.group]
-            hypotheses.update(transcribe(args.voxrt, args.engine, [r[1] for r in group], extra))
-            print(f"\r{name}: {min(i + args.group, len(rows))}/{len(rows)}", end="", file=sys.stderr)
-        print(file=sys.stderr)
+        hypotheses = engine_hypotheses(args.voxrt, args.engine, rows, extra, args.group, name)
         pairs = [(text, hypotheses.get(wav, "")) for _, wav, text in rows]
         result = wer.corpus_wer(pairs)
         result["seconds"] = round(time.time() - started, 1)

@@ -9,17 +9,16 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import evaluate  # noqa: E402
+from pocketsphinx import decode as pocketsphinx_decode  # noqa: E402
 from wer import corpus_wer  # noqa: E402
 
 DATA = "/usr/share/pocketsphinx/test/data"
-MODEL = "/usr/share/pocketsphinx/model/en-us"
 
 
 def pocketsphinx_manifests(folder):
@@ -39,13 +38,6 @@ def pocketsphinx_manifests(folder):
                               f"{match.group(1).strip()}\n")
         paths[name] = path
     return paths
-
-
-def pocketsphinx_decode(wav):
-    cmd = ["pocketsphinx_continuous", "-hmm", os.path.join(MODEL, "en-us"), "-lm", os.path.join(MODEL, "en-us.lm.bin"),
-           "-dict", os.path.join(MODEL, "cmudict-en-us.dict"), "-infile", wav, "-logfn", "/dev/null"]
-    out = subprocess.run(cmd, capture_output=True, text=True).stdout
-    return " ".join(re.sub(r"\(\d+\)", "", out).split())
 
 
 def main():

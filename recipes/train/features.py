@@ -20,6 +20,12 @@ FBANK_SETTINGS = dict(
     use_log_fbank=True, use_power=True, raw_energy=True, round_to_power_of_two=True)
 SAMPLE_SCALE = 32768.0
 
+# sherpa-onnx's front end (kaldi-native-fbank defaults as sherpa-onnx sets them), which voxrt
+# uses for every model imported from icefall's layout (docs/model_contract.md): the transducer
+# recipe (recipes/transducer) trains on these.
+SHERPA_FBANK_SETTINGS = dict(FBANK_SETTINGS, snip_edges=False, high_freq=-400.0, energy_floor=0.0)
+FEATURE_SETS = {"default": FBANK_SETTINGS, "sherpa": SHERPA_FBANK_SETTINGS}
+
 FEATURE_METADATA = {
     "voxrt.feature.type": "fbank",
     "voxrt.feature.num_bins": "80",
@@ -40,10 +46,11 @@ FEATURE_METADATA = {
 }
 
 
-def fbank(samples_int16_scale):
-    """samples: 1-D array of 16 kHz samples in int16 scale -> float32 [frames, 80] (not normalised)."""
+def fbank(samples_int16_scale, feature_set="default"):
+    """samples: 1-D array of 16 kHz samples in int16 scale -> float32 [frames, 80] (not normalised);
+    feature_set: a key of FEATURE_SETS."""
     waveform = torch.as_tensor(np.asarray(samples_int16_scale, dtype=np.float32)).unsqueeze(0)
-    return kaldi.fbank(waveform, **FBANK_SETTINGS).numpy()
+    return kaldi.fbank(waveform, **FEATURE_SETS[feature_set]).numpy()
 
 
 def read_wav_int16(path):

@@ -71,14 +71,3 @@ def output_lengths(frame_lengths):
 
 def encode_text(text):
     return [CHAR_TO_ID[c] for c in text if c in CHAR_TO_ID]
-
-
-def greedy_decode(log_probs_row):
-    """log_probs [T, vocab] -> text (best path, repeats merged, blanks removed)."""
-    best = log_probs_row.argmax(-1).tolist()
-    out, previous = [], BLANK_ID
-    for token in best:
-        if token != previous and token != BLANK_ID:
-            out.append(VOCABULARY[token])
-        previous = token
-    return " ".join("".join(out).split())

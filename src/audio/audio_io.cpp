@@ -1,9 +1,13 @@
 #include "audio/audio_io.h"
 
+#include "audio/encoded_audio_reader.h"
+
 #include <sndfile.h>
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 namespace voxrt::audio {
@@ -14,6 +18,13 @@ float decode_one(const std::uint8_t* bytes, PcmEncoding encoding) {
     const auto value = static_cast<std::int16_t>(static_cast<std::uint16_t>(bytes[0]) |
                                                  (static_cast<std::uint16_t>(bytes[1]) << 8));
     return static_cast<float>(value) / 32768.0f;
+  }
+  if (encoding == PcmEncoding::kS24LE) {
+    // Three bytes, little-endian, two's complement: shifted into the top of an int32.
+    const auto value = static_cast<std::int32_t>((static_cast<std::uint32_t>(bytes[0]) << 8) |
+                                                 (static_cast<std::uint32_t>(bytes[1]) << 16) |
+                                                 (static_cast<std::uint32_t>(bytes[2]) << 24));
+    return static_cast<float>(value / 256) / 8388608.0f;
   }
   const std::uint32_t bits =
       static_cast<std::uint32_t>(bytes[0]) | (static_cast<std::uint32_t>(bytes[1]) << 8) |
@@ -54,55 +65,22 @@ struct SndfileCloser {
 
 Expected<PcmEncoding> parse_pcm_encoding(std::string_view name) {
   if (name == "s16le" || name == "s16") return PcmEncoding::kS16LE;
+  if (name == "s24le" || name == "s24") return PcmEncoding::kS24LE;
   if (name == "f32le" || name == "f32") return PcmEncoding::kF32LE;
-  return invalid_argument("PCM encoding: expected s16le or f32le, found '", name, "'");
+  return invalid_argument("PCM encoding: expected s16, s24 or f32 (little-endian), found '", name,
+                          "'");
 }
 
 int pcm_bytes_per_sample(PcmEncoding encoding) {
-  return encoding == PcmEncoding::kS16LE ? 2 : 4;
+  switch (encoding) {
+    case PcmEncoding::kS16LE: return 2;
+    case PcmEncoding::kS24LE: return 3;
+    case PcmEncoding::kF32LE: return 4;
+  }
+  return 4;
 }
 
 namespace {
-
-// libsndfile's virtual I/O over a byte buffer (uploads, fuzzing): no temporary file.
-struct MemoryFile {
-  std::string_view bytes;
-  sf_count_t position = 0;
-};
-
-sf_count_t memory_length(void* user) {
-  return static_cast<sf_count_t>(static_cast<MemoryFile*>(user)->bytes.size());
-}
-
-sf_count_t memory_seek(sf_count_t offset, int whence, void* user) {
-  auto* file = static_cast<MemoryFile*>(user);
-  const auto size = static_cast<sf_count_t>(file->bytes.size());
-  sf_count_t base = 0;
-  if (whence == SEEK_CUR) base = file->position;
-  if (whence == SEEK_END) base = size;
-  // Seeking outside the buffer is refused (libsndfile then reports a read error).
-  if (offset > size || offset < -size || base + offset < 0 || base + offset > size) return -1;
-  file->position = base + offset;
-  return file->position;
-}
-
-sf_count_t memory_read(void* out, sf_count_t count, void* user) {
-  auto* file = static_cast<MemoryFile*>(user);
-  const auto size = static_cast<sf_count_t>(file->bytes.size());
-  if (count <= 0 || file->position >= size) return 0;
-  const sf_count_t n = std::min(count, size - file->position);
-  std::memcpy(out, file->bytes.data() + file->position, static_cast<std::size_t>(n));
-  file->position += n;
-  return n;
-}
-
-sf_count_t memory_write(const void*, sf_count_t, void*) {
-  return 0;
-}
-
-sf_count_t memory_tell(void* user) {
-  return static_cast<MemoryFile*>(user)->position;
-}
 
 // Decodes an open file, downmixed to mono. `name` goes into error messages.
 Expected<AudioClip> read_clip(SNDFILE* file, const SF_INFO& info, std::string_view name) {
@@ -139,7 +117,59 @@ Expected<AudioClip> read_clip(SNDFILE* file, const SF_INFO& info, std::string_vi
 
 }  // namespace
 
+Status check_wav_complete(std::string_view bytes, std::uint64_t total_bytes,
+                          std::string_view name) {
+  // RIFF/WAVE: chunks of [4-byte id][4-byte little-endian size][data, padded to even].
+  auto u32 = [&](std::size_t at) {
+    return static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[at])) |
+           static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[at + 1])) << 8 |
+           static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[at + 2])) << 16 |
+           static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[at + 3])) << 24;
+  };
+  if (bytes.size() < 12 || bytes.substr(0, 4) != "RIFF" || bytes.substr(8, 4) != "WAVE")
+    return Status::ok();
+  std::uint32_t block_align = 0, byte_rate = 0;
+  // `bytes` may be the file's head only: chunk headers past it are not checked.
+  for (std::size_t at = 12; at + 8 <= bytes.size();) {
+    const std::string_view id = bytes.substr(at, 4);
+    const std::uint32_t size = u32(at + 4);
+    if (id == "fmt " && at + 24 <= bytes.size()) {
+      byte_rate = u32(at + 16);
+      block_align = static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[at + 20])) |
+                    static_cast<std::uint32_t>(static_cast<std::uint8_t>(bytes[at + 21])) << 8;
+    }
+    if (id == "data") {
+      // Writers that stream (arecord, ffmpeg to a pipe) leave the size 0 or 0xFFFFFFFF.
+      if (size == 0 || size == 0xFFFFFFFFu) return Status::ok();
+      const std::uint64_t held = total_bytes - (at + 8);
+      if (held >= size) return Status::ok();
+      auto seconds = [&](double n) { return byte_rate > 0 ? n / byte_rate : 0.0; };
+      return corrupt(name, ": truncated WAV: its data chunk declares ", size, " bytes (",
+                     seconds(size), " s), the file holds ", held, " (",
+                     seconds(static_cast<double>(held)), " s)",
+                     block_align > 0 && held % block_align != 0 ? ", a partial frame" : "");
+    }
+    at += 8 + static_cast<std::size_t>(size) + (size % 2);
+  }
+  return Status::ok();
+}
+
 Expected<AudioClip> read_audio_file(const std::string& path) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status))
+    return not_found(path, ": no such file (expected an audio file)");
+  if (std::filesystem::is_directory(status))
+    return invalid_argument(path, ": is a directory, expected an audio file");
+  if (std::filesystem::is_regular_file(status)) {
+    const auto size = std::filesystem::file_size(path, ec);
+    if (!ec && size == 0) return invalid_argument(path, ": is empty (0 bytes), expected audio");
+    // The header of a WAV says how much data follows: a shorter file lost its end.
+    std::ifstream in(path, std::ios::binary);
+    std::string head(static_cast<std::size_t>(std::min<std::uintmax_t>(size, 1 << 16)), '\0');
+    in.read(head.data(), static_cast<std::streamsize>(head.size()));
+    if (!ec) VOXRT_RETURN_IF_ERROR(check_wav_complete(head, size, path));
+  }
   SF_INFO info{};
   std::unique_ptr<SNDFILE, SndfileCloser> file(sf_open(path.c_str(), SFM_READ, &info));
   if (!file) {
@@ -149,16 +179,28 @@ Expected<AudioClip> read_audio_file(const std::string& path) {
   return read_clip(file.get(), info, path);
 }
 
+bool looks_like_audio_file(std::span<const std::uint8_t> bytes) {
+  auto starts = [&](std::string_view magic, std::size_t at = 0) {
+    return bytes.size() >= at + magic.size() &&
+           std::equal(magic.begin(), magic.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at),
+                      [](char a, std::uint8_t b) { return static_cast<std::uint8_t>(a) == b; });
+  };
+  return (starts("RIFF") && starts("WAVE", 8)) || (starts("RF64") && starts("WAVE", 8)) ||
+         starts("fLaC") || starts("OggS") || (starts("FORM") && starts("AIF", 8)) ||
+         starts("\x1A\x45\xDF\xA3") || starts("ftyp", 4);
+}
+
 Expected<AudioClip> read_audio_bytes(std::string_view bytes, std::string_view source_name) {
-  MemoryFile memory{bytes, 0};
-  SF_VIRTUAL_IO io{memory_length, memory_seek, memory_read, memory_write, memory_tell};
-  SF_INFO info{};
-  std::unique_ptr<SNDFILE, SndfileCloser> file(sf_open_virtual(&io, SFM_READ, &info, &memory));
-  if (!file) {
-    return invalid_argument(source_name,
-                            ": expected audio libsndfile can read, found: ", sf_strerror(nullptr));
+  VOXRT_ASSIGN_OR_RETURN(auto reader, EncodedAudioReader::open(std::string(bytes), source_name));
+  AudioClip clip;
+  clip.sample_rate_hz = reader->sample_rate_hz();
+  clip.source_channels = reader->source_channels();
+  constexpr std::size_t kPieceFrames = std::size_t{1} << 16;
+  for (;;) {
+    VOXRT_ASSIGN_OR_RETURN(std::size_t got, reader->read(kPieceFrames, clip.samples));
+    if (got == 0) break;
   }
-  return read_clip(file.get(), info, source_name);
+  return clip;
 }
 
 Expected<std::vector<float>> decode_pcm(std::span<const std::uint8_t> bytes, PcmEncoding encoding,

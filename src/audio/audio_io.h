@@ -21,16 +21,25 @@ struct AudioClip {
   int source_channels = 0;
 };
 
-enum class PcmEncoding : std::uint8_t { kS16LE, kF32LE };
+enum class PcmEncoding : std::uint8_t { kS16LE, kS24LE, kF32LE };
 
-// "s16le" / "f32le" (also "s16", "f32").
+// "s16le" / "s24le" / "f32le" (also "s16", "s24", "f32").
 Expected<PcmEncoding> parse_pcm_encoding(std::string_view name);
 int pcm_bytes_per_sample(PcmEncoding encoding);
 
-// Any file libsndfile reads (WAV, FLAC, OGG, AIFF, ...), downmixed to mono.
+// Any file libsndfile reads (WAV, FLAC, OGG, AIFF, ...), downmixed to mono. A missing file, a
+// directory, an empty file and a WAV shorter than its header says are errors that say so.
 Expected<AudioClip> read_audio_file(const std::string& path);
 // The same from bytes in memory (an upload); `source_name` goes into error messages.
 Expected<AudioClip> read_audio_bytes(std::string_view bytes, std::string_view source_name);
+// Whether the bytes start like a file read_audio_bytes takes (RIFF/RF64 WAVE, FLAC, Ogg, AIFF,
+// and the browsers' WebM/Matroska and MP4 that it reads through FFmpeg):
+// a WAV piped to stdin is read as a file, not as raw samples.
+bool looks_like_audio_file(std::span<const std::uint8_t> bytes);
+// A RIFF/WAVE whose data chunk declares more bytes than the file's `total_bytes` hold is an error
+// naming both sizes (a size of 0 or 0xFFFFFFFF, what streaming writers leave, is accepted).
+// `bytes` is the file or its head (chunk headers beyond it are not checked). Other files: ok.
+Status check_wav_complete(std::string_view bytes, std::uint64_t total_bytes, std::string_view name);
 
 // Whole buffers of interleaved raw PCM; `source_name` goes into error messages.
 Expected<std::vector<float>> decode_pcm(std::span<const std::uint8_t> bytes, PcmEncoding encoding,

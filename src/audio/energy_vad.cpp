@@ -103,6 +103,15 @@ void EnergyVad::process_frame(double energy_dbfs, std::vector<VadEvent>& events)
   }
 }
 
+std::int64_t EnergyVad::decided_until_sample() const {
+  const std::int64_t frame_samples = config_.frame_samples();
+  // In speech, an end would be dated one past the last loud frame; out of it, a start at the
+  // first frame of the onset being confirmed.
+  if (in_speech_) return (last_speech_frame_ + 1) * frame_samples;
+  if (speech_run_frames_ > 0) return run_start_frame_ * frame_samples;
+  return frames_done_ * frame_samples;
+}
+
 void EnergyVad::accept_waveform(std::span<const float> samples, std::vector<VadEvent>& events) {
   const std::size_t frame_samples = static_cast<std::size_t>(config_.frame_samples());
   std::size_t used = 0;

@@ -63,6 +63,10 @@ class EnergyVad {
   void reset();
 
   bool in_speech() const { return in_speech_; }
+  // Every event dated before this sample has been reported: one found later (an onset still
+  // being confirmed, the end of speech after min_silence_ms) is dated at or after it. So what
+  // the VAD says about audio before it does not depend on how the audio was cut into pieces.
+  std::int64_t decided_until_sample() const;
   double noise_floor_dbfs() const { return noise_floor_db_; }
   const EnergyVadConfig& config() const { return config_; }
 

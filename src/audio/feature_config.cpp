@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "audio/whisper_log_mel.h"
+
 namespace voxrt::audio {
 namespace {
 
@@ -52,7 +54,13 @@ Expected<std::vector<float>> parse_floats(const std::string& key, const std::str
 }  // namespace
 
 const char* feature_type_name(FeatureType type) {
-  return type == FeatureType::kFbank ? "fbank" : "linear_spectrogram";
+  switch (type) {
+    case FeatureType::kFbank: return "fbank";
+    case FeatureType::kLinearSpectrogram: return "linear_spectrogram";
+    case FeatureType::kWaveform: return "waveform";
+    case FeatureType::kWhisperLogMel: return "whisper_log_mel";
+  }
+  return "unknown";
 }
 
 const char* window_type_name(WindowType type) {
@@ -81,6 +89,22 @@ FeatureConfig FeatureConfig::linear_spectrogram() {
   return config;
 }
 
+FeatureConfig FeatureConfig::waveform(int sample_rate_hz, double hop_ms) {
+  FeatureConfig config;
+  config.type = FeatureType::kWaveform;
+  config.sample_rate_hz = sample_rate_hz;
+  config.frame_length_ms = hop_ms;
+  config.frame_shift_ms = hop_ms;
+  config.num_bins = config.frame_shift_samples();
+  config.preemphasis = 0.0;
+  config.remove_dc_offset = false;
+  config.window = WindowType::kRectangular;
+  config.snip_edges = true;
+  config.round_to_power_of_two = false;
+  config.waveform_scale = 1.0;
+  return config;
+}
+
 Expected<FeatureConfig> FeatureConfig::from_metadata(
     const std::map<std::string, std::string>& metadata) {
   auto find = [&](const char* name) -> const std::string* {
@@ -91,9 +115,14 @@ Expected<FeatureConfig> FeatureConfig::from_metadata(
   if (const std::string* type = find("type")) {
     if (*type == "linear_spectrogram") {
       config = linear_spectrogram();
+    } else if (*type == "waveform") {
+      config = waveform(config.sample_rate_hz, config.frame_shift_ms);
+    } else if (*type == "whisper_log_mel") {
+      config = whisper_feature_config(80);
     } else if (*type != "fbank") {
       return invalid_argument(
-          "metadata voxrt.feature.type: expected fbank or linear_spectrogram, "
+          "metadata voxrt.feature.type: expected fbank, linear_spectrogram, waveform or "
+          "whisper_log_mel, "
           "found '",
           *type, "'");
     }
@@ -199,7 +228,12 @@ Status FeatureConfig::validate() const {
   }
   if (!(waveform_scale > 0)) return fail("expected waveform_scale > 0, found ", waveform_scale);
   if (!(energy_floor >= 0)) return fail("expected energy_floor >= 0, found ", energy_floor);
-  if (type == FeatureType::kFbank) {
+  if (type == FeatureType::kWhisperLogMel) {
+    if (num_bins < 1 || num_bins > 1024) {
+      return fail("expected 1 to 1024 mel bins, found ", num_bins);
+    }
+    if (use_energy) return fail("use_energy applies to fbank only");
+  } else if (type == FeatureType::kFbank) {
     const double nyquist_hz = 0.5 * sample_rate_hz;
     const double high_hz = high_freq_hz > 0 ? high_freq_hz : nyquist_hz + high_freq_hz;
     if (num_bins < 1 || num_bins > 1024) {
@@ -212,6 +246,14 @@ Status FeatureConfig::validate() const {
       return fail("expected high frequency in (", low_freq_hz, ", ", nyquist_hz, "], found ",
                   high_hz, " (high_freq_hz ", high_freq_hz, ")");
     }
+  } else if (type == FeatureType::kWaveform) {
+    if (frame_length_samples() != frame_shift_samples() || num_bins != frame_shift_samples()) {
+      return fail("waveform frames are one hop: expected frame_length_ms = frame_shift_ms and ",
+                  "num_bins = samples per hop (", frame_shift_samples(), "), found ", num_bins,
+                  " bins of ", frame_length_samples(), " samples");
+    }
+    if (!snip_edges || dither != 0 || use_energy || !mean.empty() || !inv_std.empty())
+      return fail("waveform frames take no snip_edges false, dither, energy or normalisation");
   } else {
     if (num_bins != fft_size() / 2 + 1) {
       return fail("expected num_bins = fft_size / 2 + 1 = ", fft_size() / 2 + 1,

@@ -12,7 +12,12 @@
 
 namespace voxrt::audio {
 
-enum class FeatureType : std::uint8_t { kFbank, kLinearSpectrogram };
+// kWaveform: each frame is one hop of samples passed through untouched, for families that
+// compute their own features over a whole utterance (NeMo's per-utterance normalised log-mel:
+// stream/ctc/offline_ctc_model.h). kWhisperLogMel: Whisper's per-frame log10 Slaney mel
+// (whisper_log_mel.h); its framing is torch.stft(center=True)'s, not Kaldi's, whatever
+// snip_edges says.
+enum class FeatureType : std::uint8_t { kFbank, kLinearSpectrogram, kWaveform, kWhisperLogMel };
 enum class WindowType : std::uint8_t { kPovey, kHamming, kHann, kRectangular };
 
 struct FeatureConfig {
@@ -55,6 +60,8 @@ struct FeatureConfig {
 
   // DS2 style: 20 ms hamming (periodic) frames, 10 ms hop, log(1 + |STFT|), 161 bins, [-1, 1].
   static FeatureConfig linear_spectrogram();
+  // Frames of `hop_ms` samples passed through (num_bins = samples per hop), scale 1.
+  static FeatureConfig waveform(int sample_rate_hz, double hop_ms);
   // Defaults for `type`, then every voxrt.feature.* key present overrides them.
   static Expected<FeatureConfig> from_metadata(const std::map<std::string, std::string>& metadata);
 

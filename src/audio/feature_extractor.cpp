@@ -38,6 +38,8 @@ void StreamingFeatureExtractor::reset() {
 }
 
 std::int64_t StreamingFeatureExtractor::frame_start(std::int64_t frame) const {
+  // torch.stft(center=True), Whisper's: frame centred on frame * shift.
+  if (config().type == FeatureType::kWhisperLogMel) return frame * frame_shift_ - frame_length_ / 2;
   if (config().snip_edges) return frame * frame_shift_;
   // Kaldi snip_edges=false: frame centred on frame * shift + shift / 2.
   return frame * frame_shift_ + frame_shift_ / 2 - frame_length_ / 2;
@@ -69,6 +71,22 @@ void StreamingFeatureExtractor::compute_frame(std::int64_t frame) {
   const std::int64_t total = samples_received_;
   const double scale = config().waveform_scale;
   double* x = scratch_.samples.data();
+  if (config().type == FeatureType::kWhisperLogMel) {
+    // The start reflects without repeating the edge sample (torch's "reflect"); past the end the
+    // audio is zeros, as Whisper pads it to its 30 s window.
+    for (int j = 0; j < frame_length_; ++j) {
+      std::int64_t index = start + j;
+      if (index < 0) index = -index;
+      x[j] = index < total
+                 ? static_cast<double>(buffer_[static_cast<std::size_t>(index - buffer_start_)])
+                 : 0.0;
+    }
+    const int dim = output_dim();
+    const std::size_t offset = ready_.size();
+    ready_.resize(offset + static_cast<std::size_t>(dim));
+    computer_->compute(scratch_, ready_.data() + offset);
+    return;
+  }
   for (int j = 0; j < frame_length_; ++j) {
     std::int64_t index = start + j;
     // Reflect at both edges as Kaldi's ExtractWindow does (only snip_edges=false gets here).
@@ -122,8 +140,16 @@ void StreamingFeatureExtractor::accept_waveform(std::span<const float> samples) 
 void StreamingFeatureExtractor::input_finished() {
   if (finished_) return;
   finished_ = true;
-  if (config().snip_edges || samples_received_ == 0) return;
-  const std::int64_t total_frames = (samples_received_ + frame_shift_ / 2) / frame_shift_;
+  if (samples_received_ == 0) return;
+  std::int64_t total_frames = 0;
+  if (config().type == FeatureType::kWhisperLogMel) {
+    // Every frame that holds a sample of the audio (the rest of its window is silence).
+    total_frames = (samples_received_ + frame_length_ / 2 - 1) / frame_shift_ + 1;
+  } else if (config().snip_edges) {
+    return;
+  } else {
+    total_frames = (samples_received_ + frame_shift_ / 2) / frame_shift_;
+  }
   while (next_frame_ < total_frames) {
     compute_frame(next_frame_);
     ++next_frame_;

@@ -5,6 +5,8 @@
 #include <limits>
 #include <numbers>
 
+#include "audio/whisper_log_mel.h"
+
 namespace voxrt::audio {
 namespace {
 
@@ -27,6 +29,7 @@ FrameFeatureComputer::FrameFeatureComputer(const FeatureConfig& config, RealFft 
     : config_(config), fft_(std::move(fft)) {
   build_window();
   if (config_.type == FeatureType::kFbank) build_mel_banks();
+  if (config_.type == FeatureType::kWhisperLogMel) build_slaney_mel_banks();
 }
 
 void FrameFeatureComputer::build_window() {
@@ -89,6 +92,26 @@ void FrameFeatureComputer::build_mel_banks() {
   }
 }
 
+// Whisper's filterbank over all n_fft / 2 + 1 bins (the Nyquist bin included), stored sparse.
+void FrameFeatureComputer::build_slaney_mel_banks() {
+  const auto dense =
+      slaney_mel_filterbank(config_.sample_rate_hz, config_.fft_size(), config_.num_bins);
+  first_fft_bin_.assign(dense.size(), 0);
+  mel_weights_.assign(dense.size(), {});
+  for (std::size_t bin = 0; bin < dense.size(); ++bin) {
+    int first = -1;
+    int last = -1;
+    for (int k = 0; k < static_cast<int>(dense[bin].size()); ++k) {
+      if (dense[bin][k] <= 0.0) continue;
+      if (first < 0) first = k;
+      last = k;
+    }
+    if (first < 0) continue;  // an empty triangle (many bins, small FFT): always the floor
+    first_fft_bin_[bin] = first;
+    mel_weights_[bin].assign(dense[bin].begin() + first, dense[bin].begin() + last + 1);
+  }
+}
+
 FrameScratch FrameFeatureComputer::make_scratch() const {
   FrameScratch scratch;
   scratch.samples.assign(static_cast<std::size_t>(fft_.size()), 0.0);
@@ -101,6 +124,10 @@ FrameScratch FrameFeatureComputer::make_scratch() const {
 void FrameFeatureComputer::compute(FrameScratch& scratch, float* features) const {
   const int length = config_.frame_length_samples();
   double* x = scratch.samples.data();
+  if (config_.type == FeatureType::kWaveform) {
+    for (int i = 0; i < length; ++i) features[i] = static_cast<float>(x[i]);
+    return;
+  }
   if (config_.remove_dc_offset) {
     double sum = 0.0;
     for (int i = 0; i < length; ++i) sum += x[i];
@@ -142,7 +169,12 @@ void FrameFeatureComputer::compute(FrameScratch& scratch, float* features) const
     const double* power = scratch.power.data() + first_fft_bin_[bin];
     double sum = 0.0;
     for (std::size_t j = 0; j < weights.size(); ++j) sum += weights[j] * power[j];
-    out[bin] = static_cast<float>(config_.use_log_fbank ? std::log(std::max(sum, kLogFloor)) : sum);
+    if (config_.type == FeatureType::kWhisperLogMel) {
+      out[bin] = static_cast<float>(std::log10(std::max(sum, kWhisperLogFloor)));
+    } else {
+      out[bin] =
+          static_cast<float>(config_.use_log_fbank ? std::log(std::max(sum, kLogFloor)) : sum);
+    }
   }
 }
 

@@ -35,6 +35,7 @@ class FrameFeatureComputer {
   FrameFeatureComputer(const FeatureConfig& config, RealFft fft);
   void build_window();
   void build_mel_banks();
+  void build_slaney_mel_banks();
 
   FeatureConfig config_;
   RealFft fft_;

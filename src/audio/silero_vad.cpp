@@ -114,6 +114,17 @@ void SpeechProbabilitySegmenter::accept(float p, std::vector<VadEvent>& events) 
   // Between the thresholds: neither speech nor silence; an open quiet run continues.
 }
 
+std::int64_t SpeechProbabilitySegmenter::decided_until_sample() const {
+  const std::int64_t scored = samples_scored();
+  const std::int64_t pad = config_.ms_to_samples(config_.speech_pad_ms);
+  // In speech, an end is dated speech_pad_ms after the first quiet window of the run that ends
+  // it; out of speech, a start speech_pad_ms before the first window of its onset (never before
+  // the last end).
+  if (in_speech_) return silence_start_ >= 0 ? std::min(scored, silence_start_ + pad) : scored;
+  const std::int64_t onset = candidate_start_ >= 0 ? candidate_start_ : scored;
+  return std::min(scored, std::max(last_end_event_, onset - pad));
+}
+
 void SpeechProbabilitySegmenter::input_finished(std::int64_t total_samples,
                                                 std::vector<VadEvent>& events) {
   if (!in_speech_) return;

@@ -76,6 +76,10 @@ class SpeechProbabilitySegmenter {
   void input_finished(std::int64_t total_samples, std::vector<VadEvent>& events);
   // Samples whose windows have been scored (a multiple of window_samples).
   std::int64_t samples_scored() const { return windows_ * window_; }
+  // Every event dated before this sample has been reported (a later one, an onset being
+  // confirmed or an end after min_silence_ms, is dated at or after it), so decisions about the
+  // audio before it do not depend on how the audio was cut or batched.
+  std::int64_t decided_until_sample() const;
   bool in_speech() const { return in_speech_; }
 
  private:

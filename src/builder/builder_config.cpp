@@ -1,6 +1,7 @@
 #include <sstream>
 
 #include "backends/device_backend.h"
+#include "runtime/device_plugin.h"
 #include "voxrt/builder.h"
 
 namespace voxrt {
@@ -25,21 +26,20 @@ Expected<Precision> precision_from_name(std::string_view name) {
 }
 
 Status BuilderConfig::validate() const {
-  // The CPU backend: fp32, or fp16 (recurrent layers store R in FP16, arithmetic stays FP32;
-  // every other layer runs in fp32).
+  // The CPU backend: fp32, fp16 (recurrent layers store R in FP16, arithmetic stays FP32;
+  // every other layer runs in fp32) or int8 (calibrated dense and recurrent layers).
   const auto cpu_can_run = [](Precision p) {
-    return p == Precision::kFp32 || p == Precision::kFp16;
+    return p == Precision::kFp32 || p == Precision::kFp16 || p == Precision::kInt8;
   };
   if (device == DeviceKind::kCpu && !cpu_can_run(precision)) {
     return unsupported("precision ", precision_name(precision),
-                       " is not available on the CPU backend (fp32, or fp16: recurrent weights "
-                       "stored in FP16); use --device cuda for tf32/bf16");
+                       " is not available on the CPU backend (fp32; fp16: recurrent weights "
+                       "stored in FP16; int8: calibrated); use --device cuda for tf32/bf16");
   }
   if (device == DeviceKind::kCuda) {
-    if (!backends::device_backend(DeviceKind::kCuda)) {
-      return unsupported(
-          "--device cuda: this program has no CUDA backend (configured without nvcc or "
-          "VOXRT_CUDA=OFF); build with --device cpu");
+    if (auto backend = runtime::load_device_backend(DeviceKind::kCuda); !backend) {
+      return unsupported("--device cuda: ", backend.status().message(),
+                         "; build with --device cpu");
     }
     if (precision == Precision::kInt8)
       return unsupported("precision int8 is not available on the CUDA backend yet");
@@ -48,10 +48,17 @@ Status BuilderConfig::validate() const {
     if (layer.empty()) return invalid_argument("layer precision with an empty layer name");
     if (device == DeviceKind::kCpu && !cpu_can_run(layer_precision)) {
       return unsupported("layer '", layer, "' at ", precision_name(layer_precision),
-                         ": the CPU backend runs layers in fp32, or fp16 for recurrent weights");
+                         ": the CPU backend runs layers in fp32, fp16 (recurrent weights) or int8");
     }
-    if (layer_precision == Precision::kInt8)
-      return unsupported("layer '", layer, "' at int8: int8 layers are not available yet");
+    if (layer_precision == Precision::kInt8 && device != DeviceKind::kCpu)
+      return unsupported("layer '", layer, "' at int8: int8 layers run on the CPU backend only");
+  }
+  if (int8.percentile <= 50 || int8.percentile > 100) {
+    return invalid_argument("int8 percentile calibrator: expected a percentile in (50, 100], got ",
+                            int8.percentile);
+  }
+  if (int8.max_output_error < 0 || int8.sensitivity_streams < 0) {
+    return invalid_argument("int8: max_output_error and sensitivity_streams must be >= 0");
   }
   if (threads < 1 || threads > 256)
     return invalid_argument("threads must be 1..256, got ", threads);
@@ -87,6 +94,13 @@ std::string BuilderConfig::describe() const {
       << " autotune=" << (autotune ? "on" : "off") << " workspace=" << (workspace_limit_bytes >> 20)
       << "MiB";
   if (!timing_cache_path.empty()) out << " timing_cache=" << timing_cache_path;
+  if (precision == Precision::kInt8 || int8.data || !int8.cache_path.empty()) {
+    out << " calibrator=" << calibrator_name(int8.calibrator);
+    if (int8.calibrator == Calibrator::kPercentile) out << "(" << int8.percentile << ")";
+    if (int8.data) out << " calibration_data={" << int8.data->describe() << "}";
+    if (!int8.cache_path.empty()) out << " calibration_cache=" << int8.cache_path;
+    if (int8.max_output_error > 0) out << " max_output_error=" << int8.max_output_error;
+  }
   for (const auto& [layer, layer_precision] : layer_precisions)
     out << " layer_precision=" << layer << ":" << precision_name(layer_precision);
   for (const auto& p : profiles) {

@@ -4,6 +4,8 @@
 #include <optional>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/quantized/int8_quantization.h"
+#include "backends/cpu/quantized/quantized_kernels.h"
 #include "backends/layer_precision.h"
 #include "ir/graph_walk.h"
 #include "runtime/engine_format.h"
@@ -87,25 +89,37 @@ Status apply_layer_precisions(ir::Graph& graph, const BuilderConfig& config,
 
 void record_tuned_cpu_precisions(ir::Graph& graph, std::vector<std::string>& notes) {
   for (ir::Node* node : ir::nodes_with_branches(graph)) {
-    if (backends::layer_precision(*node, Precision::kFp32) != Precision::kFp16) continue;
+    const Precision marked = backends::layer_precision(*node, Precision::kFp32);
+    if (marked != Precision::kFp16 && marked != Precision::kInt8) continue;
+    const std::string suffix = marked == Precision::kFp16 ? "_fp16" : "_int8";
     std::vector<std::string> chosen = node->attrs.get_strings(runtime::kProfileTacticNamesAttr);
     chosen.push_back(node->attrs.get_string(runtime::kTacticNameAttr, ""));
-    const bool any_fp16 = std::any_of(chosen.begin(), chosen.end(), [](const std::string& name) {
-      return name.ends_with("_fp16");
-    });
-    if (any_fp16) continue;
+    const bool any_reduced =
+        std::any_of(chosen.begin(), chosen.end(),
+                    [&](const std::string& name) { return name.ends_with(suffix); });
+    if (any_reduced) continue;
     node->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kFp32));
+    for (const char* attr :
+         {backends::cpu::quantized::kInputScaleAttr, backends::cpu::quantized::kInputZeroPointAttr,
+          backends::cpu::quantized::kInputRangeAttr})
+      node->attrs.erase(attr);
     notes.push_back(str_cat("layer '", node->name, "' runs in fp32: its FP32 kernel (",
-                            chosen.back(), ") was faster than the fp16 ones at every profile"));
+                            chosen.back(), ") was faster than the ", precision_name(marked),
+                            " ones at every profile"));
   }
 }
 
 void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
                                  std::vector<std::string>& notes) {
-  int fp16_layers = 0, fp32_layers = 0;
+  int fp16_layers = 0, fp32_layers = 0, int8_layers = 0;
   // Nodes of If branches run on the CPU too.
   for (ir::Node* node : ir::nodes_with_branches(graph)) {
     const Precision asked = backends::layer_precision(*node, engine_precision);
+    // Calibrated and marked by the INT8 step (builder/calibration/int8_calibration.h).
+    if (asked == Precision::kInt8 && backends::cpu::quantized::marked_int8(*node)) {
+      ++int8_layers;
+      continue;
+    }
     const bool explicit_fp16 =
         asked == Precision::kFp16 && node->attrs.has(backends::kLayerPrecisionAttr);
     if (asked == Precision::kFp32 && engine_precision == Precision::kFp32) continue;
@@ -119,11 +133,13 @@ void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
                     static_cast<std::int64_t>(fp16 ? Precision::kFp16 : Precision::kFp32));
     ++(fp16 ? fp16_layers : fp32_layers);
   }
-  if (fp16_layers + fp32_layers > 0) {
-    notes.push_back(str_cat("cpu precision: ", fp16_layers,
-                            " layer(s) at fp16 (recurrent weights stored in FP16, FP32 "
-                            "arithmetic), ",
-                            fp32_layers, " at fp32"));
+  if (fp16_layers + fp32_layers + int8_layers > 0) {
+    notes.push_back(str_cat(
+        "cpu precision: ", int8_layers > 0 ? str_cat(int8_layers, " layer(s) at int8, ") : "",
+        fp16_layers,
+        " layer(s) at fp16 (recurrent weights stored in FP16, FP32 "
+        "arithmetic), ",
+        fp32_layers, " at fp32"));
   }
 }
 

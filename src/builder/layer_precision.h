@@ -26,12 +26,12 @@ Status apply_layer_precisions(ir::Graph& graph, const BuilderConfig& config,
 // CPU engines: gives every layer the precision it will really run at. A layer asked to run at
 // fp16 (by the engine's precision or its own) keeps fp16 where the CPU backend has fp16 kernels
 // for it (backends::cpu::supports_fp16) and is set to fp32 otherwise, so `voxrt inspect` tells
-// which layers run reduced. Notes what it did in `notes`. Nothing to do for an fp32 engine
-// without fp16 layers.
+// which layers run reduced. Layers the INT8 step marked int8 keep it. Notes what it did in
+// `notes`. Nothing to do for an fp32 engine without fp16 or int8 layers.
 void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
                                  std::vector<std::string>& notes);
 
-// CPU engines, after tactic selection: a layer marked fp16 whose chosen tactics (at every
+// CPU engines, after tactic selection: a layer marked fp16 or int8 whose chosen tactics (at every
 // profile) all keep FP32 weights, because they were faster, is recorded as fp32 (with a note).
 // A layer keeps fp16 while one profile runs an FP16 tactic; `inspect` lists per-profile tactics,
 // whose names end in _fp16 where the weights are FP16.

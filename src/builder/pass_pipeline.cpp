@@ -26,6 +26,10 @@
 #include "ir/passes/recognize_layer_norm.h"
 #define VOXRT_HAVE_LAYER_NORM 1
 #endif
+#if __has_include("ir/passes/recognize_attention.h")
+#include "ir/passes/recognize_attention.h"
+#define VOXRT_HAVE_ATTENTION 1
+#endif
 #if __has_include("ir/passes/fold_batch_norm.h")
 #include "ir/passes/fold_batch_norm.h"
 #define VOXRT_HAVE_FOLD_BN 1
@@ -81,7 +85,8 @@ Expected<std::vector<Tensor>> evaluate_with_reference_kernels(
   return outputs;
 }
 
-Status optimize_graph(ir::Graph& graph, std::vector<std::string>& changes) {
+Status optimize_graph(ir::Graph& graph, std::vector<std::string>& changes,
+                      const FusionTarget& target) {
   std::vector<std::unique_ptr<ir::Pass>> passes;
 #ifdef VOXRT_HAVE_REMOVE_IDENTITY
   passes.push_back(ir::make_remove_identity_pass());
@@ -98,6 +103,11 @@ Status optimize_graph(ir::Graph& graph, std::vector<std::string>& changes) {
 #ifdef VOXRT_HAVE_LAYER_NORM
   passes.push_back(ir::make_recognize_layer_norm_pass());
 #endif
+#ifdef VOXRT_HAVE_ATTENTION
+  // Before the passes that fold K's transpose into a GEMM or fuse the scale and mask into a
+  // pointwise chain (it also reads FusedMatMul with trans_b, in case they ran first).
+  if (target.attention) passes.push_back(ir::make_recognize_attention_pass());
+#endif
 #ifdef VOXRT_HAVE_FOLD_TRANSPOSE
   passes.push_back(ir::make_fold_transpose_into_gemm_pass());
 #endif
@@ -108,7 +118,7 @@ Status optimize_graph(ir::Graph& graph, std::vector<std::string>& changes) {
   passes.push_back(ir::make_fold_batch_norm_pass());
 #endif
 #ifdef VOXRT_HAVE_DENSE_ACTIVATION
-  passes.push_back(ir::make_fuse_dense_activation_pass());
+  passes.push_back(ir::make_fuse_dense_activation_pass({.silu = target.silu_activation}));
 #endif
 #ifdef VOXRT_HAVE_FUSE_POINTWISE
   passes.push_back(ir::make_fuse_pointwise_pass());

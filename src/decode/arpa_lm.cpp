@@ -158,6 +158,13 @@ Expected<ArpaLm> ArpaLm::parse(std::string_view text, std::string_view source_na
   return lm;
 }
 
+std::vector<std::string> ArpaLm::words() const {
+  std::vector<std::string> out;
+  out.reserve(word_ids_.size());
+  for (const auto& [word, id] : word_ids_) out.push_back(word);
+  return out;
+}
+
 int ArpaLm::word_id(std::string_view word) const {
   auto it = word_ids_.find(std::string(word));
   return it == word_ids_.end() ? -1 : it->second;

@@ -24,6 +24,8 @@ class ArpaLm {
   std::size_t ngram_count() const { return ngrams_.size(); }
   // -1 when the word is not in the model.
   int word_id(std::string_view word) const;
+  // Every word of the model (including <s>, </s> and <unk> when listed), in no order.
+  std::vector<std::string> words() const;
 
   // The state after <s>.
   State sentence_start() const;

@@ -56,23 +56,43 @@ float CtcPrefixBeamDecoder::Hypothesis::acoustic() const {
 Expected<CtcPrefixBeamDecoder> CtcPrefixBeamDecoder::create(
     std::shared_ptr<const Vocabulary> vocabulary, const BeamSearchConfig& config,
     TimeBase time_base, std::shared_ptr<const ArpaLm> lm,
-    std::shared_ptr<const ContextGraph> hotwords) {
+    std::shared_ptr<const ContextGraph> hotwords, std::shared_ptr<const Lexicon> lexicon) {
   if (vocabulary == nullptr) return invalid_argument("beam search: no vocabulary");
   VOXRT_RETURN_IF_ERROR(config.validate());
+  if (lexicon != nullptr && lexicon->size() == 0)
+    return invalid_argument("beam search: the lexicon has no words");
   return CtcPrefixBeamDecoder(std::move(vocabulary), config, time_base, std::move(lm),
-                              std::move(hotwords));
+                              std::move(hotwords), std::move(lexicon));
 }
 
 CtcPrefixBeamDecoder::CtcPrefixBeamDecoder(std::shared_ptr<const Vocabulary> vocabulary,
                                            const BeamSearchConfig& config, TimeBase time_base,
                                            std::shared_ptr<const ArpaLm> lm,
-                                           std::shared_ptr<const ContextGraph> hotwords)
+                                           std::shared_ptr<const ContextGraph> hotwords,
+                                           std::shared_ptr<const Lexicon> lexicon)
     : vocabulary_(std::move(vocabulary)),
       config_(config),
       time_base_(time_base),
       lm_(std::move(lm)),
-      hotwords_(std::move(hotwords)) {
+      hotwords_(std::move(hotwords)),
+      lexicon_(std::move(lexicon)) {
   reset_utterance();
+}
+
+bool CtcPrefixBeamDecoder::lexicon_allows(const Hypothesis& parent, int unit,
+                                          std::string& word_text) const {
+  const bool boundary = vocabulary_->is_word_boundary(unit);
+  const bool new_word = boundary || (vocabulary_->unit() == UnitType::kSentencePiece &&
+                                     vocabulary_->starts_word(unit));
+  if (new_word && !parent.word_text.empty() && !lexicon_->contains(parent.word_text)) return false;
+  if (boundary) {
+    word_text.clear();
+    return true;
+  }
+  std::string_view text = vocabulary_->token(unit);
+  if (new_word && text.starts_with(kWordMarker)) text.remove_prefix(kWordMarker.size());
+  word_text = new_word ? std::string(text) : parent.word_text + std::string(text);
+  return word_text.empty() || lexicon_->has_prefix(word_text);
 }
 
 void CtcPrefixBeamDecoder::reset_utterance() {
@@ -140,10 +160,13 @@ static void copy_prefix_scores(const auto& from, auto& to) {
   to.word_start = from.word_start;
   to.hotword_score = from.hotword_score;
   to.hotword_state = from.hotword_state;
+  to.word_text = from.word_text;
 }
 
 void CtcPrefixBeamDecoder::extend(const Hypothesis& parent, int unit, float contribution,
                                   float log_prob, long long frame) {
+  std::string word_text;
+  if (lexicon_ != nullptr && !lexicon_allows(parent, unit, word_text)) return;
   std::vector<int> prefix = parent.prefix;
   prefix.push_back(unit);
   bool created = false;
@@ -151,6 +174,7 @@ void CtcPrefixBeamDecoder::extend(const Hypothesis& parent, int unit, float cont
   if (created) {
     copy_prefix_scores(parent, child);
     child.prefix = std::move(prefix);
+    child.word_text = std::move(word_text);
     const std::size_t position = child.prefix.size() - 1;
     if (vocabulary_->is_word_boundary(unit)) {
       score_word(child, position);
@@ -281,7 +305,16 @@ DecodingResult CtcPrefixBeamDecoder::finalize() {
   const Hypothesis* winner = nullptr;
   Hypothesis finished_winner;
   float winner_score = kNegInf;
+  // With a lexicon, a hypothesis whose last word is unfinished loses to any other (and wins only
+  // when every hypothesis is unfinished).
+  auto unfinished = [this](const Hypothesis& hypothesis) {
+    return lexicon_ != nullptr && !hypothesis.word_text.empty() &&
+           !lexicon_->contains(hypothesis.word_text);
+  };
+  const bool any_finished = std::any_of(hypotheses_.begin(), hypotheses_.end(),
+                                        [&](const Hypothesis& h) { return !unfinished(h); });
   for (const Hypothesis& hypothesis : hypotheses_) {
+    if (any_finished && unfinished(hypothesis)) continue;
     Hypothesis finished = hypothesis;
     score_word(finished, finished.prefix.size());
     if (lm_ != nullptr) finished.lm_log_prob += lm_->sentence_end_score(finished.lm_state);

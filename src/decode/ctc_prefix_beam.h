@@ -14,6 +14,7 @@
 #include "decode/arpa_lm.h"
 #include "decode/context_graph.h"
 #include "decode/decoding_result.h"
+#include "decode/lexicon.h"
 #include "decode/log_probs.h"
 
 namespace voxrt::decode {
@@ -37,11 +38,14 @@ struct BeamSearchConfig {
 
 class CtcPrefixBeamDecoder {
  public:
-  // `lm` and `hotwords` may be null; both are shared and immutable.
+  // `lm`, `hotwords` and `lexicon` may be null; all are shared and immutable. With a lexicon,
+  // only its words may be spelled: a prefix whose current word is no word's beginning is pruned,
+  // and a word must be complete when it ends.
   static Expected<CtcPrefixBeamDecoder> create(
       std::shared_ptr<const Vocabulary> vocabulary, const BeamSearchConfig& config,
       TimeBase time_base, std::shared_ptr<const ArpaLm> lm = nullptr,
-      std::shared_ptr<const ContextGraph> hotwords = nullptr);
+      std::shared_ptr<const ContextGraph> hotwords = nullptr,
+      std::shared_ptr<const Lexicon> lexicon = nullptr);
 
   Status accept(LogProbView chunk);
   // The best hypothesis so far, without end-of-utterance scoring.
@@ -72,6 +76,8 @@ class CtcPrefixBeamDecoder {
     int word_start = 0;  // index in prefix where the unscored word begins
     float hotword_score = 0.0f;
     int hotword_state = ContextGraph::kRoot;
+    // The word being spelled (kept with a lexicon only).
+    std::string word_text;
     // Best single contribution this frame, which decides whose spans the prefix keeps.
     float best_contribution = -std::numeric_limits<float>::infinity();
 
@@ -80,7 +86,11 @@ class CtcPrefixBeamDecoder {
 
   CtcPrefixBeamDecoder(std::shared_ptr<const Vocabulary> vocabulary, const BeamSearchConfig& config,
                        TimeBase time_base, std::shared_ptr<const ArpaLm> lm,
-                       std::shared_ptr<const ContextGraph> hotwords);
+                       std::shared_ptr<const ContextGraph> hotwords,
+                       std::shared_ptr<const Lexicon> lexicon);
+  // With a lexicon: the parent's word text extended by `unit`, or false when no word can come of
+  // it (a finished word that is not in the lexicon, a beginning of none).
+  bool lexicon_allows(const Hypothesis& parent, int unit, std::string& word_text) const;
   float total_score(const Hypothesis& hypothesis) const;
   // Scores the word prefix[word_start, end) with the LM, updating the hypothesis.
   void score_word(Hypothesis& hypothesis, std::size_t end) const;
@@ -95,6 +105,7 @@ class CtcPrefixBeamDecoder {
   TimeBase time_base_;
   std::shared_ptr<const ArpaLm> lm_;
   std::shared_ptr<const ContextGraph> hotwords_;
+  std::shared_ptr<const Lexicon> lexicon_;
   std::vector<Hypothesis> hypotheses_;
   std::vector<Hypothesis> next_;
   std::unordered_map<std::uint64_t, int> next_index_;

@@ -16,6 +16,12 @@ struct TimeBase {
   int subsampling = 1;
   double frame_shift_ms = 10.0;
 
+  // A CTC model emits a unit after it has heard it: word times are moved back by the model's
+  // measured delays (metadata voxrt.word_start_delay_ms / voxrt.word_end_delay_ms), never
+  // before 0 and never an end before its start.
+  double word_start_delay_s = 0.0;
+  double word_end_delay_s = 0.0;
+
   double seconds(long long output_frame) const {
     return static_cast<double>(output_frame) * subsampling * frame_shift_ms / 1000.0;
   }

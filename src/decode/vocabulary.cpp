@@ -2,6 +2,7 @@
 
 #include <sentencepiece_processor.h>
 
+#include <cctype>
 #include <charconv>
 
 namespace voxrt::decode {
@@ -31,9 +32,35 @@ Status Vocabulary::index_tokens() {
     ids_.emplace(token, id);
     longest_token_bytes_ = std::max(longest_token_bytes_, token.size());
     starts_word_[static_cast<std::size_t>(id)] =
-        unit_ == UnitType::kSentencePiece && token.starts_with(kWordMarker);
+        unit_ != UnitType::kChar && token.starts_with(kWordMarker);
+    if (id == blank_id_) continue;
+    for (unsigned char c : token) {
+      if (c < 128) ascii_in_units_[c] = true;
+      has_uppercase_ = has_uppercase_ || (c >= 'A' && c <= 'Z');
+      has_lowercase_ = has_lowercase_ || (c >= 'a' && c <= 'z');
+    }
   }
   return Status::ok();
+}
+
+std::string Vocabulary::normalise_phrase(std::string_view text) const {
+  std::string out;
+  bool pending_space = false;
+  for (unsigned char c : text) {
+    if (!has_uppercase_ && c >= 'A' && c <= 'Z') c = static_cast<unsigned char>(c - 'A' + 'a');
+    // Units in capitals only (icefall's LibriSpeech BPE): the phrase in capitals too.
+    if (has_uppercase_ && !has_lowercase_ && c >= 'a' && c <= 'z')
+      c = static_cast<unsigned char>(c - 'a' + 'A');
+    const bool ascii_punct = c < 128 && std::ispunct(c) != 0 && !ascii_in_units_[c];
+    if (std::isspace(c) != 0 || ascii_punct) {
+      pending_space = !out.empty();
+      continue;
+    }
+    if (pending_space) out += ' ';
+    pending_space = false;
+    out += static_cast<char>(c);
+  }
+  return out;
 }
 
 int Vocabulary::id_of(std::string_view token) const {
@@ -74,6 +101,15 @@ Expected<Vocabulary> Vocabulary::sentencepiece(const std::string& model_path,
   vocabulary.tokens_ = std::move(tokens);
   vocabulary.blank_id_ = blank_id;
   VOXRT_RETURN_IF_ERROR(vocabulary.index_tokens().with_context(model_path));
+  return vocabulary;
+}
+
+Expected<Vocabulary> Vocabulary::pieces(std::vector<std::string> tokens, int blank_id) {
+  Vocabulary vocabulary;
+  vocabulary.unit_ = UnitType::kPieces;
+  vocabulary.tokens_ = std::move(tokens);
+  vocabulary.blank_id_ = blank_id;
+  VOXRT_RETURN_IF_ERROR(vocabulary.index_tokens());
   return vocabulary;
 }
 
@@ -119,8 +155,12 @@ Expected<Vocabulary> Vocabulary::from_metadata(const std::map<std::string, std::
         model_dir.empty() || model->starts_with('/') ? *model : model_dir + "/" + *model;
     return sentencepiece(path, std::move(tokens), blank_id);
   }
-  return invalid_argument("metadata voxrt.unit: expected char or sentencepiece, found '", *unit,
-                          "'");
+  if (*unit == "pieces") {
+    if (tokens.empty()) return invalid_argument("metadata: voxrt.vocabulary is missing or empty");
+    return pieces(std::move(tokens), blank_id);
+  }
+  return invalid_argument("metadata voxrt.unit: expected char, sentencepiece or pieces, found '",
+                          *unit, "'");
 }
 
 std::string Vocabulary::detokenize(std::span<const int> ids) const {
@@ -134,9 +174,9 @@ std::string Vocabulary::detokenize(std::span<const int> ids) const {
       text += token(id);
     }
   }
-  if (unit_ == UnitType::kSentencePiece) {
+  if (unit_ != UnitType::kChar) {
     std::string decoded;
-    if (sentencepiece_->processor.Decode(pieces, &decoded).ok()) return decoded;
+    if (sentencepiece_ && sentencepiece_->processor.Decode(pieces, &decoded).ok()) return decoded;
     // Pieces the model does not know: join them and turn markers into spaces ourselves.
     for (const std::string& piece : pieces) text += piece;
     std::string spaced;
@@ -178,7 +218,7 @@ std::vector<WordSpan> Vocabulary::split_words(std::span<const int> ids) const {
       first = -1;
       continue;
     }
-    if (unit_ == UnitType::kSentencePiece && starts_word(id)) {
+    if (unit_ != UnitType::kChar && starts_word(id)) {
       close_word(first, i - 1);
       first = i;
       continue;
@@ -207,6 +247,35 @@ Expected<std::vector<int>> Vocabulary::encode(std::string_view text) const {
     }
     return ids;
   }
+  if (unit_ == UnitType::kPieces) {
+    std::string marked;
+    bool word_start = true;
+    for (char c : text) {
+      if (c == ' ') {
+        word_start = true;
+        continue;
+      }
+      if (word_start) marked += kWordMarker;
+      word_start = false;
+      marked += c;
+    }
+    auto as_is = longest_match(marked);
+    if (as_is) return as_is;
+    for (auto change : {::toupper, ::tolower}) {
+      std::string cased = marked;
+      for (char& c : cased) {
+        if (static_cast<unsigned char>(c) < 0x80) c = static_cast<char>(change(c));
+      }
+      auto matched = longest_match(cased);
+      if (matched) return matched;
+    }
+    return as_is.status();
+  }
+  return longest_match(text);
+}
+
+Expected<std::vector<int>> Vocabulary::longest_match(std::string_view text) const {
+  std::vector<int> ids;
   std::size_t position = 0;
   while (position < text.size()) {
     int found = -1;

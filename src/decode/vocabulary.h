@@ -16,7 +16,10 @@
 
 namespace voxrt::decode {
 
-enum class UnitType : std::uint8_t { kChar, kSentencePiece };
+// kPieces: word pieces (or characters) whose word starts carry U+2581, detokenized by joining
+// them and turning the marker into a space, as icefall's tokens.txt and sherpa-onnx use them
+// without a SentencePiece model file.
+enum class UnitType : std::uint8_t { kChar, kSentencePiece, kPieces };
 
 // A word as a run of token positions [first_token, last_token] in a token sequence.
 struct WordSpan {
@@ -36,6 +39,8 @@ class Vocabulary {
   // in id order). The model file gives detokenization and hotword encoding.
   static Expected<Vocabulary> sentencepiece(const std::string& model_path,
                                             std::vector<std::string> tokens, int blank_id);
+  // Word pieces without a model file (kPieces).
+  static Expected<Vocabulary> pieces(std::vector<std::string> tokens, int blank_id);
   // voxrt.vocabulary, voxrt.unit, voxrt.blank_id, voxrt.word_boundary and
   // voxrt.sentencepiece_model (a file name relative to `model_dir`).
   static Expected<Vocabulary> from_metadata(const std::map<std::string, std::string>& metadata,
@@ -55,18 +60,26 @@ class Vocabulary {
 
   // Character units: this id separates words. SentencePiece: never.
   bool is_word_boundary(int id) const { return id == word_boundary_id_ && id >= 0; }
-  // SentencePiece: the piece begins with U+2581 (a new word starts here).
+  // SentencePiece and pieces: the unit begins with U+2581 (a new word starts here).
   bool starts_word(int id) const { return starts_word_[static_cast<std::size_t>(id)] != 0; }
 
   std::string detokenize(std::span<const int> ids) const;
   std::vector<WordSpan> split_words(std::span<const int> ids) const;
   // Units for a text (hotword phrases): characters by longest match against the vocabulary,
-  // pieces through the SentencePiece model. Errors name the text that has no units.
+  // pieces through the SentencePiece model, model-less pieces by longest match of the text with
+  // U+2581 before each word (retried in upper then lower case: icefall's English pieces are
+  // upper case). Errors name the text that has no units.
   Expected<std::vector<int>> encode(std::string_view text) const;
+  // A user's phrase as the units need it (hotwords): ASCII letters lowercased when no unit holds
+  // an uppercase one (uppercased when no unit holds a lowercase one), ASCII punctuation that no
+  // unit holds turned into spaces, runs of spaces made one, the ends trimmed. "Turn ON the T.V.!"
+  // -> "turn on the t v" for a-z units.
+  std::string normalise_phrase(std::string_view text) const;
 
  private:
   Vocabulary();
   Status index_tokens();
+  Expected<std::vector<int>> longest_match(std::string_view text) const;
 
   UnitType unit_ = UnitType::kChar;
   std::vector<std::string> tokens_;
@@ -75,6 +88,10 @@ class Vocabulary {
   int blank_id_ = 0;
   int word_boundary_id_ = -1;
   std::size_t longest_token_bytes_ = 1;
+  // ASCII characters that occur in some unit (normalise_phrase keeps those).
+  std::vector<bool> ascii_in_units_ = std::vector<bool>(128, false);
+  bool has_uppercase_ = false;
+  bool has_lowercase_ = false;
   std::unique_ptr<SentencePieceModel> sentencepiece_;
 };
 

@@ -31,6 +31,7 @@ std::string_view op_family_name(OpFamily family) {
     case OpFamily::kDense: return "dense";
     case OpFamily::kRecurrent: return "recurrent";
     case OpFamily::kControlFlow: return "control_flow";
+    case OpFamily::kAttention: return "attention";
   }
   return "?";
 }
@@ -41,6 +42,11 @@ std::optional<OpKind> op_from_onnx_name(std::string_view onnx_op_type) {
   VOXRT_FOR_EACH_OP(VOXRT_OP_LOOKUP)
 #undef VOXRT_OP_LOOKUP
   return std::nullopt;
+}
+
+bool is_voxrt_domain_op(OpKind op) {
+  return op == OpKind::kFusedConv || op == OpKind::kFusedMatMul || op == OpKind::kFusedPointwise ||
+         op == OpKind::kAttention;
 }
 
 std::optional<OpKind> op_from_id(std::uint16_t stored_id) {

@@ -15,6 +15,7 @@ Status infer_outputs(const Node& node, std::span<const ValueInfo> inputs,
     case OpFamily::kDense: return infer_dense(node, inputs, outputs);
     case OpFamily::kRecurrent: return infer_recurrent(node, inputs, outputs);
     case OpFamily::kControlFlow: return infer_control_flow(node, inputs, outputs);
+    case OpFamily::kAttention: return infer_attention(node, inputs, outputs);
   }
   return internal_error(node.describe(), ": no shape inference for family");
 }

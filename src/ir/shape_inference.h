@@ -52,6 +52,17 @@ Status infer_recurrent(const Node& node, std::span<const ValueInfo> inputs,
                        std::vector<InferredOutput>& outputs);
 Status infer_control_flow(const Node& node, std::span<const ValueInfo> inputs,
                           std::vector<InferredOutput>& outputs);
+Status infer_attention(const Node& node, std::span<const ValueInfo> inputs,
+                       std::vector<InferredOutput>& outputs);
+// Op groups with files of their own, called from their family's function: ScatterND,
+// ScatterElements, GatherElements, Trilu (data movement); CumSum, TopK, InstanceNormalization
+// (reduction); Einsum (dense).
+Status infer_indexing(const Node& node, std::span<const ValueInfo> inputs,
+                      std::vector<InferredOutput>& outputs);
+Status infer_scan_and_top_k(const Node& node, std::span<const ValueInfo> inputs,
+                            std::vector<InferredOutput>& outputs);
+Status infer_einsum(const Node& node, std::span<const ValueInfo> inputs,
+                    std::vector<InferredOutput>& outputs);
 
 // Helpers shared by the families.
 // Numpy-style broadcast of two shapes; error names the node.

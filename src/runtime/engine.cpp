@@ -8,6 +8,8 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/profile_fit.h"
+#include "runtime/device_plugin.h"
+#include "runtime/engine_description.h"
 #include "runtime/engine_impl.h"
 
 namespace voxrt {
@@ -24,17 +26,6 @@ std::set<std::string> isa_flags(const std::string& fingerprint) {
     if (!flag.empty()) flags.insert(flag);
   }
   return flags;
-}
-
-TensorInfo describe_value(const ir::Value& v) {
-  TensorInfo info;
-  info.name = v.name;
-  info.dtype = v.dtype;
-  for (const ir::Dim& d : v.shape) {
-    info.dims.push_back(d.is_known() ? d.value : -1);
-    info.dim_names.push_back(d.symbol);
-  }
-  return info;
 }
 
 // Whether some node (If branches included) records another tactic for `profile` than for 0.
@@ -76,9 +67,9 @@ Expected<std::shared_ptr<const Engine>> finish_load(std::unique_ptr<EngineImpl> 
                                          impl->contents.profiles));
   }
   for (const ir::Value* v : impl->contents.graph->inputs)
-    impl->inputs.push_back(describe_value(*v));
+    impl->inputs.push_back(runtime::describe_value(*v));
   for (const ir::Value* v : impl->contents.graph->outputs)
-    impl->outputs.push_back(describe_value(*v));
+    impl->outputs.push_back(runtime::describe_value(*v));
   return Engine::create(std::move(impl));
 }
 
@@ -91,14 +82,13 @@ Status check_target(const runtime::TargetRecord& target) {
                             "'; rebuild the engine");
   }
   if (target.device != DeviceKind::kCpu) {
-    const backends::DeviceBackend* backend = backends::device_backend(target.device);
+    auto backend = runtime::load_device_backend(target.device);
     if (!backend) {
-      return unsupported("engine target: device is ",
-                         target.device == DeviceKind::kCuda ? "cuda" : "?",
-                         " but this program has no CUDA backend (built without nvcc, or the "
-                         "backend was not registered); build a CPU engine");
+      return unsupported("this engine was built for CUDA (voxrt build --device cuda), and ",
+                         backend.status().message(),
+                         "; build a CPU engine for this machine (voxrt build without --device)");
     }
-    return backend->check_fingerprint(target.fingerprint);
+    return (*backend)->check_fingerprint(target.fingerprint);
   }
   // Tactics may use any ISA extension the build machine had; refuse if one is missing here.
   const auto built_with = isa_flags(target.fingerprint);
@@ -231,6 +221,16 @@ std::shared_ptr<const Engine> Engine::create(std::unique_ptr<EngineImpl> impl) {
   return std::shared_ptr<const Engine>(new Engine(std::move(impl)));
 }
 
+// An ONNX ModelProto starts with field 1, ir_version (tag 0x08, a small varint), then another
+// ModelProto field (producer_name 0x12, producer_version 0x1a, domain 0x22, model_version 0x28,
+// doc_string 0x32, graph 0x3a, opset_import 0x42); an engine starts with "VOXRTENG".
+static bool looks_like_onnx(const char* bytes, std::size_t size) {
+  if (size < 3 || bytes[0] != 0x08 || bytes[1] < 1 || bytes[1] > 30) return false;
+  const auto next = static_cast<unsigned char>(bytes[2]);
+  return next == 0x12 || next == 0x1a || next == 0x22 || next == 0x28 || next == 0x32 ||
+         next == 0x3a || next == 0x42;
+}
+
 Expected<std::shared_ptr<const Engine>> Engine::load_file(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return io_error(path, ": cannot open the engine file: ", std::strerror(errno));
@@ -239,10 +239,19 @@ Expected<std::shared_ptr<const Engine>> Engine::load_file(const std::string& pat
     ::close(fd);
     return io_error(path, ": the engine file is empty or cannot be read");
   }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return invalid_argument(path, ": is a directory, expected an engine file");
+  }
   const auto size = static_cast<std::size_t>(st.st_size);
   void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   ::close(fd);
   if (mapped == MAP_FAILED) return io_error(path, ": mmap failed: ", std::strerror(errno));
+  if (looks_like_onnx(static_cast<const char*>(mapped), size)) {
+    ::munmap(mapped, size);
+    return invalid_argument(path, " is an ONNX model, not a voxrt engine: compile it first, e.g. ",
+                            "voxrt build --onnx ", path, " --engine model.engine");
+  }
   auto impl = std::make_unique<EngineImpl>();
   impl->image_keepalive = std::shared_ptr<void>(mapped, [size](void* p) { ::munmap(p, size); });
   auto engine = finish_load(std::move(impl), static_cast<const char*>(mapped), size);

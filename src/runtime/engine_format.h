@@ -79,6 +79,8 @@ Expected<EngineContents> deserialize_engine(const char* image, std::size_t size,
 // Node attribute names the builder uses to record its choices.
 inline constexpr char kTacticAttr[] = "voxrt.tactic";
 inline constexpr char kTacticNameAttr[] = "voxrt.tactic_name";
+// What the chosen kernel keeps outside the memory plan at the opt shapes, in words (inspect).
+inline constexpr char kScratchNoteAttr[] = "voxrt.scratch";
 inline constexpr char kTimeUsAttr[] = "voxrt.time_us";
 // Engines with several optimization profiles: the tactic chosen at each profile's opt shapes
 // (index = profile; voxrt.tactic above is profile 0's), their names and times. Absent: every

@@ -159,15 +159,29 @@ Expected<int> StatePool::acquire() {
   const int slot = free_slots_.back();
   free_slots_.pop_back();
   acquired_[static_cast<std::size_t>(slot)] = true;
+  zero_slot(slot);
+  return slot;
+}
+
+Status StatePool::reset(int slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot < 0 || slot >= capacity_ || !acquired_[static_cast<std::size_t>(slot)]) {
+    return invalid_argument("StatePool: slot ", slot, " is not acquired");
+  }
+  zero_slot(slot);
+  return Status::ok();
+}
+
+void StatePool::zero_slot(int slot) {
   if (on_device_) {
+    // Zeroed on the device before the slot's next run.
     fresh_[static_cast<std::size_t>(slot)] = true;
-    return slot;
+    return;
   }
   for (State& s : states_)
     std::memset(
         static_cast<char*>(s.storage.raw_data()) + s.row_bytes * static_cast<std::size_t>(slot), 0,
         s.row_bytes);
-  return slot;
 }
 
 Status StatePool::release(int slot) {

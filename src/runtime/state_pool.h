@@ -31,6 +31,8 @@ class StatePool {
 
   Expected<int> acquire();
   Status release(int slot);
+  // Zeroes an acquired slot's states, as a fresh slot's (a stream starting a new utterance).
+  Status reset(int slot);
   int capacity() const { return capacity_; }
   int in_use() const;
 
@@ -65,6 +67,9 @@ class StatePool {
                                             std::span<const Tensor> inputs);
   Expected<std::vector<Tensor>> run_on_device(ExecutionContext& context, std::span<const int> slots,
                                               std::span<const Tensor> inputs);
+  // Zeroes the slot's states (host) or marks them for zeroing before the next run (device);
+  // the caller holds mutex_.
+  void zero_slot(int slot);
   // Creates the device slot pool in `context`'s session on first use; refuses another context.
   Status bind_device_context(ExecutionContext& context);
 

@@ -6,6 +6,7 @@
 
 #include "backends/device_backend.h"
 #include "core/thread_name.h"
+#include "runtime/device_plugin.h"
 #include "server/protocol.h"
 
 namespace voxrt::server {
@@ -13,7 +14,8 @@ namespace voxrt::server {
 namespace {
 
 backends::DeviceBackend* cuda_backend_or_null() {
-  return backends::device_backend(DeviceKind::kCuda);
+  auto backend = runtime::load_device_backend(DeviceKind::kCuda);
+  return backend ? *backend : nullptr;
 }
 
 }  // namespace
@@ -26,14 +28,15 @@ Expected<std::unique_ptr<ComputeWorker>> ComputeWorker::create(
   if (device && device->cuda) {
     backends::DeviceBackend* backend = cuda_backend_or_null();
     if (!backend) {
-      return unsupported("serve: --devices ", device->ordinal,
-                         ": this program has no CUDA backend (built without nvcc?)");
+      return unsupported("serve: --devices ", device->ordinal, ": ",
+                         runtime::load_device_backend(DeviceKind::kCuda).status().message());
     }
     // The engine's weights and the worker's sessions go to the device current on the thread
     // that loads and runs them.
     VOXRT_RETURN_IF_ERROR(backend->select_device(device->ordinal));
   }
   VOXRT_ASSIGN_OR_RETURN(worker->recognizer_, stream::Recognizer::create(config.recognizer));
+  worker->metrics_->slots_capacity.Increment(config.recognizer.max_streams);
   const bool engine_on_gpu = worker->recognizer_->engine_device() == DeviceKind::kCuda;
   if (device && device->cuda != engine_on_gpu) {
     return invalid_argument("serve: --devices ", device->to_string(), ": the engine ",
@@ -47,7 +50,6 @@ Expected<std::unique_ptr<ComputeWorker>> ComputeWorker::create(
   if (config.front_end_threads > 1) {
     worker->front_end_pool_ = std::make_unique<ThreadPool>(config.front_end_threads);
   }
-  worker->metrics_->slots_capacity.Increment(config.recognizer.max_streams);
   worker->thread_ = std::thread([w = worker.get(), explicit_device = device.has_value()] {
     name_this_thread("voxrt-worker");
     if (explicit_device && w->device_.cuda)
@@ -59,6 +61,8 @@ Expected<std::unique_ptr<ComputeWorker>> ComputeWorker::create(
 
 ComputeWorker::~ComputeWorker() {
   if (thread_.joinable()) drain_and_stop();
+  // Gauges count up and down, so a model version's workers can come and go (hot reload).
+  if (recognizer_) metrics_->slots_capacity.Decrement(config_.recognizer.max_streams);
 }
 
 Expected<StreamId> ComputeWorker::admit(std::shared_ptr<StreamSink> sink) {
@@ -71,6 +75,9 @@ Expected<StreamId> ComputeWorker::admit(std::shared_ptr<StreamSink> sink) {
     }
   } while (!admitted_.compare_exchange_weak(admitted, admitted + 1));
   metrics_->active_streams.Increment();
+  version_metrics_.active_streams.Increment();
+  version_metrics_.streams_total.Increment();
+  streams_admitted_total_.fetch_add(1);
   const StreamId id = next_id_.fetch_add(1);
   Command open;
   open.kind = Command::Kind::kOpen;
@@ -106,6 +113,8 @@ void ComputeWorker::configure(StreamId id, StreamSettings settings) {
     it->second.max_buffered_samples = settings.max_buffered_samples;
     it->second.feed_budget_samples =
         static_cast<long long>(settings.sample_rate_hz) * config_.max_feed_ms_per_round / 1000;
+    it->second.min_frame_cost_samples =
+        std::max<long long>(1, static_cast<long long>(settings.sample_rate_hz) / 100);
   }
   Command command;
   command.kind = Command::Kind::kConfigure;
@@ -121,8 +130,10 @@ bool ComputeWorker::push_audio(StreamId id, std::vector<float> samples,
     auto it = inboxes_.find(id);
     if (it == inboxes_.end()) return false;
     Inbox& inbox = it->second;
-    inbox.buffered_samples += static_cast<long long>(samples.size());
     Command command;
+    command.cost_samples =
+        std::max(static_cast<long long>(samples.size()), inbox.min_frame_cost_samples);
+    inbox.buffered_samples += command.cost_samples;
     command.kind = Command::Kind::kAudio;
     command.samples = std::move(samples);
     command.received = received;
@@ -141,10 +152,11 @@ bool ComputeWorker::push_audio(StreamId id, std::vector<float> samples,
   return over_bound;
 }
 
-void ComputeWorker::finish(StreamId id, Clock::time_point received) {
+void ComputeWorker::finish(StreamId id, Clock::time_point received, std::string close_reason) {
   Command command;
   command.kind = Command::Kind::kEof;
   command.received = received;
+  command.close_reason = std::move(close_reason);
   push(id, std::move(command));
 }
 
@@ -154,10 +166,11 @@ void ComputeWorker::cancel(StreamId id) {
   push(id, std::move(command));
 }
 
-void ComputeWorker::drain_and_stop() {
+void ComputeWorker::drain_and_stop(std::chrono::milliseconds timeout) {
   draining_.store(true);
   {
     std::lock_guard lock(mutex_);
+    if (!drain_requested_) drain_deadline_ = Clock::now() + timeout;
     drain_requested_ = true;
   }
   wake_.notify_one();
@@ -182,7 +195,7 @@ void ComputeWorker::take_commands(std::vector<Taken>& out, bool everything) {
         const auto size = static_cast<long long>(front.samples.size());
         if (!everything && taken_samples > 0 && taken_samples + size > budget) break;
         taken_samples += size;
-        inbox.buffered_samples -= size;
+        inbox.buffered_samples -= front.cost_samples;
       }
       out.push_back(Taken{id, std::move(front), false});
       inbox.commands.pop_front();
@@ -323,6 +336,7 @@ void ComputeWorker::apply_one(StreamId id, Command& command) {
       }
       live.eof = true;
       live.eof_received = command.received;
+      live.close_reason = std::move(command.close_reason);
       return;
     }
     case Command::Kind::kOpen:
@@ -333,13 +347,26 @@ void ComputeWorker::apply_one(StreamId id, Command& command) {
 bool ComputeWorker::open_stream(StreamId id, Live& live) {
   stream::StreamOptions options;
   options.sample_rate_hz = live.settings.sample_rate_hz;
-  if (!live.settings.phrase_list.empty()) {
-    if (config_.recognizer.decoder == stream::DecoderKind::kBeam) {
-      options.hotwords = live.settings.phrase_list;
-    } else {
-      live.warning =
-          "phrase_list ignored: the server runs the greedy decoder (start it with --decoder "
-          "beam for hotwords)";
+  options.decoder = live.settings.decoder;
+  options.use_lm = live.settings.use_lm;
+  options.decoding = live.settings.decoding;
+  const auto& phrases = live.settings.phrase_list;
+  // Hotwords need beam search in some families (CTC): a stream that sends them without choosing
+  // a decoder gets it there; the transducer's greedy search takes them too.
+  const bool needs_beam = !phrases.empty() && recognizer_->hotwords_need_beam_search();
+  if (needs_beam && !options.decoder) options.decoder = stream::DecoderKind::kBeam;
+  if (needs_beam && options.decoder == stream::DecoderKind::kGreedy) {
+    live.warning = "phrase_list ignored: the stream asked for the greedy decoder";
+  } else {
+    // A phrase the model cannot spell is left out with a warning; the stream goes on.
+    for (std::size_t i = 0; i < phrases.size(); ++i) {
+      auto phrase = recognizer_->normalise_hotword(phrases[i]);
+      if (phrase) {
+        options.hotwords.push_back(std::move(*phrase));
+      } else {
+        live.warning += (live.warning.empty() ? "" : "; ") + std::string("phrase_list[") +
+                        std::to_string(i) + "] ignored: " + phrase.status().message();
+      }
     }
   }
   auto opened = recognizer_->open_stream(options);
@@ -355,6 +382,10 @@ bool ComputeWorker::open_stream(StreamId id, Live& live) {
 void ComputeWorker::fail(StreamId id, Live& live, std::string_view kind, const std::string& message,
                          int close_code) {
   metrics_->count_error(kind);
+  if (kind == "engine") {
+    engine_errors_.fetch_add(1);
+    version_metrics_.engine_errors_total.Increment();
+  }
   live.sink->send_text(error_json(kind, message));
   live.sink->close(close_code, std::string(kind));
   live.closed = true;
@@ -374,6 +405,7 @@ void ComputeWorker::reap() {
     }
     admitted_.fetch_sub(1);
     metrics_->active_streams.Decrement();
+    version_metrics_.active_streams.Decrement();
   }
   closing_.clear();
 }
@@ -402,7 +434,7 @@ void ComputeWorker::begin_drain() {
   const auto now = Clock::now();
   for (auto& [id, live] : live_) {
     if (live.closed) continue;
-    if (!live.stream) {
+    if (!live.stream || live.settings.cancel_on_drain) {
       live.sink->close(kCloseGoingAway, "server shutting down");
       live.closed = true;
       closing_.push_back(id);
@@ -415,6 +447,17 @@ void ComputeWorker::begin_drain() {
     }
     join_round(id, live);
   }
+}
+
+void ComputeWorker::close_remaining_after_drain_timeout() {
+  for (auto& [id, live] : live_) {
+    if (live.closed) continue;
+    metrics_->count_error("drain_timeout");
+    live.sink->close(kCloseGoingAway, "server shutting down (drain timeout)");
+    live.closed = true;
+    closing_.push_back(id);
+  }
+  reap();
 }
 
 void ComputeWorker::run_round() {
@@ -442,7 +485,7 @@ void ComputeWorker::run_round() {
   // time; replay that here for the batch-size histogram.
   long long total_chunks = 0;
   for (long long p : pending) total_chunks += p;
-  const long long max_batch = config_.recognizer.max_batch;
+  const long long max_batch = recognizer_->config().max_batch;
   for (long long layer = 0;; ++layer) {
     long long count = 0;
     for (long long p : pending) count += p > layer ? 1 : 0;
@@ -504,29 +547,37 @@ void ComputeWorker::answer(StreamId id, Live& live, std::vector<stream::StreamRe
       live.partial = r.result.text;
       if (!live.partial.empty() && !live.partial_nonempty_sent) {
         live.partial_nonempty_sent = true;
-        metrics_->first_partial_latency_seconds.Observe(seconds_since(live.last_fed));
+        live.first_partial_ms = 1000 * seconds_since(live.last_fed);
+        metrics_->first_partial_latency_seconds.Observe(live.first_partial_ms / 1000);
       }
       continue;
     }
-    finals.push_back(final_json(r.result, live.settings.words, take_warning()));
-    metrics_->final_latency_seconds.Observe(
-        seconds_since(stream_done ? live.eof_received : live.last_fed));
+    const double final_s = seconds_since(stream_done ? live.eof_received : live.last_fed);
+    const FinalFigures figures{r.endpoint == decode::EndpointReason::kNone
+                                   ? "eof"
+                                   : decode::endpoint_reason_name(r.endpoint),
+                               live.first_partial_ms, 1000 * final_s};
+    finals.push_back(final_json(r.result, live.settings.words, take_warning(), &figures));
+    metrics_->final_latency_seconds.Observe(final_s);
     live.partial.clear();
     live.partial_nonempty_sent = false;
+    live.first_partial_ms = -1;
   }
   // Vosk clients wait for a final after eof; the Recognizer gives none when the last utterance
   // already ended at an endpoint, so answer with an empty one.
   if (stream_done && finals.empty() && !live.final_after_eof_sent) {
     decode::DecodingResult empty;
     empty.is_final = true;
-    finals.push_back(final_json(empty, live.settings.words, take_warning()));
-    metrics_->final_latency_seconds.Observe(seconds_since(live.eof_received));
+    const FinalFigures figures{"eof", -1, 1000 * seconds_since(live.eof_received)};
+    finals.push_back(final_json(empty, live.settings.words, take_warning(), &figures));
+    metrics_->final_latency_seconds.Observe(figures.final_ms / 1000);
   }
   if (stream_done) live.final_after_eof_sent = true;
   // Vosk clients wait for one reply per audio frame: finals answer the first frame, partials
   // the others; finals with no frame left to answer (end of stream) follow.
   for (const auto& received : live.unanswered) {
     metrics_->reply_latency_seconds.Observe(seconds_since(received));
+    version_metrics_.reply_latency_seconds.Observe(seconds_since(received));
     if (!finals.empty()) {
       for (auto& f : finals) live.sink->send_text(std::move(f));
       finals.clear();
@@ -538,7 +589,7 @@ void ComputeWorker::answer(StreamId id, Live& live, std::vector<stream::StreamRe
   for (auto& f : finals) live.sink->send_text(std::move(f));
   if (stream_done) {
     live.sink->close(drain_started_ ? kCloseGoingAway : kCloseNormal,
-                     drain_started_ ? "server shutting down" : "eof");
+                     drain_started_ ? "server shutting down" : live.close_reason);
     live.closed = true;
     mark_closing(id);
   }
@@ -561,14 +612,18 @@ void ComputeWorker::run() {
       run_round();
       reap();
       if (live_.empty()) break;
+      if (Clock::now() >= drain_deadline_) {
+        close_remaining_after_drain_timeout();
+        break;
+      }
       continue;
     }
     if (config_.max_queue_delay_us > 0) {
       int ready = ready_streams_.load();
-      if (ready > 0 && ready < config_.recognizer.max_batch) {
+      if (ready > 0 && ready < recognizer_->config().max_batch) {
         const Clock::time_point oldest = oldest_ready_frame();
         const auto deadline = oldest + std::chrono::microseconds(config_.max_queue_delay_us);
-        while (ready < config_.recognizer.max_batch && Clock::now() < deadline) {
+        while (ready < recognizer_->config().max_batch && Clock::now() < deadline) {
           {
             std::unique_lock lock(mutex_);
             wake_.wait_until(lock, deadline, [&] { return has_commands_ || drain_requested_; });

@@ -48,9 +48,18 @@ struct StreamSettings {
   int sample_rate_hz = 16000;
   bool words = false;
   std::vector<std::string> phrase_list;
+  // The client's decoding choices (protocol.h ClientConfig); unset: the server's.
+  std::optional<stream::DecoderKind> decoder;
+  std::optional<bool> use_lm;
+  stream::DecodingChoices decoding;
   // Audio this stream may queue ahead of the model, in samples (0: no bound); beyond it
-  // push_audio() asks the caller to stop reading.
+  // push_audio() asks the caller to stop reading. Every frame counts as at least 10 ms of audio,
+  // so a flood of empty frames (each of which gets a reply) is throttled like audio.
   long long max_buffered_samples = 0;
+  // A graceful shutdown closes this stream at once (StreamSink::close with 1001,
+  // "shutting_down") instead of decoding the rest of its audio: uploads, so that live streams'
+  // finals are not held back behind hours of queued audio.
+  bool cancel_on_drain = false;
 };
 
 // WebSocket close codes the worker uses (RFC 6455).
@@ -81,15 +90,21 @@ class ComputeWorker {
   // Queues samples; returns true when the stream is now over its bound and the caller should
   // stop reading until StreamSink::resume_reading().
   bool push_audio(StreamId id, std::vector<float> samples, Clock::time_point received);
-  // End of input: the final result follows, then the stream closes.
-  void finish(StreamId id, Clock::time_point received);
+  // End of input: the final result follows, then the stream closes with 1000 (1001 during a
+  // drain) and `close_reason` ("eof"; "idle_timeout" when the server ends a silent stream).
+  void finish(StreamId id, Clock::time_point received, std::string close_reason = "eof");
   // The client is gone or misbehaved: drop the stream and free its slot without replies.
   void cancel(StreamId id);
-  // Graceful shutdown: refuse new streams, finish every live one (finals sent), then stop the
-  // thread. Blocks until done.
-  void drain_and_stop();
+  // Graceful shutdown: refuse new streams, finish every live one (finals sent) except those
+  // marked cancel_on_drain, then stop the thread. Streams still open after `timeout` are closed
+  // with 1001 and no final (counted as drain_timeout). Blocks until done.
+  void drain_and_stop(std::chrono::milliseconds timeout = std::chrono::hours(1));
 
   int admitted_streams() const { return admitted_.load(); }
+  // Streams admitted since start, and those that ended with an engine error (the model router
+  // retires a version whose streams fail too often).
+  long long streams_admitted_total() const { return streams_admitted_total_.load(); }
+  long long engine_errors() const { return engine_errors_.load(); }
   int slots_in_use() const { return recognizer_->streams_open(); }
   bool draining() const { return draining_.load(); }
   int capacity() const { return config_.recognizer.max_streams; }
@@ -101,7 +116,10 @@ class ComputeWorker {
     enum class Kind { kOpen, kConfigure, kAudio, kEof, kCancel };
     Kind kind = Kind::kAudio;
     std::vector<float> samples;
+    // What the audio counts against the stream's bound: its samples, at least 10 ms' worth.
+    long long cost_samples = 0;
     Clock::time_point received;
+    std::string close_reason;  // kEof
     StreamSettings settings;
     std::shared_ptr<StreamSink> sink;
   };
@@ -111,6 +129,7 @@ class ComputeWorker {
     long long buffered_samples = 0;
     long long max_buffered_samples = 0;  // 0: no bound (HTTP uploads, bounded by their size)
     long long feed_budget_samples = 16000;
+    long long min_frame_cost_samples = 160;  // 10 ms at the stream's rate
     bool reading_paused = false;
     bool throttle_reported = false;
     // In inboxes_with_commands_: the worker visits only inboxes that have something, so a round
@@ -126,8 +145,11 @@ class ComputeWorker {
     std::deque<Clock::time_point> unanswered;
     Clock::time_point last_fed;
     Clock::time_point eof_received;
+    std::string close_reason = "eof";
     std::string partial;
     bool partial_nonempty_sent = false;
+    // The current utterance's first-partial latency (FinalFigures), -1 before its first partial.
+    double first_partial_ms = -1;
     bool eof = false;
     bool closed = false;
     bool final_after_eof_sent = false;
@@ -144,7 +166,9 @@ class ComputeWorker {
   };
 
   ComputeWorker(const ServerConfig& config, std::shared_ptr<ServerMetrics> metrics)
-      : config_(config), metrics_(std::move(metrics)) {}
+      : config_(config),
+        metrics_(std::move(metrics)),
+        version_metrics_(metrics_->version_metrics(config.model_label, config.version_label)) {}
   void push(StreamId id, Command command);
   void run();
   // Moves queued commands out (at most max_feed_ms_per_round of audio per stream unless
@@ -170,9 +194,13 @@ class ComputeWorker {
 
   ServerConfig config_;
   std::shared_ptr<ServerMetrics> metrics_;
+  // This worker's model version's own metrics (labels from config_.model_label/version_label).
+  ServerMetrics::VersionMetrics version_metrics_;
   ComputeDevice device_;
   std::shared_ptr<stream::Recognizer> recognizer_;
   std::atomic<int> admitted_{0};
+  std::atomic<long long> streams_admitted_total_{0};
+  std::atomic<long long> engine_errors_{0};
   std::atomic<bool> draining_{false};
   std::atomic<StreamId> next_id_{1};
 
@@ -193,6 +221,9 @@ class ComputeWorker {
   std::vector<StreamId> closing_;
   std::unique_ptr<ThreadPool> front_end_pool_;
   bool drain_started_ = false;
+  Clock::time_point drain_deadline_ = Clock::time_point::max();  // under mutex_ until drain
+  // Closes every stream still open with 1001 and no final: the drain ran out of time.
+  void close_remaining_after_drain_timeout();
   std::thread thread_;
 };
 

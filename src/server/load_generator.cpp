@@ -254,6 +254,7 @@ class Session : public std::enable_shared_from_this<Session> {
       outcome.text = text_;
       outcome.error = error;
       outcome.refused = refused;
+      outcome.whole = next_byte_ >= clip_.pcm16.size();
       if (refused) {
         ++r.refused;
       } else if (!error.empty()) {
@@ -395,38 +396,6 @@ Expected<WsTarget> parse_loopback_url(const std::string& url) {
   return target;
 }
 
-std::vector<std::string> normalize_words(const std::string& text) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || c == '\'') {
-      word.push_back(static_cast<char>(std::tolower(u)));
-    } else if (std::isspace(u) || c == '-') {
-      if (!word.empty()) words.push_back(std::move(word));
-      word.clear();
-    }
-  }
-  if (!word.empty()) words.push_back(std::move(word));
-  return words;
-}
-
-long long word_edit_distance(const std::vector<std::string>& reference,
-                             const std::vector<std::string>& hypothesis) {
-  std::vector<long long> previous(hypothesis.size() + 1), current(hypothesis.size() + 1);
-  for (std::size_t j = 0; j <= hypothesis.size(); ++j) previous[j] = static_cast<long long>(j);
-  for (std::size_t i = 1; i <= reference.size(); ++i) {
-    current[0] = static_cast<long long>(i);
-    for (std::size_t j = 1; j <= hypothesis.size(); ++j) {
-      const long long substitute =
-          previous[j - 1] + (reference[i - 1] == hypothesis[j - 1] ? 0 : 1);
-      current[j] = std::min({substitute, previous[j] + 1, current[j - 1] + 1});
-    }
-    std::swap(previous, current);
-  }
-  return previous[hypothesis.size()];
-}
-
 Expected<LoadGenReport> run_load_generator(LoadGenConfig config) {
   if (config.files.empty() && !config.wav_dir.empty()) {
     std::error_code ec;
@@ -496,8 +465,11 @@ std::string LoadGenReport::to_json() const {
           : nlohmann::json(nullptr);
   nlohmann::json results = nlohmann::json::array();
   for (const auto& o : outcomes) {
-    results.push_back(
-        {{"file", o.file}, {"text", o.text}, {"error", o.error}, {"refused", o.refused}});
+    results.push_back({{"file", o.file},
+                       {"text", o.text},
+                       {"error", o.error},
+                       {"refused", o.refused},
+                       {"whole", o.whole}});
   }
   out["results"] = std::move(results);
   return out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "decode/word_error_rate.h"
 #include "voxrt/status.h"
 
 namespace voxrt::server {
@@ -41,6 +42,7 @@ struct StreamOutcome {
   std::string text;   // finals joined by spaces
   std::string error;  // empty when the stream ended normally
   bool refused = false;
+  bool whole = false;  // the whole file was sent (not cut by --duration)
 };
 
 struct LoadGenReport {
@@ -68,11 +70,9 @@ struct WsTarget {
 };
 Expected<WsTarget> parse_loopback_url(const std::string& url);
 
-// Lowercase words with punctuation removed, for WER.
-std::vector<std::string> normalize_words(const std::string& text);
-// Levenshtein distance over words.
-long long word_edit_distance(const std::vector<std::string>& reference,
-                             const std::vector<std::string>& hypothesis);
+// WER helpers, for the report and its users.
+using decode::normalize_words;
+using decode::word_edit_distance;
 
 Expected<LoadGenReport> run_load_generator(LoadGenConfig config);
 

@@ -1,7 +1,11 @@
 #include "server/protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <type_traits>
+
+#include "server/client_json.h"
 
 namespace voxrt::server {
 namespace {
@@ -15,7 +19,7 @@ Expected<int> parse_sample_rate(const json& value) {
   if (!std::isfinite(rate) || rate != std::floor(rate) || rate < kMinSampleRateHz ||
       rate > kMaxSampleRateHz) {
     return invalid_argument("config.sample_rate must be a whole number of Hz in ", kMinSampleRateHz,
-                            "..", kMaxSampleRateHz, ", found ", value.dump());
+                            "..", kMaxSampleRateHz, ", found ", describe_client_value(value));
   }
   return static_cast<int>(rate);
 }
@@ -24,7 +28,8 @@ Expected<bool> parse_flag(const json& value, std::string_view field) {
   if (value.is_boolean()) return value.get<bool>();
   if (value.is_number_integer() && (value.get<long long>() == 0 || value.get<long long>() == 1))
     return value.get<long long>() == 1;
-  return invalid_argument(field, " must be true, false, 0 or 1, found ", value.dump());
+  return invalid_argument(field, " must be true, false, 0 or 1, found ",
+                          describe_client_value(value));
 }
 
 Expected<ClientConfig> parse_config(const json& object) {
@@ -56,6 +61,40 @@ Expected<ClientConfig> parse_config(const json& object) {
       if (!text.empty()) config.phrase_list.push_back(std::move(text));
     }
   }
+  if (auto it = object.find("decoder"); it != object.end()) {
+    if (*it != "greedy" && *it != "beam")
+      return invalid_argument("config.decoder must be \"greedy\" or \"beam\", found ", it->dump());
+    config.decoder = *it == "beam" ? decode::DecoderKind::kBeam : decode::DecoderKind::kGreedy;
+  }
+  if (auto it = object.find("lm"); it != object.end()) {
+    VOXRT_ASSIGN_OR_RETURN(config.use_lm, parse_flag(*it, "config.lm"));
+  }
+  if (auto it = object.find("lexicon_only"); it != object.end()) {
+    VOXRT_ASSIGN_OR_RETURN(config.decoding.lexicon_only, parse_flag(*it, "config.lexicon_only"));
+  }
+  auto number = [&](const char* key, auto& field) -> Status {
+    auto it = object.find(key);
+    if (it == object.end()) return Status::ok();
+    if (!it->is_number() || !std::isfinite(it->get<double>()))
+      return invalid_argument("config.", key, " must be a number, found ", it->dump());
+    using Field = typename std::remove_reference_t<decltype(field)>::value_type;
+    if constexpr (std::is_integral_v<Field>) {
+      if (!it->is_number_integer())
+        return invalid_argument("config.", key, " must be a whole number, found ", it->dump());
+      const long long value = it->get<long long>();
+      // Out of int's range is out of every setting's range: clamp so validate() names it.
+      field = static_cast<Field>(std::clamp<long long>(value, -1, 1 << 30));
+    } else {
+      field = static_cast<Field>(it->get<double>());
+    }
+    return Status::ok();
+  };
+  VOXRT_RETURN_IF_ERROR(number("beam_width", config.decoding.beam_width));
+  VOXRT_RETURN_IF_ERROR(number("lm_weight", config.decoding.lm_weight));
+  VOXRT_RETURN_IF_ERROR(number("word_bonus", config.decoding.word_bonus));
+  VOXRT_RETURN_IF_ERROR(number("hotword_bonus", config.decoding.hotword_bonus));
+  if (Status valid = config.decoding.validate(); !valid)
+    return invalid_argument("config.", valid.message());
   // Other Vosk keys (max_alternatives, nlsml, ...) are accepted and ignored.
   return config;
 }
@@ -63,8 +102,7 @@ Expected<ClientConfig> parse_config(const json& object) {
 }  // namespace
 
 Expected<ClientMessage> parse_client_text(std::string_view text) {
-  json message = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (message.is_discarded()) return invalid_argument("text frame is not valid JSON");
+  VOXRT_ASSIGN_OR_RETURN(json message, parse_client_json(text));
   if (!message.is_object())
     return invalid_argument("text frame must be a JSON object, found ", message.type_name());
   const bool has_config = message.contains("config");
@@ -74,7 +112,10 @@ Expected<ClientMessage> parse_client_text(std::string_view text) {
   ClientMessage out;
   if (has_eof) {
     VOXRT_ASSIGN_OR_RETURN(bool eof, parse_flag(message["eof"], "eof"));
-    if (!eof) return invalid_argument("\"eof\" must be 1 or true, found ", message["eof"].dump());
+    if (!eof) {
+      return invalid_argument("\"eof\" must be 1 or true, found ",
+                              describe_client_value(message["eof"]));
+    }
     out.kind = ClientMessage::Kind::kEof;
     return out;
   }
@@ -89,7 +130,8 @@ std::string partial_json(std::string_view text, std::string_view warning) {
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-std::string final_json(const decode::DecodingResult& result, bool words, std::string_view warning) {
+std::string final_json(const decode::DecodingResult& result, bool words, std::string_view warning,
+                       const FinalFigures* figures) {
   json out = json::object();
   if (words) {
     json list = json::array();
@@ -101,6 +143,11 @@ std::string final_json(const decode::DecodingResult& result, bool words, std::st
   }
   out["text"] = result.text;
   if (!warning.empty()) out["warning"] = std::string(warning);
+  if (figures != nullptr) {
+    out["endpoint"] = std::string(figures->endpoint);
+    out["latency"] = {{"first_partial_ms", figures->first_partial_ms},
+                      {"final_ms", figures->final_ms}};
+  }
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

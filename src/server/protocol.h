@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "decode/decoding_choices.h"
 #include "decode/decoding_result.h"
 #include "voxrt/status.h"
 
@@ -23,6 +24,12 @@ struct ClientConfig {
   std::optional<int> sample_rate_hz;
   bool words = false;
   std::vector<std::string> phrase_list;
+  // voxrt's per-stream decoding choices (docs/server.md): "decoder" (greedy | beam), "lm"
+  // (false: beam search without the server's LM), "beam_width", "lm_weight", "word_bonus",
+  // "hotword_bonus", "lexicon_only".
+  std::optional<decode::DecoderKind> decoder;
+  std::optional<bool> use_lm;
+  decode::DecodingChoices decoding;
 };
 
 struct ClientMessage {
@@ -36,9 +43,21 @@ Expected<ClientMessage> parse_client_text(std::string_view text);
 
 // {"partial": "..."}; `warning` (when not empty) is added as a "warning" field.
 std::string partial_json(std::string_view text, std::string_view warning = {});
-// {"text": "...", "result": [{"word", "start", "end", "conf"}]}; result only when words is set.
+// voxrt's additions to a final (Vosk clients ignore them; the live page shows them): why the
+// utterance ended and the server's latency figures for it (negative: not measured).
+struct FinalFigures {
+  // decode::endpoint_reason_name, or "eof" for the final at the end of input.
+  std::string_view endpoint;
+  // Arrival of the frame that produced the utterance's first non-empty partial to its reply.
+  double first_partial_ms = -1;
+  // The endpoint's last frame (or the eof) to this final.
+  double final_ms = -1;
+};
+
+// {"text": "...", "result": [{"word", "start", "end", "conf"}]}; result only when words is set;
+// with figures also "endpoint" and "latency": {"first_partial_ms", "final_ms"}.
 std::string final_json(const decode::DecodingResult& result, bool words,
-                       std::string_view warning = {});
+                       std::string_view warning = {}, const FinalFigures* figures = nullptr);
 // {"error": "...", "kind": "..."}: sent before the server closes a stream it refuses.
 std::string error_json(std::string_view kind, std::string_view message);
 

@@ -5,7 +5,9 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
+#include "server/model_router.h"
 #include "server/server_config.h"
 #include "server/server_metrics.h"
 #include "voxrt/status.h"
@@ -29,6 +31,17 @@ class Server {
   ServerMetrics& metrics();
   int active_streams() const;
   int slots_in_use() const;
+  int max_streams() const;
+  // Open TCP connections and the most the server keeps (ConnectionLimits).
+  int open_connections() const;
+  int max_connections() const;
+  int uploads_in_flight() const;
+  // The loaded model versions (one for --engine; the repository's for --repo).
+  ModelRouter& models();
+  // The settings in force (max_streams resolved when --max-streams auto was asked for).
+  const ServerConfig& config() const;
+  // How --max-streams auto decided (empty when it was not asked for).
+  const std::string& capacity_note() const;
 
   struct Impl;
 

@@ -25,6 +25,11 @@ struct ComputeDevice {
 // worker thread and its command queue stop being the limit before the GPU is.
 Expected<std::vector<ComputeDevice>> parse_devices(std::string_view text);
 
+// `--auth-token-file`: the token on the file's first line, surrounding white space removed.
+// Refused when the line is empty or holds only white space (that once turned authentication off
+// silently), or when the token contains white space or control characters.
+Expected<std::string> read_auth_token_file(const std::string& path);
+
 struct ServerConfig {
   // Engine, decoder, max_streams (= state slots), max_batch (streams per engine call), threads
   // (kernel threads of the one compute worker).
@@ -58,6 +63,51 @@ struct ServerConfig {
   std::size_t max_upload_bytes = 25u << 20;
   // Audio taken from one stream's queue per worker round, so a fast client cannot starve others.
   int max_feed_ms_per_round = 1280;
+  // Longest decoded duration of one upload. Uploads are decoded piece by piece, so this bounds
+  // compute time, not memory; a header that declares more is refused before decoding (413).
+  int max_upload_audio_s = 3600;
+  // Threads that decode uploads and feed them to the compute workers, so decoding never runs on
+  // (and stalls) a network thread.
+  int upload_threads = 2;
+  // Uploads being decoded or waiting for an upload thread; more are refused (503, max_uploads).
+  int max_pending_uploads = 16;
+  // Replies a WebSocket may have waiting for a client that does not read them; beyond this the
+  // connection is dropped (slow_reader) instead of growing the queue.
+  std::size_t max_reply_queue_bytes = 1u << 20;
+  // Open TCP connections in all (WebSocket and HTTP); beyond it new connections are closed at
+  // accept. 0: derived from the process's file-descriptor limit (Server::create raises the soft
+  // limit to the hard one and keeps a reserve).
+  int max_connections = 0;
+  // Time a client has to send a complete HTTP request header (slow-header clients).
+  int header_timeout_s = 10;
+  // On SIGINT/SIGTERM: live streams get this long to receive their finals; uploads in flight are
+  // cancelled (503, shutting_down) at once so they do not hold the finals back. Streams still open
+  // at the deadline are closed with 1001. Below an orchestrator's usual 30 s grace period.
+  int drain_timeout_s = 20;
+  // --max-streams auto: derive max_streams from a timing of the engine on this machine (CPU
+  // engines) instead of taking recognizer.max_streams as it is. Server::create applies it.
+  bool derive_max_streams = false;
+
+  // ---- a model repository instead of one engine (docs/model_repository.md) ----
+  // Non-empty: serve the ready versions of the repository's models (recognizer.engine_path is
+  // then filled per version) and pick up newly published ones without a restart.
+  std::string repo_path;
+  // Which target's engines to serve: cpu | cuda.
+  std::string repo_target = "cpu";
+  // The model a WebSocket on a path other than /models/NAME, or an upload without a known
+  // `model`, gets. Empty: "default" if the repository has it, else its first model.
+  std::string default_model;
+  // 1..99: new streams of a model go to its newest ready version with this probability and to
+  // the previous one otherwise (both stay loaded). 0: all go to the newest.
+  int canary_percent = 0;
+  // How often the repository is read for newly published or rolled back versions.
+  int repo_poll_ms = 2000;
+  // A version whose streams end in engine errors this often (at least 5 of them, over 10 % of
+  // its streams) is retired and the previous ready version serves again.
+  double max_engine_error_rate = 0.1;
+  // Labels of this engine in the per-version metrics (set by the model router).
+  std::string model_label = "default";
+  std::string version_label = "engine";
   // Stop gracefully on SIGINT/SIGTERM (the CLI sets it; tests call Server::shutdown()).
   bool handle_signals = false;
 

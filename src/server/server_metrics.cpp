@@ -1,5 +1,6 @@
 #include "server/server_metrics.h"
 
+#include <map>
 #include <sstream>
 
 #include <prometheus/text_serializer.h>
@@ -37,6 +38,12 @@ ServerMetrics::ServerMetrics()
       active_streams(gauge(*registry_, "voxrt_active_streams", "Streams admitted and not closed")),
       websocket_connections(
           gauge(*registry_, "voxrt_websocket_connections", "Open WebSocket connections")),
+      tcp_connections(gauge(*registry_, "voxrt_tcp_connections",
+                            "Open TCP connections (WebSocket, HTTP, and ones being refused)")),
+      tcp_connections_capacity(gauge(*registry_, "voxrt_tcp_connections_capacity",
+                                     "Most TCP connections the server keeps open at once")),
+      uploads_in_flight(gauge(*registry_, "voxrt_uploads_in_flight",
+                              "Uploads being decoded and recognised, or waiting for a thread")),
       slots_in_use(gauge(*registry_, "voxrt_state_slots_in_use", "Engine state slots in use")),
       slots_capacity(gauge(*registry_, "voxrt_state_slots_capacity", "Engine state slots")),
       chunks_per_second(gauge(*registry_, "voxrt_chunks_per_second",
@@ -71,7 +78,50 @@ ServerMetrics::ServerMetrics()
       errors_(BuildCounter()
                   .Name("voxrt_stream_errors_total")
                   .Help("Streams or requests that ended with an error, by kind")
-                  .Register(*registry_)) {}
+                  .Register(*registry_)),
+      accept_errors_(BuildCounter()
+                         .Name("voxrt_accept_errors_total")
+                         .Help("accept() failures, by kind (descriptors: out of file descriptors)")
+                         .Register(*registry_)),
+      version_streams_(BuildCounter()
+                           .Name("voxrt_model_streams_total")
+                           .Help("Streams admitted, by model version")
+                           .Register(*registry_)),
+      version_active_(BuildGauge()
+                          .Name("voxrt_model_active_streams")
+                          .Help("Streams open, by model version")
+                          .Register(*registry_)),
+      version_engine_errors_(BuildCounter()
+                                 .Name("voxrt_model_engine_errors_total")
+                                 .Help("Streams ended by an engine error, by model version")
+                                 .Register(*registry_)),
+      version_latency_(BuildHistogram()
+                           .Name("voxrt_model_reply_latency_seconds")
+                           .Help("Audio frame received to its reply queued, by model version")
+                           .Register(*registry_)),
+      version_serving_(BuildGauge()
+                           .Name("voxrt_model_version_serving")
+                           .Help("1 while a loaded model version takes new streams, 0 while it "
+                                 "drains")
+                           .Register(*registry_)),
+      version_failures_(BuildCounter()
+                            .Name("voxrt_model_version_failures_total")
+                            .Help("Model versions refused: load, warm_up or live_errors")
+                            .Register(*registry_)) {}
+
+ServerMetrics::VersionMetrics ServerMetrics::version_metrics(const std::string& model,
+                                                             const std::string& version) {
+  const std::map<std::string, std::string> labels = {{"model", model}, {"version", version}};
+  return VersionMetrics{
+      version_streams_.Add(labels), version_active_.Add(labels), version_engine_errors_.Add(labels),
+      version_latency_.Add(labels, latency_buckets()), version_serving_.Add(labels)};
+}
+
+void ServerMetrics::count_version_failure(const std::string& model, const std::string& version,
+                                          std::string_view kind) {
+  version_failures_.Add({{"model", model}, {"version", version}, {"kind", std::string(kind)}})
+      .Increment();
+}
 
 void ServerMetrics::count_refusal(std::string_view kind) {
   refusals_.Add({{"kind", std::string(kind)}}).Increment();
@@ -79,6 +129,10 @@ void ServerMetrics::count_refusal(std::string_view kind) {
 
 void ServerMetrics::count_error(std::string_view kind) {
   errors_.Add({{"kind", std::string(kind)}}).Increment();
+}
+
+void ServerMetrics::count_accept_error(std::string_view kind) {
+  accept_errors_.Add({{"kind", std::string(kind)}}).Increment();
 }
 
 void ServerMetrics::count_chunks(long long chunks) {

@@ -30,12 +30,32 @@ class ServerMetrics {
   // bad_message, bad_config, message_too_big, idle_timeout, client_gone, engine, ...).
   void count_refusal(std::string_view kind);
   void count_error(std::string_view kind);
+  // accept() failures by kind: descriptors (EMFILE/ENFILE: the process or system is out of file
+  // descriptors), other.
+  void count_accept_error(std::string_view kind);
   // Model chunks run in one worker round (feeds the chunks-per-second gauge).
   void count_chunks(long long chunks);
   std::string serialize();
 
+  // Metrics of one model version (voxrt serve --repo; the single engine of --engine is model
+  // "default", version "engine"), labelled {model, version}.
+  struct VersionMetrics {
+    prometheus::Counter& streams_total;
+    prometheus::Gauge& active_streams;
+    prometheus::Counter& engine_errors_total;
+    prometheus::Histogram& reply_latency_seconds;
+    prometheus::Gauge& serving;  // 1 while new streams may go to it, 0 once retired
+  };
+  VersionMetrics version_metrics(const std::string& model, const std::string& version);
+  // A version that could not be loaded or warmed up, or was retired for errors on live traffic.
+  void count_version_failure(const std::string& model, const std::string& version,
+                             std::string_view kind);
+
   prometheus::Gauge& active_streams;
   prometheus::Gauge& websocket_connections;
+  prometheus::Gauge& tcp_connections;
+  prometheus::Gauge& tcp_connections_capacity;
+  prometheus::Gauge& uploads_in_flight;
   prometheus::Gauge& slots_in_use;
   prometheus::Gauge& slots_capacity;
   prometheus::Gauge& chunks_per_second;
@@ -52,6 +72,13 @@ class ServerMetrics {
  private:
   prometheus::Family<prometheus::Counter>& refusals_;
   prometheus::Family<prometheus::Counter>& errors_;
+  prometheus::Family<prometheus::Counter>& accept_errors_;
+  prometheus::Family<prometheus::Counter>& version_streams_;
+  prometheus::Family<prometheus::Gauge>& version_active_;
+  prometheus::Family<prometheus::Counter>& version_engine_errors_;
+  prometheus::Family<prometheus::Histogram>& version_latency_;
+  prometheus::Family<prometheus::Gauge>& version_serving_;
+  prometheus::Family<prometheus::Counter>& version_failures_;
   std::mutex rate_mutex_;
   std::deque<std::pair<std::chrono::steady_clock::time_point, long long>> recent_chunks_;
 };

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "decode/subtitles.h"
+
 namespace voxrt::server {
 namespace {
 
@@ -83,18 +85,12 @@ Expected<TranscriptionRequest> parse_transcription_request(std::string_view cont
   }
   if (!have_file) return invalid_argument("multipart body has no 'file' part");
   if (request.response_format != "json" && request.response_format != "text" &&
-      request.response_format != "verbose_json") {
-    return invalid_argument("response_format must be json, text or verbose_json, found '",
+      request.response_format != "verbose_json" && request.response_format != "srt" &&
+      request.response_format != "vtt") {
+    return invalid_argument("response_format must be json, text, verbose_json, srt or vtt, found '",
                             request.response_format, "'");
   }
   return request;
-}
-
-Expected<audio::AudioClip> decode_uploaded_audio(const std::string& file_bytes) {
-  // libsndfile reads the upload from memory (virtual I/O): no temporary file.
-  auto clip = audio::read_audio_bytes(file_bytes, "uploaded file");
-  if (!clip) return invalid_argument(clip.status().message());
-  return clip;
 }
 
 TranscriptionResponse format_transcription(const std::vector<TranscriptionSegment>& segments,
@@ -107,6 +103,16 @@ TranscriptionResponse format_transcription(const std::vector<TranscriptionSegmen
   }
   using json = nlohmann::json;
   if (response_format == "text") return {"text/plain; charset=utf-8", text + "\n"};
+  if (response_format == "srt" || response_format == "vtt") {
+    std::vector<decode::TimedText> cues;
+    for (const auto& s : segments) {
+      if (s.text.empty()) continue;
+      cues.push_back({s.words.empty() ? 0.0 : s.words.front().start_s,
+                      s.words.empty() ? 0.0 : s.words.back().end_s, s.text});
+    }
+    if (response_format == "srt") return {"application/x-subrip", decode::to_srt(cues)};
+    return {"text/vtt; charset=utf-8", decode::to_vtt(cues)};
+  }
   if (response_format == "json") {
     return {"application/json",
             json{{"text", text}}.dump(-1, ' ', false, json::error_handler_t::replace)};

@@ -6,7 +6,6 @@
 #include <string_view>
 #include <vector>
 
-#include "audio/audio_io.h"
 #include "decode/decoding_result.h"
 #include "voxrt/status.h"
 
@@ -16,14 +15,12 @@ struct TranscriptionRequest {
   std::string file_bytes;  // the uploaded audio file
   std::string file_name;
   std::string model;
-  std::string response_format = "json";  // json | text | verbose_json
+  std::string response_format = "json";  // json | text | verbose_json | srt | vtt
 };
 
 // `content_type` is the request's Content-Type header (multipart/form-data; boundary=...).
 Expected<TranscriptionRequest> parse_transcription_request(std::string_view content_type,
                                                            std::string_view body);
-// Any format libsndfile reads (WAV, FLAC, ...), downmixed to mono.
-Expected<audio::AudioClip> decode_uploaded_audio(const std::string& file_bytes);
 
 struct TranscriptionSegment {
   std::string text;

@@ -71,9 +71,9 @@ bool WorkerPool::push_audio(StreamId id, std::vector<float> samples, Clock::time
   return route(id, local).push_audio(local, std::move(samples), received);
 }
 
-void WorkerPool::finish(StreamId id, Clock::time_point received) {
+void WorkerPool::finish(StreamId id, Clock::time_point received, std::string close_reason) {
   StreamId local = 0;
-  route(id, local).finish(local, received);
+  route(id, local).finish(local, received, std::move(close_reason));
 }
 
 void WorkerPool::cancel(StreamId id) {
@@ -81,9 +81,10 @@ void WorkerPool::cancel(StreamId id) {
   route(id, local).cancel(local);
 }
 
-void WorkerPool::drain_and_stop() {
+void WorkerPool::drain_and_stop(std::chrono::milliseconds timeout) {
   std::vector<std::thread> drains;
-  for (auto& worker : workers_) drains.emplace_back([&worker] { worker->drain_and_stop(); });
+  for (auto& worker : workers_)
+    drains.emplace_back([&worker, timeout] { worker->drain_and_stop(timeout); });
   for (auto& t : drains) t.join();
 }
 
@@ -102,6 +103,18 @@ int WorkerPool::admitted_streams() const {
 int WorkerPool::slots_in_use() const {
   int total = 0;
   for (const auto& worker : workers_) total += worker->slots_in_use();
+  return total;
+}
+
+long long WorkerPool::streams_admitted_total() const {
+  long long total = 0;
+  for (const auto& worker : workers_) total += worker->streams_admitted_total();
+  return total;
+}
+
+long long WorkerPool::engine_errors() const {
+  long long total = 0;
+  for (const auto& worker : workers_) total += worker->engine_errors();
   return total;
 }
 

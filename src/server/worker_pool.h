@@ -23,14 +23,17 @@ class WorkerPool {
   Expected<StreamId> admit(std::shared_ptr<StreamSink> sink);
   void configure(StreamId id, StreamSettings settings);
   bool push_audio(StreamId id, std::vector<float> samples, Clock::time_point received);
-  void finish(StreamId id, Clock::time_point received);
+  void finish(StreamId id, Clock::time_point received, std::string close_reason = "eof");
   void cancel(StreamId id);
-  // Drains every worker at once (finals sent), then stops them. Blocks until done.
-  void drain_and_stop();
+  // Drains every worker at once (finals sent), then stops them; streams still open after
+  // `timeout` are closed without a final (ComputeWorker::drain_and_stop). Blocks until done.
+  void drain_and_stop(std::chrono::milliseconds timeout = std::chrono::hours(1));
 
   bool draining() const;
   int admitted_streams() const;
   int slots_in_use() const;
+  long long streams_admitted_total() const;
+  long long engine_errors() const;
   int max_streams() const { return max_streams_; }
   const std::vector<std::unique_ptr<ComputeWorker>>& workers() const { return workers_; }
 

@@ -5,34 +5,51 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <type_traits>
 
-#include "runtime/engine_impl.h"
+#include "stream/model_metadata.h"
 
 namespace voxrt::stream {
 namespace {
 
-// Log-probability that stands for "impossible" in synthetic blank frames; finite so the beam
-// search's log-sum-exp stays finite.
-constexpr float kImpossibleLogProb = -30.0f;
+Expected<StateAtEndpoint> metadata_state_at_endpoint(
+    const std::map<std::string, std::string>& metadata) {
+  auto it = metadata.find("voxrt.state_at_endpoint");
+  if (it == metadata.end() || it->second == "reset") return StateAtEndpoint::kReset;
+  if (it->second == "carry") return StateAtEndpoint::kCarry;
+  return invalid_argument(
+      "engine metadata: 'voxrt.state_at_endpoint' must be reset or carry, "
+      "found '",
+      it->second, "'");
+}
 
-Expected<int> metadata_int(const std::map<std::string, std::string>& metadata,
-                           const std::string& key, int fallback, bool required) {
-  auto it = metadata.find(key);
-  if (it == metadata.end()) {
-    if (required)
-      return invalid_argument("engine metadata: '", key,
-                              "' is missing (see docs/model_contract.md)");
-    return fallback;
-  }
-  try {
-    std::size_t used = 0;
-    const int value = std::stoi(it->second, &used);
-    if (used != it->second.size() || value < 1) throw std::invalid_argument("bad");
-    return value;
-  } catch (...) {
-    return invalid_argument("engine metadata: '", key, "' must be a positive integer, found '",
-                            it->second, "'");
-  }
+// The model's tuned decoding settings (voxrt.decoding.*); absent keys stay unset.
+Expected<DecodingChoices> metadata_decoding(const std::map<std::string, std::string>& metadata) {
+  DecodingChoices choices;
+  auto number = [&](const char* key, auto& field) -> Status {
+    auto it = metadata.find(key);
+    if (it == metadata.end()) return Status::ok();
+    try {
+      std::size_t used = 0;
+      const double value = std::stod(it->second, &used);
+      if (used != it->second.size()) throw std::invalid_argument("bad");
+      using Field = typename std::remove_reference_t<decltype(field)>::value_type;
+      // Out of int's range is out of every setting's range: clamped, validate() names it.
+      field = std::is_integral_v<Field> ? static_cast<Field>(std::clamp(value, -1.0, 1e9))
+                                        : static_cast<Field>(value);
+    } catch (...) {
+      return invalid_argument("engine metadata: '", key, "' must be a number, found '", it->second,
+                              "'");
+    }
+    return Status::ok();
+  };
+  VOXRT_RETURN_IF_ERROR(number("voxrt.decoding.beam_width", choices.beam_width));
+  VOXRT_RETURN_IF_ERROR(number("voxrt.decoding.lm_weight", choices.lm_weight));
+  VOXRT_RETURN_IF_ERROR(number("voxrt.decoding.word_bonus", choices.word_bonus));
+  VOXRT_RETURN_IF_ERROR(number("voxrt.decoding.hotword_bonus", choices.hotword_bonus));
+  Status valid = choices.validate();
+  if (!valid) return valid.with_context("engine metadata voxrt.decoding.*");
+  return choices;
 }
 
 }  // namespace
@@ -41,19 +58,29 @@ Status RecognizerConfig::validate() const {
   if (engine_path.empty()) return invalid_argument("recognizer: engine_path is empty");
   if (max_streams < 1)
     return invalid_argument("recognizer: max_streams must be >= 1, got ", max_streams);
-  if (max_batch < 1) return invalid_argument("recognizer: max_batch must be >= 1, got ", max_batch);
+  if (max_batch < 0)
+    return invalid_argument("recognizer: max_batch must be >= 1 (or 0: the engine's), got ",
+                            max_batch);
   if (threads < 1) return invalid_argument("recognizer: threads must be >= 1, got ", threads);
   if (!lm_path.empty() && decoder != DecoderKind::kBeam) {
     return invalid_argument("recognizer: an LM (", lm_path, ") needs the beam decoder");
   }
+  VOXRT_RETURN_IF_ERROR(decoding.validate());
+  if (decoding.lexicon_only.value_or(false) && lm_path.empty())
+    return invalid_argument("recognizer: lexicon_only needs an LM (its words are the lexicon)");
   if (vad_preroll_chunks < 0)
     return invalid_argument("recognizer: vad_preroll_chunks must be >= 0");
+  if (vad_endpoint_tail_ms && (*vad_endpoint_tail_ms < 0 || *vad_endpoint_tail_ms > 10000)) {
+    return invalid_argument("recognizer: vad_endpoint_tail_ms must be 0..10000, got ",
+                            *vad_endpoint_tail_ms);
+  }
   if (vad == VadKind::kSilero) {
     if (silero_engine_path.empty())
       return invalid_argument("recognizer: vad=silero needs silero_engine_path");
     VOXRT_RETURN_IF_ERROR(silero_vad.validate());
   }
   if (wake_word) VOXRT_RETURN_IF_ERROR(wake_word->validate());
+  VOXRT_RETURN_IF_ERROR(transducer.validate());
   return endpoint.validate();
 }
 
@@ -63,10 +90,15 @@ std::string RecognizerConfig::to_string() const {
       << " threads=" << threads
       << " decoder=" << (decoder == DecoderKind::kGreedy ? "greedy" : "beam");
   if (decoder == DecoderKind::kBeam)
-    out << " beam=" << beam.beam_width << " lm=" << (lm_path.empty() ? "none" : lm_path);
+    out << " beam=" << beam.to_string() << " decoding=" << decoding.to_string()
+        << " lm=" << (lm_path.empty() ? "none" : lm_path);
   out << " vad=" << (vad == VadKind::kOff ? "off" : vad == VadKind::kEnergy ? "energy" : "silero");
   if (vad == VadKind::kSilero) out << " silero=" << silero_engine_path << silero_vad.to_string();
   if (wake_word) out << " wake_word=" << wake_word->to_string();
+  if (vad_endpoint_tail_ms) out << " vad_endpoint_tail_ms=" << *vad_endpoint_tail_ms;
+  if (state_at_endpoint)
+    out << " state_at_endpoint="
+        << (*state_at_endpoint == StateAtEndpoint::kReset ? "reset" : "carry");
   out << " endpoint={" << endpoint.to_string() << "}";
   return out.str();
 }
@@ -77,64 +109,29 @@ Expected<std::shared_ptr<Recognizer>> Recognizer::create(const RecognizerConfig&
   VOXRT_RETURN_IF_ERROR(config.validate());
   auto r = std::shared_ptr<Recognizer>(new Recognizer());
   r->config_ = config;
-  VOXRT_ASSIGN_OR_RETURN(r->engine_, Engine::load_file(config.engine_path));
-  const auto& metadata = r->engine_->metadata();
-  auto family = metadata.find("voxrt.model_family");
-  if (family == metadata.end() || family->second != "ctc_streaming") {
-    return invalid_argument(
-        config.engine_path, ": voxrt.model_family is '",
-        family == metadata.end() ? "(missing)" : family->second,
-        "', the recognizer runs 'ctc_streaming' models (docs/model_contract.md)");
-  }
-  VOXRT_ASSIGN_OR_RETURN(r->chunk_frames_, metadata_int(metadata, "voxrt.chunk_frames", 0, true));
-  VOXRT_ASSIGN_OR_RETURN(r->subsampling_, metadata_int(metadata, "voxrt.subsampling", 1, false));
-  VOXRT_ASSIGN_OR_RETURN(r->feature_config_, audio::FeatureConfig::from_metadata(metadata));
-  VOXRT_ASSIGN_OR_RETURN(auto computer, audio::FrameFeatureComputer::create(r->feature_config_));
+  VOXRT_ASSIGN_OR_RETURN(r->family_, load_model_family(config));
+  const audio::FeatureConfig& features = r->family_->feature_config();
+  VOXRT_ASSIGN_OR_RETURN(auto computer, audio::FrameFeatureComputer::create(features));
   r->feature_computer_ = std::make_shared<const audio::FrameFeatureComputer>(std::move(computer));
-  r->feature_dim_ = r->feature_config_.output_dim();
-  const std::string model_dir =
-      config.model_dir.empty() ? std::filesystem::path(config.engine_path).parent_path().string()
-                               : config.model_dir;
-  VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::from_metadata(metadata, model_dir));
-  r->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
-  r->time_base_ = decode::TimeBase{r->subsampling_, r->feature_config_.frame_shift_ms};
-  if (!config.lm_path.empty()) {
-    VOXRT_ASSIGN_OR_RETURN(auto lm, decode::ArpaLm::load(config.lm_path));
-    r->lm_ = std::make_shared<const decode::ArpaLm>(std::move(lm));
+  r->feature_dim_ = features.output_dim();
+  const auto& metadata = r->family_->metadata();
+  VOXRT_ASSIGN_OR_RETURN(const double tail_ms, metadata_ms(metadata, "voxrt.endpoint_tail_ms",
+                                                           300.0, config.engine_path));
+  r->vad_endpoint_tail_ms_ = config.vad_endpoint_tail_ms.value_or(static_cast<int>(tail_ms));
+  if (config.state_at_endpoint) {
+    r->state_at_endpoint_ = *config.state_at_endpoint;
+  } else {
+    VOXRT_ASSIGN_OR_RETURN(r->state_at_endpoint_, metadata_state_at_endpoint(metadata));
   }
-  VOXRT_ASSIGN_OR_RETURN(auto endpoint,
-                         decode::EndpointDetector::create(config.endpoint, r->time_base_));
+  VOXRT_ASSIGN_OR_RETURN(r->model_decoding_, metadata_decoding(metadata));
+  VOXRT_ASSIGN_OR_RETURN(
+      auto endpoint, decode::EndpointDetector::create(config.endpoint, r->family_->time_base()));
   r->endpoint_.emplace(std::move(endpoint));
-  VOXRT_ASSIGN_OR_RETURN(r->context_, r->engine_->create_context(config.threads));
-  VOXRT_ASSIGN_OR_RETURN(r->pool_, StatePool::create(r->engine_, config.max_streams));
-  if (r->pool_->stream_inputs().size() != 1 || r->pool_->stream_outputs().size() != 1) {
-    return invalid_argument(
-        config.engine_path, ": a ctc_streaming engine has one non-state input (features) and one ",
-        "non-state output (log_probs); this one has ", r->pool_->stream_inputs().size(), " and ",
-        r->pool_->stream_outputs().size(), " (was it built with --state for every state pair?)");
-  }
-  // An engine built for whole chunks only (a fixed-frames profile, as GPU engines are: their
-  // shape code must fold) takes a stream's last, shorter chunk padded up to what it accepts.
-  const std::string& features_name = r->pool_->stream_inputs()[0].name;
-  const auto& profiles = r->engine_->impl().contents.profiles;
-  int accepted_frames = profiles.empty() ? 1 : r->chunk_frames_;
-  for (const auto& profile : profiles) {
-    auto it = profile.inputs.find(features_name);
-    const bool bounded = it != profile.inputs.end() && it->second.min.size() >= 2;
-    accepted_frames = std::min(accepted_frames, bounded ? static_cast<int>(it->second.min[1]) : 1);
-  }
-  r->min_chunk_frames_ = std::max(1, accepted_frames);
-  if (r->pool_->states_on_device()) {
-    // Every batch size the server will use gets its plan and CUDA graph now, not in the middle
-    // of serving (StatePool::warm_up).
-    const Tensor chunk = Tensor::zeros(DType::kF32, {1, r->chunk_frames_, r->feature_dim_});
-    VOXRT_RETURN_IF_ERROR(
-        r->pool_->warm_up(*r->context_, std::span<const Tensor>(&chunk, 1), config.max_batch));
-  }
+  // The family resolved max_batch against its engines' profiles (0: theirs, at most 32).
+  r->config_.max_batch = r->family_->max_batch();
   if (config.vad == VadKind::kSilero || config.wake_word) {
-    if (r->feature_config_.sample_rate_hz != 16000) {
-      return invalid_argument(config.engine_path, ": the model runs at ",
-                              r->feature_config_.sample_rate_hz,
+    if (features.sample_rate_hz != 16000) {
+      return invalid_argument(config.engine_path, ": the model runs at ", features.sample_rate_hz,
                               " Hz; Silero VAD and the wake word take 16 kHz");
     }
   }
@@ -156,26 +153,84 @@ Expected<std::shared_ptr<Recognizer>> Recognizer::create(const RecognizerConfig&
   return r;
 }
 
+Expected<ResolvedDecoding> Recognizer::decoding_for(const StreamOptions& options) const {
+  VOXRT_RETURN_IF_ERROR(options.decoding.validate());
+  ResolvedDecoding resolved;
+  resolved.decoder = options.decoder.value_or(config_.decoder);
+  if (!options.hotwords.empty() && resolved.decoder != DecoderKind::kBeam &&
+      family_->hotwords_need_beam_search()) {
+    return invalid_argument("stream: hotwords need the beam decoder (--decoder beam) with a ",
+                            family_->name(), " model");
+  }
+  const bool has_lm = family_->has_lm();
+  if (options.use_lm.value_or(false) && !has_lm)
+    return invalid_argument("stream: asks for the LM, but the recognizer has none (--lm)");
+  resolved.use_lm =
+      resolved.decoder == DecoderKind::kBeam && has_lm && options.use_lm.value_or(true);
+  DecodingChoices choices = options.decoding.over(config_.decoding);
+  // The model's values were tuned with an LM; without one the built-in defaults fit better (a
+  // word bonus without an LM only splits words).
+  if (resolved.use_lm) {
+    choices = choices.over(model_decoding_);
+  } else if (!choices.hotword_bonus) {
+    choices.hotword_bonus = model_decoding_.hotword_bonus;
+  }
+  resolved.beam = config_.beam;
+  resolved.beam.beam_width = choices.beam_width.value_or(resolved.beam.beam_width);
+  resolved.beam.lm_weight = choices.lm_weight.value_or(resolved.beam.lm_weight);
+  resolved.beam.word_insertion_bonus =
+      choices.word_bonus.value_or(resolved.beam.word_insertion_bonus);
+  resolved.transducer = config_.transducer;
+  resolved.transducer.beam_width = choices.beam_width.value_or(resolved.transducer.beam_width);
+  resolved.hotword_bonus = choices.hotword_bonus.value_or(resolved.hotword_bonus);
+  // The recognizer's lexicon_only goes with its LM; a stream asking for it needs the LM.
+  resolved.lexicon_only = choices.lexicon_only.value_or(false) && resolved.use_lm;
+  if (options.decoding.lexicon_only.value_or(false) && !resolved.use_lm) {
+    return invalid_argument(
+        "stream: lexicon_only needs beam search with an LM (its words are "
+        "the lexicon)");
+  }
+  return resolved;
+}
+
+Expected<std::string> Recognizer::normalise_hotword(std::string_view phrase) const {
+  const decode::Vocabulary& vocabulary = family_->vocabulary();
+  std::string normalised = vocabulary.normalise_phrase(phrase);
+  if (normalised.empty())
+    return invalid_argument("hotword '", phrase, "' has nothing the model can spell");
+  auto units = vocabulary.encode(normalised);
+  if (!units) {
+    return invalid_argument("hotword '", phrase, "': the model's units cannot spell it (",
+                            units.status().message(), ")");
+  }
+  return normalised;
+}
+
 Expected<std::unique_ptr<Stream>> Recognizer::open_stream(const StreamOptions& options) {
   if (options.sample_rate_hz < 1000 || options.sample_rate_hz > 384000) {
     return invalid_argument("stream: sample_rate_hz must be 1000..384000, got ",
                             options.sample_rate_hz);
   }
-  if (!options.hotwords.empty() && config_.decoder != DecoderKind::kBeam) {
-    return invalid_argument("stream: hotwords need the beam decoder (--decoder beam)");
+  VOXRT_ASSIGN_OR_RETURN(const ResolvedDecoding decoding, decoding_for(options));
+  StreamOptions normalised = options;
+  normalised.hotwords.clear();
+  for (const std::string& phrase : options.hotwords) {
+    VOXRT_ASSIGN_OR_RETURN(std::string hotword, normalise_hotword(phrase));
+    normalised.hotwords.push_back(std::move(hotword));
   }
-  VOXRT_ASSIGN_OR_RETURN(int slot, pool_->acquire());
-  auto stream = std::unique_ptr<Stream>(new Stream(shared_from_this(), options, slot));
-  if (options.sample_rate_hz != feature_config_.sample_rate_hz) {
+  auto stream = std::unique_ptr<Stream>(new Stream(shared_from_this(), normalised));
+  VOXRT_ASSIGN_OR_RETURN(stream->model_, family_->open_stream(normalised, decoding));
+  const audio::FeatureConfig& feature_config = family_->feature_config();
+  if (options.sample_rate_hz != feature_config.sample_rate_hz) {
     VOXRT_ASSIGN_OR_RETURN(
         auto resampler,
-        audio::StreamingResampler::create(options.sample_rate_hz, feature_config_.sample_rate_hz));
+        audio::StreamingResampler::create(options.sample_rate_hz, feature_config.sample_rate_hz));
     stream->resampler_.emplace(std::move(resampler));
   }
   stream->features_.emplace(audio::StreamingFeatureExtractor::create(feature_computer_));
   if (config_.vad == VadKind::kEnergy) {
     audio::EnergyVadConfig vad_config = config_.energy_vad;
-    vad_config.sample_rate_hz = feature_config_.sample_rate_hz;
+    vad_config.sample_rate_hz = feature_config.sample_rate_hz;
     VOXRT_ASSIGN_OR_RETURN(auto vad, audio::EnergyVad::create(vad_config));
     stream->vad_.emplace(std::move(vad));
   } else if (config_.vad == VadKind::kSilero) {
@@ -188,20 +243,6 @@ Expected<std::unique_ptr<Stream>> Recognizer::open_stream(const StreamOptions& o
   if (wake_models_) {
     stream->wake_.emplace(wake_models_);
     stream->awake_ = false;
-  }
-  if (config_.decoder == DecoderKind::kGreedy) {
-    stream->greedy_.emplace(vocabulary_, time_base_);
-  } else {
-    std::shared_ptr<const decode::ContextGraph> hotwords;
-    if (!options.hotwords.empty()) {
-      VOXRT_ASSIGN_OR_RETURN(auto graph,
-                             decode::ContextGraph::from_phrases(*vocabulary_, options.hotwords,
-                                                                options.hotword_bonus));
-      hotwords = std::make_shared<const decode::ContextGraph>(std::move(graph));
-    }
-    VOXRT_ASSIGN_OR_RETURN(auto beam, decode::CtcPrefixBeamDecoder::create(
-                                          vocabulary_, config_.beam, time_base_, lm_, hotwords));
-    stream->beam_.emplace(std::move(beam));
   }
   return stream;
 }
@@ -262,7 +303,7 @@ Status Recognizer::run_front_end(std::span<Stream* const> streams) {
 }
 
 DeviceKind Recognizer::engine_device() const {
-  return engine_->impl().contents.target.device;
+  return family_->device();
 }
 
 Expected<int> Recognizer::advance(std::span<Stream* const> streams) {
@@ -307,45 +348,31 @@ Expected<int> Recognizer::advance(std::span<Stream* const> streams) {
 }
 
 Status Recognizer::run_batch(std::span<Stream* const> batch, int frames) {
-  const auto batch_size = static_cast<std::int64_t>(batch.size());
-  Tensor features = Tensor::uninitialized(DType::kF32, {batch_size, frames, feature_dim_});
-  std::vector<int> slots;
-  for (std::size_t b = 0; b < batch.size(); ++b) {
-    const auto& chunk = batch[b]->ready_chunks_.front().features;
-    std::copy(chunk.begin(), chunk.end(), features.data<float>() + b * chunk.size());
-    slots.push_back(batch[b]->slot_);
+  std::vector<ChunkInput> inputs;
+  inputs.reserve(batch.size());
+  for (Stream* s : batch) {
+    const Stream::Chunk& chunk = s->ready_chunks_.front();
+    const int valid_frames = chunk.valid_frames >= 0 ? chunk.valid_frames : layout().shift_frames;
+    inputs.push_back(
+        ChunkInput{s->model_.get(), chunk.features.data(), s->output_frames(chunk), valid_frames});
   }
-  VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
-                         pool_->run_batch(*context_, slots, std::vector<Tensor>{features}));
-  const Tensor& log_probs = outputs[0];
-  if (log_probs.rank() != 3 || log_probs.dim(0) != batch_size || log_probs.dim(2) != vocab_size()) {
-    return invalid_argument("log_probs is ", dims_to_string(log_probs.dims()), ", expected [",
-                            batch_size, ", T, ", vocab_size(), "]");
-  }
-  const auto out_frames = static_cast<int>(log_probs.dim(1));
+  VOXRT_RETURN_IF_ERROR(family_->run_batch(inputs, frames));
   for (std::size_t b = 0; b < batch.size(); ++b) {
     Stream* s = batch[b];
     const Stream::Chunk chunk = std::move(s->ready_chunks_.front());
     s->ready_chunks_.pop_front();
-    int valid = out_frames;
-    if (chunk.valid_frames >= 0) {
-      // The padded last chunk: output frame j depends on input frames <= subsampling*j.
-      valid = std::min(out_frames, (chunk.valid_frames + subsampling_ - 1) / subsampling_);
-    }
-    VOXRT_RETURN_IF_ERROR(s->deliver(log_probs.data<float>() + b * out_frames * vocab_size(), valid,
-                                     true, chunk.ends_speech));
+    ++s->chunks_run_;
+    s->after_frames(inputs[b].valid_output_frames, chunk.ends_speech);
   }
   return Status::ok();
 }
 
 // ---- Stream ----------------------------------------------------------------------------------
 
-Stream::Stream(std::shared_ptr<Recognizer> recognizer, StreamOptions options, int slot)
-    : recognizer_(std::move(recognizer)), options_(std::move(options)), slot_(slot) {}
+Stream::Stream(std::shared_ptr<Recognizer> recognizer, StreamOptions options)
+    : recognizer_(std::move(recognizer)), options_(std::move(options)) {}
 
-Stream::~Stream() {
-  if (slot_ >= 0) (void)recognizer_->pool_->release(slot_);
-}
+Stream::~Stream() = default;
 
 Status Stream::accept_pcm(std::span<const float> samples) {
   if (input_done_) return failed_precondition("stream: audio after input_finished()");
@@ -386,40 +413,51 @@ Status Stream::input_finished() {
 
 void Stream::collect_chunks(bool flush) {
   const int dim = recognizer_->feature_dim_;
-  const int chunk_frames = recognizer_->chunk_frames_;
+  const ChunkLayout& layout = recognizer_->layout();
   std::vector<float> popped;
   features_->pop_frames(popped, features_->frames_ready());
   frame_buffer_.insert(frame_buffer_.end(), popped.begin(), popped.end());
-  const auto& features = recognizer_->feature_config_;
+  const auto& features = recognizer_->feature_config();
   const long long shift_samples = features.frame_shift_samples();
   const long long tail_samples = features.frame_length_samples() - shift_samples;
-  auto queue = [&](Chunk c, bool last) {
-    frames_collected_ += static_cast<long long>(c.features.size()) / dim;
-    unrouted_.push_back(
-        PendingChunk{std::move(c), frames_collected_ * shift_samples + tail_samples, last});
+  // A chunk is decided (VAD, wake word) once the audio of every frame it holds has been heard.
+  auto queue = [&](Chunk c, int frames_held, bool last) {
+    const long long end_frame = frames_collected_ + frames_held;
+    unrouted_.push_back(PendingChunk{std::move(c), end_frame * shift_samples + tail_samples, last});
   };
-  const std::size_t chunk_values = static_cast<std::size_t>(chunk_frames * dim);
+  const std::size_t chunk_values = static_cast<std::size_t>(layout.chunk_frames) * dim;
+  const std::size_t shift_values = static_cast<std::size_t>(layout.shift_frames) * dim;
   while (frame_buffer_.size() >= chunk_values) {
     Chunk c;
     c.features.assign(frame_buffer_.begin(),
                       frame_buffer_.begin() + static_cast<std::ptrdiff_t>(chunk_values));
+    // The lookahead (chunk_frames - shift_frames) stays for the next chunk.
     frame_buffer_.erase(frame_buffer_.begin(),
-                        frame_buffer_.begin() + static_cast<std::ptrdiff_t>(chunk_values));
-    queue(std::move(c), flush && frame_buffer_.empty());
+                        frame_buffer_.begin() + static_cast<std::ptrdiff_t>(shift_values));
+    queue(std::move(c), layout.chunk_frames, flush && frame_buffer_.empty());
+    frames_collected_ += layout.shift_frames;
   }
-  if (flush) {
-    const int valid = static_cast<int>(frame_buffer_.size()) / dim;
-    if (valid > 0) {
-      // Pad with zero frames (the normalised mean) to a multiple of the subsampling.
-      const int sub = recognizer_->subsampling_;
-      const int padded = (std::max(valid, recognizer_->min_chunk_frames_) + sub - 1) / sub * sub;
-      Chunk c;
-      c.features = std::move(frame_buffer_);
-      c.features.resize(static_cast<std::size_t>(padded * dim), 0.0f);
-      c.valid_frames = valid;
-      queue(std::move(c), true);
-    }
-    frame_buffer_.clear();
+  // At the end, the frames left (fewer than a chunk; with a lookahead, possibly more than a
+  // shift) run in padded chunks that consume shift_frames each until none is left.
+  while (flush && !frame_buffer_.empty()) {
+    const int left = static_cast<int>(frame_buffer_.size()) / dim;
+    // Pad with the family's silence frame up to what the engine accepts, then to a multiple of
+    // the subsampling (never beyond a whole chunk).
+    const int sub = layout.subsampling;
+    int padded = std::max(left, layout.min_chunk_frames);
+    if (padded < layout.chunk_frames)
+      padded = std::min(layout.chunk_frames, (padded + sub - 1) / sub * sub);
+    const int consumed = std::min(left, layout.shift_frames);
+    Chunk c;
+    c.features.assign(frame_buffer_.begin(), frame_buffer_.end());
+    c.features.reserve(static_cast<std::size_t>(padded) * dim);
+    for (int f = left; f < padded; ++f)
+      c.features.insert(c.features.end(), layout.pad_frame.begin(), layout.pad_frame.end());
+    c.valid_frames = consumed;
+    frame_buffer_.erase(frame_buffer_.begin(),
+                        frame_buffer_.begin() + static_cast<std::ptrdiff_t>(consumed) * dim);
+    queue(std::move(c), left, frame_buffer_.empty());
+    frames_collected_ += consumed;
   }
   route_ready();
 }
@@ -427,8 +465,11 @@ void Stream::collect_chunks(bool flush) {
 long long Stream::decided_until_sample() const {
   constexpr long long kAll = std::numeric_limits<long long>::max();
   long long until = kAll;
-  // The energy VAD runs inside accept_pcm, so it has always heard everything received.
-  if (silero_segmenter_ && !silero_done_) until = silero_segmenter_->samples_scored();
+  // A chunk is routed once the VAD can no longer report an event dated inside it, so routing
+  // (what runs through the model, where the VAD's endpoint falls) is the same however the audio
+  // was cut into pieces.
+  if (vad_ && !input_done_) until = vad_->decided_until_sample();
+  if (silero_segmenter_ && !silero_done_) until = silero_segmenter_->decided_until_sample();
   // Without more audio the wake word's partial last chunk is never scored.
   if (wake_ && !awake_ && !wake_->fired() && (!input_done_ || wake_->has_chunk()))
     until = std::min<long long>(until, wake_->samples_scored());
@@ -458,27 +499,37 @@ void Stream::route_ready() {
 // same however the audio was cut into pieces (and, for Silero, however streams were batched).
 void Stream::route(Chunk c, long long end_sample, bool last) {
   bool speech_in_chunk = in_speech_;
+  const long long tail_samples = static_cast<long long>(recognizer_->vad_endpoint_tail_ms_) *
+                                 recognizer_->feature_config().sample_rate_hz / 1000;
   while (!vad_events_.empty() && (last || vad_events_.front().sample <= end_sample)) {
     if (vad_events_.front().kind == audio::VadEvent::Kind::kSpeechStart) {
       in_speech_ = true;
       speech_in_chunk = true;
+      // Speech came back before the endpoint was taken: the same utterance goes on.
+      vad_endpoint_at_sample_ = -1;
     } else {
       in_speech_ = false;
-      c.ends_speech = true;
-      hangover_left_ = recognizer_->config_.vad_hangover_chunks;
+      vad_endpoint_at_sample_ = vad_events_.front().sample + tail_samples;
     }
     vad_events_.pop_front();
   }
-  bool hangover = false;
-  if (!speech_in_chunk && !in_speech_ && hangover_left_ > 0) {
-    hangover = true;
-    --hangover_left_;
+  // The model runs on until the tail after the end of speech has passed, and the endpoint is
+  // taken after the chunk that reaches it, so the word's last units are decoded first.
+  bool in_tail = vad_endpoint_at_sample_ >= 0;
+  if (in_tail && (last || end_sample >= vad_endpoint_at_sample_)) {
+    c.ends_speech = true;
+    vad_endpoint_at_sample_ = -1;
   }
   if (wake_ && !awake_) {
     if (wake_->fired() && wake_->fired_at_sample() <= end_sample) {
       awake_ = true;
       ++wake_detections_;
       last_wake_sample_ = wake_->fired_at_sample();
+      // The wake phrase's own end of speech is not the command's: its tail is not decoded and
+      // ends no utterance.
+      in_tail = false;
+      c.ends_speech = false;
+      vad_endpoint_at_sample_ = -1;
     } else {
       // Before the wake word: no model work and no text; the decoder sees blanks so times stay
       // right.
@@ -496,7 +547,7 @@ void Stream::route(Chunk c, long long end_sample, bool last) {
     }
   }
   const bool gated = vad_.has_value() || silero_segmenter_.has_value();
-  if (!gated || speech_in_chunk || in_speech_ || hangover) {
+  if (!gated || speech_in_chunk || in_speech_ || in_tail) {
     while (!preroll_.empty()) {
       ready_chunks_.push_back(std::move(preroll_.front()));
       preroll_.pop_front();
@@ -515,49 +566,37 @@ void Stream::route(Chunk c, long long end_sample, bool last) {
   }
 }
 
-Status Stream::deliver_blanks(const Chunk& chunk) {
-  const int dim = recognizer_->feature_dim_;
-  int frames = static_cast<int>(chunk.features.size()) / dim;
-  if (chunk.valid_frames >= 0) frames = chunk.valid_frames;
-  const int out_frames = (frames + recognizer_->subsampling_ - 1) / recognizer_->subsampling_;
-  const int vocab = recognizer_->vocab_size();
-  std::vector<float> blanks(static_cast<std::size_t>(out_frames * vocab), kImpossibleLogProb);
-  for (int t = 0; t < out_frames; ++t) {
-    blanks[static_cast<std::size_t>(t * vocab + recognizer_->vocabulary_->blank_id())] = 0.0f;
-  }
-  return deliver(blanks.data(), out_frames, false, chunk.ends_speech);
+int Stream::output_frames(const Chunk& chunk) const {
+  const ChunkLayout& layout = recognizer_->layout();
+  const int frames = chunk.valid_frames >= 0 ? chunk.valid_frames : layout.shift_frames;
+  // Output frame j depends on input frames <= subsampling * j.
+  return (frames + layout.subsampling - 1) / layout.subsampling;
 }
 
-Status Stream::deliver(const float* log_probs, int frames, bool from_model, bool vad_ended) {
-  if (from_model) ++chunks_run_;
+Status Stream::deliver_blanks(const Chunk& chunk) {
+  const int frames = output_frames(chunk);
   if (frames <= 0) return Status::ok();
-  const decode::LogProbView view{log_probs, frames, recognizer_->vocab_size()};
-  long long utterance_frames = 0, trailing_blank = 0;
-  bool has_tokens = false;
-  if (greedy_) {
-    VOXRT_RETURN_IF_ERROR(greedy_->accept(view));
-    utterance_frames = greedy_->utterance_frames();
-    trailing_blank = greedy_->trailing_blank_frames();
-    has_tokens = greedy_->has_tokens();
-  } else {
-    VOXRT_RETURN_IF_ERROR(beam_->accept(view));
-    utterance_frames = beam_->utterance_frames();
-    trailing_blank = beam_->trailing_blank_frames();
-    has_tokens = beam_->has_tokens();
-  }
-  const bool vad_end = vad_ended && recognizer_->config_.endpoint.use_vad_endpoint && has_tokens;
-  const auto reason =
-      recognizer_->endpoint_->detect(utterance_frames, trailing_blank, has_tokens, vad_end);
+  VOXRT_RETURN_IF_ERROR(model_->accept_skipped_frames(frames));
+  after_frames(frames, chunk.ends_speech);
+  return Status::ok();
+}
+
+void Stream::after_frames(int frames, bool vad_ended) {
+  if (frames <= 0) return;
+  const DecoderProgress progress = model_->progress();
+  const bool vad_end =
+      vad_ended && recognizer_->config_.endpoint.use_vad_endpoint && progress.has_tokens;
+  const auto reason = recognizer_->endpoint_->detect(
+      progress.utterance_frames, progress.trailing_blank_frames, progress.has_tokens, vad_end);
   if (reason != decode::EndpointReason::kNone) {
     finish_utterance(reason);
   } else {
     emit_partial();
   }
-  return Status::ok();
 }
 
 void Stream::emit_partial() {
-  decode::DecodingResult partial = greedy_ ? greedy_->partial() : beam_->partial();
+  decode::DecodingResult partial = model_->partial();
   if (partial.text == last_partial_) return;
   last_partial_ = partial.text;
   partial.is_final = false;
@@ -565,7 +604,7 @@ void Stream::emit_partial() {
 }
 
 void Stream::finish_utterance(decode::EndpointReason reason) {
-  decode::DecodingResult final_result = greedy_ ? greedy_->finalize() : beam_->finalize();
+  decode::DecodingResult final_result = model_->finalize();
   final_result.is_final = true;
   // An endpoint over pure silence has nothing to say; a stream that never said anything still
   // gets one (empty) final at its end.
@@ -581,12 +620,19 @@ void Stream::finish_utterance(decode::EndpointReason reason) {
     wake_score_before_ = wake_word_max_score();
     wake_.emplace(recognizer_->wake_models_, model_rate_samples_);
   }
-  if (greedy_) {
-    greedy_->reset_utterance();
-  } else {
-    beam_->reset_utterance();
-  }
+  model_->reset_utterance();
   last_partial_.clear();
+  // After an utterance that said something and ended in silence (the VAD's end of speech, or
+  // the trailing-silence rule after speech), the next one starts from fresh model states
+  // (between two chunks, so the same place however the stream was batched). Not at the
+  // maximum-length rule, which fires inside speech, nor at the rule for a long silence with
+  // nothing decoded: the model may be hearing a word it has not emitted yet.
+  const bool after_speech = reason == decode::EndpointReason::kVadEndOfSpeech ||
+                            reason == decode::EndpointReason::kRule2TrailingSilenceAfterSpeech;
+  if (said_something && after_speech &&
+      recognizer_->state_at_endpoint_ == StateAtEndpoint::kReset) {
+    (void)model_->reset_state();
+  }
 }
 
 std::vector<StreamResult> Stream::take_results() {

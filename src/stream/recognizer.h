@@ -1,8 +1,10 @@
-// Speech recognition on top of the engine: a Recognizer loads an engine and its model contract
-// (docs/model_contract.md) from the engine metadata; Streams accept PCM of any size at any rate
-// and yield partial and final results. Many streams share one Recognizer and are advanced in
-// batches through the engine's state slot pool; a stream's text does not depend on the other
-// streams in its batch. Only one thread may advance a given stream at a time (STYLE.md 11).
+// Speech recognition on top of the engine: the family-independent stream driver. A Recognizer
+// loads a model of one family (model_family.h: an engine with its contract in the metadata, or an
+// engine bundle) and runs its streams: audio in (any size, any rate, resampled), features, VAD
+// and wake-word gating, chunking, batching across streams, endpointing and results out. The
+// family (ctc/, transducer/) runs a batch of chunks and keeps each stream's model state and
+// search. A stream's text does not depend on the other streams in its batch. Only one thread
+// may advance a given stream at a time (STYLE.md 11).
 #pragma once
 
 #include <algorithm>
@@ -11,18 +13,18 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "audio/energy_vad.h"
 #include "audio/feature_extractor.h"
 #include "audio/resampler.h"
 #include "audio/silero_vad.h"
-#include "decode/arpa_lm.h"
-#include "decode/context_graph.h"
-#include "decode/ctc_greedy.h"
 #include "decode/ctc_prefix_beam.h"
+#include "decode/decoding_choices.h"
 #include "decode/endpoint.h"
-#include "runtime/state_pool.h"
+#include "decode/transducer_search.h"
+#include "stream/model_family.h"
 #include "stream/silero_vad_model.h"
 #include "stream/wake_word.h"
 #include "voxrt/builder.h"
@@ -30,20 +32,48 @@
 
 namespace voxrt::stream {
 
-enum class DecoderKind { kGreedy, kBeam };
+using DecoderKind = decode::DecoderKind;
+using DecodingChoices = decode::DecodingChoices;
 enum class VadKind { kOff, kEnergy, kSilero };
+// What a stream's model state does at an endpoint: back to zeros, as at the stream's start, so
+// each utterance is recognised as if it had been cut out of the stream (a recurrent model
+// trained on short utterances drifts on a long stream otherwise), or carried on (a model family
+// that wants the history).
+enum class StateAtEndpoint { kReset, kCarry };
+
+// What a stream decodes with, resolved from its options, the recognizer and the model
+// (Recognizer::decoding_for); the stream's model family builds its search from it.
+struct ResolvedDecoding {
+  DecoderKind decoder = DecoderKind::kGreedy;
+  // CTC prefix beam search.
+  decode::BeamSearchConfig beam;
+  // Transducer searches (the decoding choices' beam_width is the modified beam search's too).
+  decode::TransducerSearchConfig transducer;
+  bool use_lm = false;
+  bool lexicon_only = false;
+  float hotword_bonus = 1.5f;
+};
 
 struct RecognizerConfig {
+  // An engine file (voxrt build --onnx) or an engine bundle folder (voxrt build --model-dir).
   std::string engine_path;
   // Folder that metadata file names (SentencePiece model) are relative to; default: the engine's.
   std::string model_dir;
   int max_streams = 256;
-  // Streams per engine call.
-  int max_batch = 32;
+  // Streams per engine call; 0: the largest batch the engine's profiles accept, at most
+  // kDefaultMaxBatch. A value above what the profiles accept is refused.
+  int max_batch = 0;
+  static constexpr int kDefaultMaxBatch = 32;
   int threads = 1;
   DecoderKind decoder = DecoderKind::kGreedy;
+  // CTC prefix beam search's pruning, and the built-in defaults of those in `decoding`.
   decode::BeamSearchConfig beam;
-  std::string lm_path;  // ARPA; beam search only
+  // Transducer searches: symbols per frame; beam_width is the modified beam search's default
+  // (decoding.beam_width, where set, is both families' beam).
+  decode::TransducerSearchConfig transducer;
+  // Choices for every stream, over the model's tuned values; a stream's own win.
+  DecodingChoices decoding;
+  std::string lm_path;  // ARPA; CTC beam search only
   VadKind vad = VadKind::kEnergy;
   audio::EnergyVadConfig energy_vad;
   // Silero VAD v5 engine (stream/silero_vad_model.h says how it is built); vad == kSilero only.
@@ -52,10 +82,17 @@ struct RecognizerConfig {
   // Optional wake-word stage: until it fires, a stream's audio costs no acoustic-model work
   // and yields no text; once it fires the stream stays awake.
   std::optional<WakeWordConfig> wake_word;
-  // Chunks kept while the VAD hears silence, so a word's onset reaches the model.
-  int vad_preroll_chunks = 1;
-  // Chunks still sent after the VAD's end of speech, so a word's tail reaches the model.
-  int vad_hangover_chunks = 1;
+  // Whole chunks before the one that holds the VAD's speech start that still go to the model.
+  // 0: the chunk holding the start is the first (routing waits until the VAD has dated the
+  // start, speech_pad_ms before Silero's first speech window or at the energy VAD's first loud
+  // frame). 1 was measured no better (docs/audio_and_decoding.md) and costs a chunk per onset.
+  int vad_preroll_chunks = 0;
+  // Audio after the VAD's end of speech that still goes through the model before the VAD's
+  // endpoint is taken: the model emits a word's last units after it has heard them. Unset: the
+  // model's voxrt.endpoint_tail_ms, else 300.
+  std::optional<int> vad_endpoint_tail_ms;
+  // Unset: the model's voxrt.state_at_endpoint (reset | carry), else reset.
+  std::optional<StateAtEndpoint> state_at_endpoint;
   decode::EndpointConfig endpoint;
 
   Status validate() const;
@@ -64,8 +101,13 @@ struct RecognizerConfig {
 
 struct StreamOptions {
   int sample_rate_hz = 16000;
+  // Phrases to boost (beam search); Recognizer::normalise_hotword says what the units need.
   std::vector<std::string> hotwords;
-  float hotword_bonus = 1.5f;  // per unit, beam search only
+  // Per-stream choices over the recognizer's: the decoder, decoding without the recognizer's LM
+  // (false), and the beam settings.
+  std::optional<DecoderKind> decoder;
+  std::optional<bool> use_lm;
+  DecodingChoices decoding;
 };
 
 struct StreamResult {
@@ -118,7 +160,8 @@ class Stream {
     bool run_model = true;
     // The VAD's end of speech fell inside this chunk: endpoint after decoding it.
     bool ends_speech = false;
-    // Frames of the stream's last chunk that hold audio (the rest is padding); -1: all.
+    // Frames of the stream's last chunk that hold audio not consumed before (the rest is
+    // padding); -1: a whole chunk, which consumes shift_frames.
     int valid_frames = -1;
   };
 
@@ -129,25 +172,27 @@ class Stream {
     bool last = false;
   };
 
-  Stream(std::shared_ptr<Recognizer> recognizer, StreamOptions options, int slot);
+  Stream(std::shared_ptr<Recognizer> recognizer, StreamOptions options);
   void collect_chunks(bool flush);
   // Routes the pending chunks that the VAD and wake word have decided about.
   void route_ready();
   void route(Chunk c, long long end_sample, bool last);
   long long decided_until_sample() const;
-  Status deliver(const float* log_probs, int frames, bool from_model, bool vad_ended);
+  // Output frames of a chunk (its valid_frames, or shift_frames) after subsampling.
+  int output_frames(const Chunk& chunk) const;
+  // After the search took a chunk's frames: endpoint rules, then a final or a partial.
+  void after_frames(int frames, bool vad_ended);
   Status deliver_blanks(const Chunk& chunk);
   void emit_partial();
   void finish_utterance(decode::EndpointReason reason);
 
   std::shared_ptr<Recognizer> recognizer_;
   StreamOptions options_;
-  int slot_ = -1;
+  // The family's model state (slot) and search; released before the recognizer.
+  std::unique_ptr<FamilyStream> model_;
   std::optional<audio::StreamingResampler> resampler_;
   std::optional<audio::StreamingFeatureExtractor> features_;
   std::optional<audio::EnergyVad> vad_;
-  std::optional<decode::GreedyCtcDecoder> greedy_;
-  std::optional<decode::CtcPrefixBeamDecoder> beam_;
   std::vector<float> resampled_;
   std::vector<float> frame_buffer_;  // features not yet in a chunk
   std::deque<Chunk> ready_chunks_;
@@ -167,7 +212,8 @@ class Stream {
   std::vector<audio::VadEvent> new_vad_events_;
   long long frames_routed_ = 0;
   bool in_speech_ = false;
-  int hangover_left_ = 0;
+  // Stream sample (model rate) at which the VAD's pending endpoint is taken, -1: none pending.
+  long long vad_endpoint_at_sample_ = -1;
   bool input_done_ = false;
   bool finished_ = false;
   int utterance_ = 0;
@@ -184,16 +230,33 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   static Expected<std::shared_ptr<Recognizer>> create(const RecognizerConfig& config);
 
   Expected<std::unique_ptr<Stream>> open_stream(const StreamOptions& options = {});
+  // What a stream opened with `options` would decode with (errors as open_stream's).
+  Expected<ResolvedDecoding> decoding_for(const StreamOptions& options = {}) const;
+  // A hotword phrase as the model's units need it (Vocabulary::normalise_phrase), or an error
+  // that names the phrase and the text the units cannot spell.
+  Expected<std::string> normalise_hotword(std::string_view phrase) const;
+  // Whether the model's streams can decode with the recognizer's LM (config().lm_path).
+  bool has_lm() const { return family_->has_lm(); }
   // Runs every chunk that the given streams have ready, in batches of up to max_batch, until
   // none is left; returns the number of engine calls.
   Expected<int> advance(std::span<Stream* const> streams);
 
+  // The config with the values resolved at creation (max_batch: the family's streams per call).
   const RecognizerConfig& config() const { return config_; }
-  const audio::FeatureConfig& feature_config() const { return feature_config_; }
-  int chunk_frames() const { return chunk_frames_; }
-  int subsampling() const { return subsampling_; }
-  int vocab_size() const { return vocabulary_->size(); }
-  int streams_open() const { return pool_->in_use(); }
+  const audio::FeatureConfig& feature_config() const { return family_->feature_config(); }
+  int chunk_frames() const { return family_->chunk_layout().chunk_frames; }
+  int subsampling() const { return family_->chunk_layout().subsampling; }
+  // The settings resolved from the config and the model's metadata.
+  StateAtEndpoint state_at_endpoint() const { return state_at_endpoint_; }
+  int vad_endpoint_tail_ms() const { return vad_endpoint_tail_ms_; }
+  const decode::TimeBase& time_base() const { return family_->time_base(); }
+  int vocab_size() const { return family_->vocab_size(); }
+  int streams_open() const { return family_->streams_open(); }
+  // Whether a stream's hotwords need the beam decoder (CTC) or work with greedy search too
+  // (transducer).
+  bool hotwords_need_beam_search() const { return family_->hotwords_need_beam_search(); }
+  // The model family's name ("ctc_streaming", "transducer", ...).
+  std::string_view model_family() const { return family_->name(); }
   // Where the engine runs (it was built for one target; voxrt build --device).
   DeviceKind engine_device() const;
   // Engine calls of the front-end models so far (0 without them).
@@ -207,26 +270,20 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   friend class Stream;
   Recognizer() = default;
   Status run_batch(std::span<Stream* const> batch, int frames);
+  const ChunkLayout& layout() const { return family_->chunk_layout(); }
   // Wake word (per stream) and Silero VAD (batched across streams) on the audio received so far.
   Status run_front_end(std::span<Stream* const> streams);
 
   RecognizerConfig config_;
-  std::shared_ptr<const Engine> engine_;
-  std::unique_ptr<ExecutionContext> context_;
-  std::unique_ptr<StatePool> pool_;
-  audio::FeatureConfig feature_config_;
+  std::shared_ptr<ModelFamily> family_;
   std::shared_ptr<const audio::FrameFeatureComputer> feature_computer_;
-  std::shared_ptr<const decode::Vocabulary> vocabulary_;
-  std::shared_ptr<const decode::ArpaLm> lm_;
+  DecodingChoices model_decoding_;  // the model's voxrt.decoding.* values
   std::optional<decode::EndpointDetector> endpoint_;
   std::shared_ptr<SileroVadModel> silero_;
   std::shared_ptr<WakeWordModels> wake_models_;
-  decode::TimeBase time_base_;
-  int chunk_frames_ = 0;
-  // The fewest frames the engine's profiles accept: a stream's last chunk is padded to it.
-  int min_chunk_frames_ = 1;
-  int subsampling_ = 1;
   int feature_dim_ = 0;
+  StateAtEndpoint state_at_endpoint_ = StateAtEndpoint::kReset;
+  int vad_endpoint_tail_ms_ = 300;
 };
 
 }  // namespace voxrt::stream

@@ -3,9 +3,12 @@
 // to empty when streams close.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "audio/audio_io.h"
 #include "stream/recognizer.h"
@@ -57,6 +60,12 @@ class RecognizerTest : public ::testing::Test {
   // streams together after every round; returns each stream's final texts joined.
   std::vector<std::string> run(stream::Recognizer& r,
                                const std::vector<std::size_t>& piece_samples) {
+    return run_clip(r, piece_samples, clip_);
+  }
+
+  std::vector<std::string> run_clip(stream::Recognizer& r,
+                                    const std::vector<std::size_t>& piece_samples,
+                                    const audio::AudioClip& clip) {
     std::vector<std::unique_ptr<stream::Stream>> streams;
     std::vector<std::size_t> next(piece_samples.size(), 0);
     std::vector<std::string> texts(piece_samples.size());
@@ -67,13 +76,13 @@ class RecognizerTest : public ::testing::Test {
     for (bool active = true; active;) {
       active = false;
       for (std::size_t i = 0; i < streams.size(); ++i) {
-        if (next[i] >= clip_.samples.size()) continue;
-        const std::size_t n = std::min(piece_samples[i], clip_.samples.size() - next[i]);
+        if (next[i] >= clip.samples.size()) continue;
+        const std::size_t n = std::min(piece_samples[i], clip.samples.size() - next[i]);
         EXPECT_TRUE(streams[i]
-                        ->accept_pcm(std::span<const float>(clip_.samples.data() + next[i], n))
+                        ->accept_pcm(std::span<const float>(clip.samples.data() + next[i], n))
                         .is_ok());
         next[i] += n;
-        if (next[i] >= clip_.samples.size()) {
+        if (next[i] >= clip.samples.size()) {
           EXPECT_TRUE(streams[i]->input_finished().is_ok());
         }
         active = true;
@@ -134,6 +143,89 @@ TEST_F(RecognizerTest, AnEngineForWholeChunksOnlyGivesTheSameText) {
   const auto got = run(**fixed, {320, 777});
   ASSERT_FALSE(expected[0].empty());
   EXPECT_EQ(got, expected);
+}
+
+// The sample twice with 2.5 s of silence between: an endpoint falls in the silence, and with the
+// model's state reset there the second copy reads as the sample alone, whether the endpoint comes
+// from the VAD or from the decoder's trailing silence (no VAD). Carried over (the old behaviour),
+// the second copy was worse: "plase som musicin the kicen".
+TEST_F(RecognizerTest, StateIsResetAtEndpointsSoEachUtteranceReadsAsAlone) {
+  audio::AudioClip twice = clip_;
+  twice.samples.resize(clip_.samples.size() + 40000, 0.0f);
+  twice.samples.insert(twice.samples.end(), clip_.samples.begin(), clip_.samples.end());
+  twice.samples.resize(twice.samples.size() + 16000, 0.0f);
+  for (auto vad : {stream::VadKind::kOff, stream::VadKind::kEnergy}) {
+    auto r = make(vad, 4);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->state_at_endpoint(), stream::StateAtEndpoint::kReset);  // no metadata: reset
+    const std::string alone = run(*r, {320})[0];
+    ASSERT_FALSE(alone.empty());
+    EXPECT_EQ(run_clip(*r, {320}, twice)[0], alone + alone) << "vad " << static_cast<int>(vad);
+
+    stream::RecognizerConfig config;
+    config.engine_path = engine_path_;
+    config.vad = vad;
+    config.state_at_endpoint = stream::StateAtEndpoint::kCarry;
+    auto carry = stream::Recognizer::create(config);
+    ASSERT_TRUE(carry.has_value());
+    EXPECT_NE(run_clip(**carry, {320}, twice)[0], alone + alone);
+  }
+}
+
+// The model's tuned beam-search settings (models/default/model.metadata.txt, read by the build)
+// apply with an LM; the recognizer's and a stream's own choices override them; lexicon_only keeps
+// the text to the LM's words.
+TEST_F(RecognizerTest, BeamSettingsComeFromTheModelWithAnLmAndStreamsOverrideThem) {
+  const std::string arpa = (fs::temp_directory_path() / "voxrt_e2e_words.arpa").string();
+  std::ofstream(arpa) << "\\data\\\nngram 1=9\n\n\\1-grams:\n-1 <s>\n-1 </s>\n-1 play\n"
+                         "-1 some\n-1 music\n-1 in\n-1 the\n-1 kitchen\n-1 please\n\n"
+                         "\\end\\\n";
+  stream::RecognizerConfig config;
+  config.engine_path = engine_path_;
+  config.vad = stream::VadKind::kOff;
+  config.decoder = stream::DecoderKind::kBeam;
+  config.lm_path = arpa;
+  auto r = stream::Recognizer::create(config);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  auto tuned = (*r)->decoding_for();
+  ASSERT_TRUE(tuned.has_value()) << tuned.status().to_string();
+  EXPECT_TRUE(tuned->use_lm);
+  EXPECT_EQ(tuned->beam.beam_width, 16);
+  EXPECT_FLOAT_EQ(tuned->beam.lm_weight, 0.3f);
+  EXPECT_FLOAT_EQ(tuned->beam.word_insertion_bonus, 3.0f);
+  stream::StreamOptions own;
+  own.decoding.lm_weight = 0.7f;
+  EXPECT_FLOAT_EQ((*r)->decoding_for(own)->beam.lm_weight, 0.7f);
+  EXPECT_FLOAT_EQ((*r)->decoding_for(own)->beam.word_insertion_bonus, 3.0f);
+  stream::StreamOptions no_lm;
+  no_lm.use_lm = false;  // beam search without the LM: the built-in defaults
+  EXPECT_FALSE((*r)->decoding_for(no_lm)->use_lm);
+  EXPECT_FLOAT_EQ((*r)->decoding_for(no_lm)->beam.word_insertion_bonus, 0.0f);
+  EXPECT_EQ((*r)->decoding_for(no_lm)->beam.beam_width, 8);
+  stream::StreamOptions greedy;
+  greedy.decoder = stream::DecoderKind::kGreedy;
+  EXPECT_EQ((*r)->decoding_for(greedy)->decoder, stream::DecoderKind::kGreedy);
+  stream::StreamOptions bad;
+  bad.decoding.beam_width = 0;
+  auto refused = (*r)->decoding_for(bad);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("beam_width must be 1..1024"), std::string::npos)
+      << refused.status().message();
+
+  config.decoding.lexicon_only = true;
+  auto lexicon = stream::Recognizer::create(config);
+  ASSERT_TRUE(lexicon.has_value()) << lexicon.status().to_string();
+  const std::string text = run(**lexicon, {320})[0];
+  ASSERT_FALSE(text.empty());
+  std::string spaced = text;
+  std::replace(spaced.begin(), spaced.end(), '|', ' ');
+  std::istringstream words(spaced);
+  const std::set<std::string> allowed = {"play", "some", "music", "in", "the", "kitchen", "please"};
+  for (std::string word; words >> word;)
+    EXPECT_TRUE(allowed.count(word)) << word << " in '" << text << "'";
+  stream::RecognizerConfig no_lm_config = config;
+  no_lm_config.lm_path.clear();
+  EXPECT_FALSE(stream::Recognizer::create(no_lm_config).has_value());  // lexicon_only needs an LM
 }
 
 TEST_F(RecognizerTest, SlotsAreRefusedBeyondMaxStreamsAndBadRatesAreErrors) {

@@ -1,374 +1,12 @@
 // voxrt serve end to end: real WebSocket clients (Beast) against the server library on a free
-// loopback port, the voxrt binary for SIGTERM and behind nginx. The engine is the default model,
+// loopback port, the voxrt binary for signals and behind nginx. The engine is the default model,
 // compiled with `voxrt build` at setup; speech comes from espeak-ng + sox at test time.
-#include <gtest/gtest.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include "server_test_support.h"
 
-#include <fcntl.h>
-
-#include <atomic>
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/websocket.hpp>
-#include <chrono>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <future>
-#include <iostream>
-#include <mutex>
-#include <nlohmann/json.hpp>
-#include <optional>
-#include <random>
-#include <set>
-#include <thread>
-
-#include "audio/audio_io.h"
-#include "server/io_context_pool.h"
-#include "server/load_generator.h"
-#include "server/server.h"
-#include "stream/recognizer.h"
-
-extern char** environ;
-
-namespace voxrt::server {
+// In the support's namespace: its StreamOutcome (one client's run) hides the load
+// generator's.
+namespace voxrt::server::server_test {
 namespace {
-
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace websocket = beast::websocket;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
-using json = nlohmann::json;
-namespace fs = std::filesystem;
-
-std::string env_or(const char* name, const char* fallback) {
-  const char* value = std::getenv(name);
-  return value ? value : fallback;
-}
-fs::path source_dir() {
-  return env_or("VOXRT_SOURCE_DIR", ".");
-}
-fs::path binary_dir() {
-  return env_or("VOXRT_BINARY_DIR", ".");
-}
-fs::path work_dir() {
-  return binary_dir() / "tests" / "server_work";
-}
-fs::path voxrt_binary() {
-  return binary_dir() / "bin" / "voxrt";
-}
-
-int run_shell(const std::string& command) {
-  return std::system(command.c_str());
-}
-
-// ---- fixtures: engine and speech -------------------------------------------------------------
-
-struct Speech {
-  std::string path;
-  std::vector<std::uint8_t> pcm16;
-  int sample_rate_hz = 16000;
-};
-
-const std::vector<std::string> kSentences = {
-    "the quick brown fox jumps over the lazy dog",
-    "please call stella and ask her to bring these things with her from the store",
-    "she sells sea shells by the sea shore",
-    "turn on the lights in the kitchen",
-};
-
-Speech load_speech(const std::string& path) {
-  auto clip = audio::read_audio_file(path);
-  EXPECT_TRUE(clip.has_value()) << clip.status().message();
-  Speech s;
-  s.path = path;
-  s.sample_rate_hz = clip->sample_rate_hz;
-  for (float x : clip->samples) {
-    const auto v = static_cast<std::int16_t>(
-        std::lround(std::clamp(x, -1.0f, 32767.0f / 32768.0f) * 32768.0f));
-    s.pcm16.push_back(static_cast<std::uint8_t>(v & 0xff));
-    s.pcm16.push_back(static_cast<std::uint8_t>((v >> 8) & 0xff));
-  }
-  return s;
-}
-
-class Assets {
- public:
-  static Assets& get() {
-    static Assets assets;
-    return assets;
-  }
-  std::string engine;
-  std::vector<Speech> speech;  // 16 kHz espeak-ng sentences, one 8 kHz, and the bundled sample
-  std::string setup_error;
-
- private:
-  Assets() {
-    fs::create_directories(work_dir());
-    engine = (work_dir() / "default.engine").string();
-    if (!fs::exists(engine)) {
-      const std::string command = voxrt_binary().string() + " build --onnx " +
-                                  (source_dir() / "models/default/model.onnx").string() +
-                                  " --engine " + engine +
-                                  " --profile features:1x2x80/8x32x80/64x32x80 > " +
-                                  (work_dir() / "build.log").string() + " 2>&1";
-      if (run_shell(command) != 0) setup_error = "voxrt build failed: " + command;
-    }
-    for (std::size_t i = 0; i < kSentences.size(); ++i) {
-      const int rate = i == 3 ? 8000 : 16000;
-      const fs::path wav = work_dir() / ("speech" + std::to_string(i) + ".wav");
-      if (!fs::exists(wav)) {
-        const fs::path raw = work_dir() / ("speech" + std::to_string(i) + ".raw.wav");
-        const std::string command = "espeak-ng -s 150 -w " + raw.string() + " '" + kSentences[i] +
-                                    "' && sox " + raw.string() + " -r " + std::to_string(rate) +
-                                    " -c 1 -b 16 " + wav.string() + " pad 0.3 0.8";
-        if (run_shell(command) != 0) setup_error = "speech synthesis failed: " + command;
-      }
-      speech.push_back(load_speech(wav.string()));
-    }
-    speech.push_back(load_speech((source_dir() / "samples/play_music.wav").string()));
-  }
-};
-
-// The text the Recognizer gives for `speech` on its own, fed in the same frame sizes.
-std::string reference_text(const Speech& speech, std::size_t frame_bytes) {
-  stream::RecognizerConfig config;
-  config.engine_path = Assets::get().engine;
-  config.max_streams = 1;
-  auto recognizer = stream::Recognizer::create(config);
-  EXPECT_TRUE(recognizer.has_value()) << recognizer.status().message();
-  stream::StreamOptions options;
-  options.sample_rate_hz = speech.sample_rate_hz;
-  auto st = (*recognizer)->open_stream(options);
-  EXPECT_TRUE(st.has_value());
-  auto decoder = *audio::PcmChunkDecoder::create(audio::PcmEncoding::kS16LE, 1);
-  std::vector<stream::Stream*> streams = {st->get()};
-  std::string text;
-  auto collect = [&] {
-    for (const auto& r : (*st)->take_results()) {
-      if (r.result.is_final && !r.result.text.empty())
-        text += (text.empty() ? "" : " ") + r.result.text;
-    }
-  };
-  for (std::size_t at = 0; at < speech.pcm16.size(); at += frame_bytes) {
-    std::vector<float> samples;
-    const std::size_t end = std::min(speech.pcm16.size(), at + frame_bytes);
-    decoder.push(std::span<const std::uint8_t>(speech.pcm16.data() + at, end - at), samples);
-    EXPECT_TRUE((*st)->accept_pcm(samples).is_ok());
-    EXPECT_TRUE((*recognizer)->advance(streams).has_value());
-    collect();
-  }
-  EXPECT_TRUE((*st)->input_finished().is_ok());
-  EXPECT_TRUE((*recognizer)->advance(streams).has_value());
-  collect();
-  return text;
-}
-
-// ---- a synchronous WebSocket client ----------------------------------------------------------
-
-class Client {
- public:
-  // Empty string on success, else why the connection or handshake failed.
-  std::string connect(int port, const std::string& token = "", const std::string& path = "/") {
-    beast::error_code ec;
-    tcp::endpoint endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port));
-    ws_.next_layer().connect(endpoint, ec);
-    if (ec) return "connect: " + ec.message();
-    ws_.set_option(websocket::stream_base::decorator([token](websocket::request_type& request) {
-      if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-    }));
-    websocket::response_type response;
-    ws_.handshake(response, "127.0.0.1", path, ec);
-    if (ec) return "handshake: " + ec.message();
-    return "";
-  }
-  bool send_text(const std::string& text) {
-    beast::error_code ec;
-    ws_.text(true);
-    ws_.write(net::buffer(text), ec);
-    return !ec;
-  }
-  // One text message sent as several frames (continuation frames), as browsers may.
-  bool send_text_fragments(const std::vector<std::string>& pieces) {
-    beast::error_code ec;
-    ws_.text(true);
-    for (std::size_t i = 0; i < pieces.size() && !ec; ++i) {
-      ws_.write_some(i + 1 == pieces.size(), net::buffer(pieces[i]), ec);
-    }
-    return !ec;
-  }
-  bool send_binary(const std::uint8_t* data, std::size_t size) {
-    beast::error_code ec;
-    ws_.binary(true);
-    ws_.write(net::buffer(data, size), ec);
-    return !ec;
-  }
-  // The next message as JSON; nullopt when the connection closed (close_code() says how).
-  std::optional<json> read() {
-    beast::flat_buffer buffer;
-    beast::error_code ec;
-    ws_.read(buffer, ec);
-    if (ec) {
-      closed_ = true;
-      return std::nullopt;
-    }
-    return json::parse(beast::buffers_to_string(buffer.data()), nullptr, false);
-  }
-  int close_code() const { return ws_.reason().code; }
-  // Drops the TCP connection without a close handshake (a vanished client).
-  void vanish() {
-    beast::error_code ec;
-    ws_.next_layer().close(ec);
-  }
-  void close() {
-    beast::error_code ec;
-    if (!closed_) ws_.close(websocket::close_code::normal, ec);
-  }
-
- private:
-  net::io_context io_;
-  websocket::stream<tcp::socket> ws_{io_};
-  bool closed_ = false;
-};
-
-struct StreamOutcome {
-  std::string text;  // non-empty finals joined by spaces
-  int frames = 0;
-  int replies = 0;
-  int finals = 0;
-  int close_code = 0;
-  std::vector<json> messages;
-};
-
-// Vosk-style client: one reply read after every frame, then eof and the final.
-StreamOutcome stream_speech(int port, const Speech& speech, std::size_t frame_bytes,
-                            bool words = false) {
-  StreamOutcome out;
-  Client client;
-  const std::string error = client.connect(port);
-  EXPECT_EQ(error, "");
-  if (!error.empty()) return out;
-  client.send_text(
-      json{{"config", {{"sample_rate", speech.sample_rate_hz}, {"words", words}}}}.dump());
-  auto take = [&](const json& m) {
-    out.messages.push_back(m);
-    if (m.contains("text")) {
-      ++out.finals;
-      const std::string t = m["text"].get<std::string>();
-      if (!t.empty()) out.text += (out.text.empty() ? "" : " ") + t;
-    }
-  };
-  for (std::size_t at = 0; at < speech.pcm16.size(); at += frame_bytes) {
-    const std::size_t end = std::min(speech.pcm16.size(), at + frame_bytes);
-    EXPECT_TRUE(client.send_binary(speech.pcm16.data() + at, end - at));
-    ++out.frames;
-    auto reply = client.read();
-    EXPECT_TRUE(reply.has_value());
-    if (!reply) return out;
-    ++out.replies;
-    take(*reply);
-  }
-  client.send_text(R"({"eof" : 1})");
-  const std::size_t before_eof = out.messages.size();
-  while (auto reply = client.read()) take(*reply);
-  if (std::getenv("VOXRT_TEST_DEBUG")) {
-    std::cerr << "frames " << out.frames << " messages " << out.messages.size() << " after eof "
-              << out.messages.size() - before_eof << "\n";
-    for (const auto& m : out.messages)
-      if (m.contains("text")) std::cerr << m.dump() << "\n";
-  }
-  out.close_code = client.close_code();
-  return out;
-}
-
-int free_port() {
-  net::io_context io;
-  tcp::acceptor acceptor(io, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
-  return acceptor.local_endpoint().port();
-}
-
-// An in-process server on a free port, run on its own thread.
-class RunningServer {
- public:
-  explicit RunningServer(ServerConfig config = {}) {
-    config.recognizer.engine_path = Assets::get().engine;
-    config.port = 0;
-    config.io_threads = 2;
-    auto created = Server::create(config);
-    EXPECT_TRUE(created.has_value()) << created.status().message();
-    server_ = std::move(*created);
-    thread_ = std::thread([this] { (void)server_->run(); });
-  }
-  ~RunningServer() {
-    server_->shutdown();
-    thread_.join();
-  }
-  Server& operator*() { return *server_; }
-  Server* operator->() { return server_.get(); }
-  // Polls until the state slots return to `expected` (streams close asynchronously).
-  // Waits (up to 3 s) until `expected` streams are admitted.
-  bool admitted_streams_reach(int expected) {
-    for (int i = 0; i < 300; ++i) {
-      if (server_->active_streams() == expected) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  }
-  bool slots_return_to(int expected) {
-    for (int i = 0; i < 300; ++i) {
-      if (server_->slots_in_use() == expected && server_->active_streams() == expected) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return false;
-  }
-
- private:
-  std::unique_ptr<Server> server_;
-  std::thread thread_;
-};
-
-// One HTTP request; returns status and body.
-std::pair<int, std::string> http_request(int port, http::verb verb, const std::string& target,
-                                         const std::string& body = "",
-                                         const std::string& content_type = "",
-                                         const std::string& token = "") {
-  net::io_context io;
-  beast::tcp_stream stream(io);
-  beast::error_code ec;
-  stream.connect(
-      tcp::endpoint(net::ip::make_address("127.0.0.1"), static_cast<unsigned short>(port)), ec);
-  if (ec) return {0, ec.message()};
-  http::request<http::string_body> request{verb, target, 11};
-  request.set(http::field::host, "127.0.0.1");
-  if (!content_type.empty()) request.set(http::field::content_type, content_type);
-  if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
-  request.body() = body;
-  request.prepare_payload();
-  http::write(stream, request, ec);
-  beast::flat_buffer buffer;
-  http::response<http::string_body> response;
-  http::read(stream, buffer, response, ec);
-  if (ec) return {0, ec.message()};
-  return {response.result_int(), response.body()};
-}
-
-class ServerTest : public ::testing::Test {
- protected:
-  void SetUp() override { ASSERT_EQ(Assets::get().setup_error, ""); }
-  const std::vector<Speech>& speech() { return Assets::get().speech; }
-};
-
-// 20 ms of PCM16 at the clip's rate.
-std::size_t frame_20ms(const Speech& s) {
-  return static_cast<std::size_t>(s.sample_rate_hz) / 50 * 2;
-}
 
 // ---- tests -------------------------------------------------------------------------------------
 
@@ -537,6 +175,19 @@ TEST_F(ServerTest, BadInputClosesThatStreamOnlyAndSlotsReturn) {
        "bad_config", 1008},
       {"phrase_list not strings",
        [](Client& c) { c.send_text(R"({"config": {"phrase_list": [1]}})"); }, "bad_config", 1008},
+      {"beam_width 0", [](Client& c) { c.send_text(R"({"config": {"beam_width": 0}})"); },
+       "bad_config", 1008},
+      {"lm_weight string", [](Client& c) { c.send_text(R"({"config": {"lm_weight": "x"}})"); },
+       "bad_config", 1008},
+      {"decoder unknown", [](Client& c) { c.send_text(R"({"config": {"decoder": "fast"}})"); },
+       "bad_config", 1008},
+      {"lm without one",
+       [](Client& c) {
+         c.send_text(R"({"config": {"lm": true}})");
+         const std::vector<std::uint8_t> silence(640, 0);
+         c.send_binary(silence.data(), silence.size());
+       },
+       "bad_config", 1008},
       {"eof 0", [](Client& c) { c.send_text(R"({"eof": 0})"); }, "bad_message", 1003},
       {"config twice",
        [](Client& c) {
@@ -649,7 +300,14 @@ TEST_F(ServerTest, BearerTokenIdleTimeoutAndHttpEndpoints) {
     ASSERT_EQ(client.connect(port, config.auth_token), "");
     ASSERT_TRUE(client.send_text(R"({"config": {"sample_rate": 16000}})"));
     const auto start = std::chrono::steady_clock::now();
-    EXPECT_FALSE(client.read().has_value());  // nothing sent: closed by the idle timeout
+    // Nothing sent: the idle timeout ends the stream like an eof (its final, empty here), then
+    // closes with a close frame that says why.
+    auto final_message = client.read();
+    ASSERT_TRUE(final_message.has_value());
+    EXPECT_EQ((*final_message)["text"], "") << final_message->dump();
+    EXPECT_FALSE(client.read().has_value());
+    EXPECT_EQ(client.close_code(), 1000);
+    EXPECT_EQ(client.close_reason(), "idle_timeout");
     EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
   }
   EXPECT_TRUE(server.slots_return_to(0));
@@ -657,7 +315,7 @@ TEST_F(ServerTest, BearerTokenIdleTimeoutAndHttpEndpoints) {
 
 TEST_F(ServerTest, OpenAiTranscriptionUploadMatchesStreaming) {
   RunningServer server;
-  const Speech& s = speech()[2];
+  const Speech s = load_speech(Assets::get().joined);
   std::ifstream in(s.path, std::ios::binary);
   const std::string wav((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string boundary = "voxrtBoundary7MA4YWxk";
@@ -671,11 +329,42 @@ TEST_F(ServerTest, OpenAiTranscriptionUploadMatchesStreaming) {
            wav + "\r\n--" + boundary + "--\r\n";
   };
   const std::string content_type = "multipart/form-data; boundary=" + boundary;
-  const std::string expected = reference_text(s, 32000);
+  // The CLI feeds 20 ms pieces, the upload 1 s pieces: the same text (issue 31: the VAD's
+  // endpoint fell by piece size and split "kitch" | "en").
+  const fs::path cli_out = work_dir() / "joined_cli.jsonl";
+  ASSERT_EQ(
+      run_shell(voxrt_binary().string() + " transcribe --json --engine " + Assets::get().engine +
+                " " + s.path + " > " + cli_out.string() + " 2> /dev/null"),
+      0);
+  std::string expected;
+  std::ifstream cli_lines(cli_out);
+  for (std::string line; std::getline(cli_lines, line);) {
+    const json result = json::parse(line);
+    const std::string text = result["text"];
+    if (result["is_final"] && !text.empty()) expected += (expected.empty() ? "" : " ") + text;
+  }
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(reference_text(s, 640), expected);
+  EXPECT_EQ(reference_text(s, 32000), expected);
   auto [status, reply] = http_request(server->port(), http::verb::post, "/v1/audio/transcriptions",
                                       body("json"), content_type);
   ASSERT_EQ(status, 200) << reply;
   EXPECT_EQ(json::parse(reply)["text"], expected);
+  // Subtitles as OpenAI's endpoint gives them: one cue per utterance.
+  auto [srt_status, srt] = http_request(server->port(), http::verb::post,
+                                        "/v1/audio/transcriptions", body("srt"), content_type);
+  EXPECT_EQ(srt_status, 200);
+  EXPECT_EQ(srt.rfind("1\n00:00:0", 0), 0u) << srt;
+  EXPECT_NE(srt.find(" --> "), std::string::npos) << srt;
+  EXPECT_NE(srt.find("\n2\n"), std::string::npos) << srt;
+  auto [vtt_status, vtt] = http_request(server->port(), http::verb::post,
+                                        "/v1/audio/transcriptions", body("vtt"), content_type);
+  EXPECT_EQ(vtt_status, 200);
+  EXPECT_EQ(vtt.rfind("WEBVTT\n\n00:00:0", 0), 0u) << vtt;
+  EXPECT_EQ(http_request(server->port(), http::verb::post, "/v1/audio/transcriptions", body("docx"),
+                         content_type)
+                .first,
+            400);
   auto [text_status, text] = http_request(server->port(), http::verb::post,
                                           "/v1/audio/transcriptions", body("text"), content_type);
   EXPECT_EQ(text_status, 200);
@@ -690,6 +379,98 @@ TEST_F(ServerTest, OpenAiTranscriptionUploadMatchesStreaming) {
                 .first,
             400);
   EXPECT_TRUE(server.slots_return_to(0));
+}
+
+// A phrase the model cannot spell is a warning on the stream, not a closed stream (issue 31); the
+// others are normalised (case, punctuation) and used. Hotwords switch the stream to beam search.
+TEST_F(ServerTest, PhraseTheModelCannotSpellIsAWarning) {
+  RunningServer server;
+  const Speech& s = speech()[3];
+  Client client;
+  ASSERT_EQ(client.connect(server->port()), "");
+  client.send_text(json{{"config",
+                         {{"sample_rate", s.sample_rate_hz},
+                          {"phrase_list", {"caf\u00e9 au lait", "Turn ON the lights!"}}}}}
+                       .dump());
+  std::vector<json> messages;
+  const std::size_t frame = frame_20ms(s);
+  for (std::size_t at = 0; at < s.pcm16.size(); at += frame) {
+    ASSERT_TRUE(client.send_binary(s.pcm16.data() + at, std::min(frame, s.pcm16.size() - at)));
+    auto reply = client.read();
+    ASSERT_TRUE(reply.has_value());
+    messages.push_back(*reply);
+  }
+  client.send_text(R"({"eof": 1})");
+  while (auto reply = client.read()) messages.push_back(*reply);
+  EXPECT_EQ(client.close_code(), 1000);
+  std::string warnings, text;
+  for (const json& m : messages) {
+    EXPECT_FALSE(m.contains("error")) << m.dump();
+    if (m.contains("warning")) warnings += m["warning"].get<std::string>();
+    if (m.contains("text")) text += m["text"].get<std::string>();
+  }
+  EXPECT_NE(warnings.find("phrase_list[0] ignored"), std::string::npos) << warnings;
+  EXPECT_EQ(warnings.find("phrase_list[1]"), std::string::npos) << warnings;
+  EXPECT_FALSE(text.empty());
+  EXPECT_TRUE(server.slots_return_to(0));
+}
+
+// serve --lm: streams decode with the LM (here words of the LM only), and a stream may choose
+// greedy decoding or the beam without the LM in its config. --max-batch above the engine's
+// profiles is refused when the server starts.
+TEST_F(ServerTest, ServeTakesAnLmAndStreamsChooseTheirDecoding) {
+  const fs::path arpa = work_dir() / "words.arpa";
+  std::ofstream(arpa) << "\\data\\\nngram 1=8\n\n\\1-grams:\n-1 <s>\n-1 </s>\n-1 turn\n"
+                         "-1 on\n-1 the\n-1 lights\n-1 in\n-1 kitchen\n\n\\end\\\n";
+  ServerConfig config;
+  config.recognizer.decoder = stream::DecoderKind::kBeam;
+  config.recognizer.lm_path = arpa.string();
+  config.recognizer.decoding.lexicon_only = true;
+  RunningServer server(config);
+  const Speech& s = speech()[3];
+  const std::set<std::string> lm_words = {"turn", "on", "the", "lights", "in", "kitchen"};
+  auto words_of = [](const std::string& text) {
+    std::istringstream in(text);
+    std::vector<std::string> out;
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  };
+  const StreamOutcome with_lm = stream_speech(server->port(), s, frame_20ms(s));
+  ASSERT_FALSE(with_lm.text.empty());
+  for (const std::string& w : words_of(with_lm.text))
+    EXPECT_TRUE(lm_words.count(w)) << w << " in '" << with_lm.text << "'";
+  // The same audio decoded greedily by a stream that asks for it: the greedy reference.
+  Client client;
+  ASSERT_EQ(client.connect(server->port()), "");
+  client.send_text(
+      json{{"config", {{"sample_rate", s.sample_rate_hz}, {"decoder", "greedy"}}}}.dump());
+  std::string greedy_text;
+  auto take = [&](const json& m) {
+    EXPECT_FALSE(m.contains("error")) << m.dump();
+    if (m.contains("text") && !m["text"].get<std::string>().empty())
+      greedy_text += (greedy_text.empty() ? "" : " ") + m["text"].get<std::string>();
+  };
+  const std::size_t frame = frame_20ms(s);
+  for (std::size_t at = 0; at < s.pcm16.size(); at += frame) {
+    ASSERT_TRUE(client.send_binary(s.pcm16.data() + at, std::min(frame, s.pcm16.size() - at)));
+    auto reply = client.read();
+    ASSERT_TRUE(reply.has_value());
+    take(*reply);
+  }
+  client.send_text(R"({"eof": 1})");
+  while (auto m = client.read()) take(*m);
+  EXPECT_EQ(greedy_text, reference_text(s, frame));
+  EXPECT_TRUE(server.slots_return_to(0));
+
+  ServerConfig too_big;
+  too_big.recognizer.engine_path = Assets::get().engine;
+  too_big.port = 0;
+  too_big.recognizer.max_batch = 65;  // the engine's profiles go up to 64
+  auto refused = Server::create(too_big);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("max_batch 65 is above the largest batch"),
+            std::string::npos)
+      << refused.status().message();
 }
 
 TEST_F(ServerTest, ThrottlesAClientFasterThanRealTime) {
@@ -725,46 +506,6 @@ TEST_F(ServerTest, ThrottlesAClientFasterThanRealTime) {
 }
 
 // ---- the binary: SIGTERM drains, nginx in front ------------------------------------------------
-
-class ChildProcess {
- public:
-  explicit ChildProcess(std::vector<std::string> args, const std::string& log) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~ChildProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      (void)wait();
-    }
-  }
-  pid_t pid() const { return pid_; }
-  // Exit status, or -1.
-  int wait() {
-    int status = 0;
-    if (pid_ <= 0 || ::waitpid(pid_, &status, 0) != pid_) return -1;
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
-bool wait_for_health(int port) {
-  for (int i = 0; i < 200; ++i) {
-    if (http_request(port, http::verb::get, "/healthz").first == 200) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
 
 TEST_F(ServerTest, SigtermDrainsLiveStreamsWithFinals) {
   const int port = free_port();
@@ -886,4 +627,4 @@ TEST_F(ServerTest, LoadGeneratorMeasuresRealtimeStreamsAndRefusesOtherHosts) {
 }
 
 }  // namespace
-}  // namespace voxrt::server
+}  // namespace voxrt::server::server_test

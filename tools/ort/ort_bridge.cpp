@@ -84,6 +84,8 @@ Expected<OrtResult> run_onnxruntime(const std::string& onnx_path,
       result.outputs.push_back(std::move(t));
     }
     result.times_ms = out["times_ms"].get<std::vector<double>>();
+    if (out.contains("cpu_times_ms"))
+      result.cpu_times_ms = out["cpu_times_ms"].get<std::vector<double>>();
   } catch (const std::exception& e) {
     cleanup();
     return internal_error("cannot read onnxruntime's outputs: ", e.what());

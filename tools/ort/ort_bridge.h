@@ -18,6 +18,8 @@ struct OrtRunOptions {
 struct OrtResult {
   std::vector<Tensor> outputs;
   std::vector<double> times_ms;  // sorted
+  // CPU time of the onnxruntime process per timed run (all its threads), sorted.
+  std::vector<double> cpu_times_ms;
 };
 
 // True when .third_party has onnxruntime-node and node is on PATH.

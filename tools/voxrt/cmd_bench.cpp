@@ -15,6 +15,7 @@
 #include "runtime/engine_impl.h"
 #include "runtime/state_pool.h"
 #include "shape_args.h"
+#include "thread_check.h"
 
 namespace voxrt::cli {
 namespace {
@@ -39,7 +40,10 @@ double percentile(const std::vector<double>& sorted, double p) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * (at - static_cast<double>(lo));
 }
 
-// Without --shapes, an input takes the first profile's opt shape or its static dims.
+// Without --shapes, an input takes the first profile's opt shape; an input the profile does not
+// name takes its static dims, and for a symbolic dim the size the profile's opt shapes give that
+// symbol on another input (the states' "batch" from the features'), as the builder's profiling
+// run does.
 Expected<Dims> input_dims(const Engine& engine, const TensorInfo& info,
                           const std::map<std::string, Dims>& shapes) {
   auto it = shapes.find(info.name);
@@ -47,13 +51,31 @@ Expected<Dims> input_dims(const Engine& engine, const TensorInfo& info,
   const auto& profiles = engine.impl().contents.profiles;
   if (!profiles.empty() && profiles.front().inputs.count(info.name))
     return profiles.front().inputs.at(info.name).opt;
+  std::map<std::string, std::int64_t> symbol_size;
+  if (!profiles.empty()) {
+    for (const TensorInfo& other : engine.inputs()) {
+      auto range = profiles.front().inputs.find(other.name);
+      if (range == profiles.front().inputs.end()) continue;
+      for (std::size_t d = 0; d < other.dims.size() && d < range->second.opt.size(); ++d) {
+        if (other.dims[d] < 0 && d < other.dim_names.size() && !other.dim_names[d].empty())
+          symbol_size.emplace(other.dim_names[d], range->second.opt[d]);
+      }
+    }
+  }
   Dims dims;
   for (std::size_t d = 0; d < info.dims.size(); ++d) {
-    if (info.dims[d] < 0) {
-      return invalid_argument("input '", info.name, "' dim ", d, " ('", info.dim_names[d],
-                              "') is dynamic: give --shapes ", info.name, ":...");
+    if (info.dims[d] >= 0) {
+      dims.push_back(info.dims[d]);
+      continue;
     }
-    dims.push_back(info.dims[d]);
+    const std::string name = d < info.dim_names.size() ? info.dim_names[d] : "";
+    auto size = symbol_size.find(name);
+    if (size == symbol_size.end()) {
+      return invalid_argument("input '", info.name, "' dim ", d, " ('", name,
+                              "') is dynamic and no profile gives its size: give --shapes ",
+                              info.name, ":...");
+    }
+    dims.push_back(size->second);
   }
   return dims;
 }
@@ -187,6 +209,8 @@ int run_bench(const BenchArgs& args) {
     }
     inputs = std::move(*made);
   }
+  if (const std::string warning = thread_count_warning(**engine, args.threads); !warning.empty())
+    std::cerr << warning << "\n";
   auto context = (*engine)->create_context(args.threads);
   if (!context) {
     std::cerr << "error: " << context.status().message() << "\n";
@@ -403,16 +427,24 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       "pool is warmed up first (StatePool::warm_up). With --state-pool, --profile and\n"
       "--device-time still time the computation alone (zero states, no gather/scatter).\n"
       "Examples:\n"
-      "  voxrt bench ds2.engine --shapes x:1x1x161x200 --threads 2 --json\n"
-      "  voxrt bench gru_chunk.engine --state-pool --shapes x:256x1x161x16 --json");
+      "  voxrt bench model.engine --shapes features:1x32x80 --threads 2 --json\n"
+      "  voxrt bench model.engine --state-pool --shapes features:8x32x80 --json");
   cmd->add_option("engine", args->engine_path, "Engine file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--shapes", args->shapes,
                   "NAME:DIMS[,NAME:DIMS...] for dynamic inputs (default: the first profile's opt)")
       ->delimiter(',');
-  cmd->add_option("--iterations", args->iterations, "Timed runs (overrides --duration)");
-  cmd->add_option("--duration", args->duration_s, "Seconds to run")->capture_default_str();
-  cmd->add_option("--warmup", args->warmup_ms, "Warm-up milliseconds")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "Kernel threads")->capture_default_str();
+  cmd->add_option("--iterations", args->iterations,
+                  "Timed runs, 1..10000000 (overrides --duration)")
+      ->check(CLI::Range(1, 10000000));
+  cmd->add_option("--duration", args->duration_s, "Seconds to run, 0.001..86400")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  cmd->add_option("--warmup", args->warmup_ms, "Warm-up milliseconds, 0..3600000")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600000));
+  cmd->add_option("--threads", args->threads, "Kernel threads, 1..256")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->add_flag("--profile", args->profile, "Also print the median time of every layer");
   cmd->add_flag("--device-time", args->device_time,
                 "Device engines: also time the computation alone on the GPU with CUDA events "

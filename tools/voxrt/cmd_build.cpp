@@ -4,9 +4,11 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "accuracy_gate.h"
+#include "build_config_args.h"
 #include "commands.h"
+#include "model_import/model_dir_import.h"
 #include "progress_bar.h"
-#include "shape_args.h"
 #include "voxrt/builder.h"
 
 namespace voxrt::cli {
@@ -14,83 +16,109 @@ namespace {
 
 struct BuildArgs {
   std::string onnx_path;
+  std::string model_dir;
+  int max_batch = 32;
+  int max_beam = 8;
+  std::string language = "en";
   std::string engine_path;
-  std::vector<std::string> profiles;
-  std::vector<std::string> states;
-  std::vector<std::string> fixed_inputs;
-  std::vector<std::string> metadata;
-  std::vector<std::string> layer_precisions;
-  std::string timing_cache;
-  std::string precision = "fp32";
-  std::string device = "cpu";
-  int threads = 1;
-  int timing_iterations = 5;
-  bool no_autotune = false;
+  BuildConfigArgs build;
+  std::string accuracy_data;
+  double max_wer_increase = 0.3;
   bool verbose = false;
   bool json = false;
 };
 
+// Where each quantizable layer ended up, with its measured sensitivity.
+void print_int8_layers(const std::vector<Int8LayerReport>& layers, std::ostream& out) {
+  if (layers.empty()) return;
+  out << "  int8 layers (output error / arg-max changes: that layer alone in int8, on the "
+         "calibration data):\n";
+  for (const auto& layer : layers) {
+    char error[32] = "-", argmax[32] = "-";
+    if (layer.output_error >= 0) std::snprintf(error, sizeof(error), "%.3g", layer.output_error);
+    if (layer.argmax_changed >= 0)
+      std::snprintf(argmax, sizeof(argmax), "%.3g%%", 100 * layer.argmax_changed);
+    char line[512];
+    std::snprintf(line, sizeof(line), "    %-28s %-12s %-5s err %-9s argmax %-8s %s\n",
+                  layer.node.c_str(), layer.op.c_str(), layer.int8 ? "int8" : "fp32", error, argmax,
+                  layer.reason.c_str());
+    out << line;
+  }
+}
+
+// --accuracy-data: false (and nothing written) when the engine fails the gate or it cannot run.
+bool passes_accuracy_gate(const BuildArgs& args, const BuilderConfig& config,
+                          const std::string& engine, const BuildReport& report) {
+  AccuracyGateOptions options;
+  options.manifest_path = args.accuracy_data;
+  options.max_wer_increase_points = args.max_wer_increase;
+  options.threads = args.build.threads;
+  std::cerr << "accuracy gate: decoding " << args.accuracy_data
+            << " with this engine and an fp32 build of the same model\n";
+  auto gate = run_accuracy_gate(args.onnx_path, config, engine, report, options);
+  if (!gate) {
+    std::cerr << "error: accuracy gate: " << gate.status().message() << "\n";
+    return false;
+  }
+  std::cerr << "accuracy gate: " << gate->describe() << ", limit +" << args.max_wer_increase
+            << " points: " << (gate->passed ? "passed" : "REFUSED") << "\n";
+  if (gate->passed) return true;
+  std::cerr << "  quantized layers, most sensitive first (alone, on the calibration data):\n";
+  for (const auto& line : gate->sensitivity) std::cerr << "    " << line << "\n";
+  std::cerr << "  would keep in fp32:";
+  for (const auto& keep : gate->keep_fp32) std::cerr << " --layer-precision " << keep;
+  std::cerr << "\n  (or better calibration data); " << args.engine_path << " not written\n";
+  return false;
+}
+
 int run_build(const BuildArgs& args) {
-  BuilderConfig config;
-  auto precision = precision_from_name(args.precision);
-  if (!precision) {
-    std::cerr << "error: " << precision.status().message() << "\n";
+  auto parsed = builder_config_from_args(args.build);
+  if (!parsed) {
+    std::cerr << "error: " << parsed.status().message() << "\n";
     return 2;
   }
-  config.precision = *precision;
-  for (const auto& spec : args.layer_precisions) {
-    // NAME:PRECISION, split at the last ':' (ONNX node names may hold one).
-    const auto colon = spec.rfind(':');
-    auto layer = colon == std::string::npos || colon == 0
-                     ? Expected<Precision>(invalid_argument("expected NAME:PRECISION"))
-                     : precision_from_name(spec.substr(colon + 1));
-    if (!layer) {
-      std::cerr << "error: --layer-precision '" << spec << "': " << layer.status().message()
-                << "\n";
-      return 2;
-    }
-    config.layer_precisions[spec.substr(0, colon)] = *layer;
-  }
-  if (args.device == "cuda") {
-    config.device = DeviceKind::kCuda;
-  } else if (args.device != "cpu") {
-    std::cerr << "error: --device '" << args.device << "': expected cpu or cuda\n";
+  BuilderConfig config = std::move(*parsed);
+  if (args.onnx_path.empty() == args.model_dir.empty()) {
+    std::cerr << "error: give either --onnx MODEL.onnx (one engine) or --model-dir DIR (an "
+                 "exported model folder -> an engine bundle)\n";
     return 2;
   }
-  auto profiles = parse_profiles(args.profiles);
-  if (!profiles) {
-    std::cerr << "error: " << profiles.status().message() << "\n";
+  if (!args.model_dir.empty() && !args.accuracy_data.empty()) {
+    std::cerr << "error: --accuracy-data gates single engines (--onnx); not --model-dir bundles\n";
     return 2;
   }
-  config.profiles = *profiles;
-  for (const auto& s : args.states) {
-    auto pair = parse_state(s);
-    if (!pair) {
-      std::cerr << "error: " << pair.status().message() << "\n";
+  if (!args.model_dir.empty()) {
+    if (!args.build.profiles.empty() || !args.build.states.empty() ||
+        !args.build.fixed_inputs.empty()) {
+      std::cerr << "error: --model-dir sets each engine's profiles and states from the export; "
+                   "drop --profile/--state/--fixed-input (use --max-batch, --max-beam)\n";
       return 2;
     }
-    config.states.push_back(*pair);
-  }
-  for (const auto& f : args.fixed_inputs) {
-    auto fixed = parse_fixed_input(f);
-    if (!fixed) {
-      std::cerr << "error: " << fixed.status().message() << "\n";
-      return 2;
+    model_import::ModelDirImportOptions options;
+    options.model_dir = args.model_dir;
+    options.bundle_dir = args.engine_path;
+    options.build = config;
+    options.max_batch = args.max_batch;
+    options.max_beam = args.max_beam;
+    options.language = args.language;
+    options.on_step = [](const std::string& line) { std::cerr << line << "\n"; };
+    auto imported = model_import::import_model_dir(options);
+    if (!imported) {
+      std::cerr << "error: " << imported.status().message() << "\n";
+      return 1;
     }
-    config.fixed_inputs.insert(*fixed);
-  }
-  for (const auto& m : args.metadata) {
-    const auto eq = m.find('=');
-    if (eq == std::string::npos) {
-      std::cerr << "error: --metadata '" << m << "': expected KEY=VALUE\n";
-      return 2;
+    for (const auto& note : imported->notes) std::cerr << "  " << note << "\n";
+    std::cerr << "built bundle " << args.engine_path << " (" << imported->family << ", from the "
+              << imported->layout << " layout)\n";
+    if (args.json) {
+      nlohmann::json j = {{"bundle", args.engine_path},
+                          {"family", imported->family},
+                          {"layout", imported->layout},
+                          {"notes", imported->notes}};
+      std::cout << j.dump(2) << "\n";
     }
-    config.metadata[m.substr(0, eq)] = m.substr(eq + 1);
+    return 0;
   }
-  config.timing_cache_path = args.timing_cache;
-  config.threads = args.threads;
-  config.autotune = !args.no_autotune;
-  config.timing_iterations = args.timing_iterations;
   ProgressBar bar;
   config.on_progress = [&](const BuildProgress& p) {
     bar.update(p.stage, p.done, p.total, p.detail);
@@ -104,6 +132,7 @@ int run_build(const BuildArgs& args) {
     std::cerr << "error: " << engine.status().message() << "\n";
     return 1;
   }
+  if (!args.accuracy_data.empty() && !passes_accuracy_gate(args, config, *engine, report)) return 1;
   std::ofstream out(args.engine_path, std::ios::binary | std::ios::trunc);
   out.write(engine->data(), static_cast<std::streamsize>(engine->size()));
   if (!out) {
@@ -118,6 +147,8 @@ int run_build(const BuildArgs& args) {
     j["tactics_timed"] = report.tactics_timed;
     j["timing_cache_hits"] = report.timing_cache_hits;
     j["rewrites"] = report.pass_changes;
+    j["warnings"] = report.warnings;
+    j["notes"] = report.notes;
     // Every autotuning candidate, as trtexec's verbose tactic log: which ones lost, by how much.
     j["tactic_timings"] = nlohmann::json::array();
     for (const auto& t : report.tactic_timings) {
@@ -126,16 +157,34 @@ int run_build(const BuildArgs& args) {
       row["time_us"] = t.time_us >= 0 ? nlohmann::json(t.time_us) : nlohmann::json(nullptr);
       j["tactic_timings"].push_back(row);
     }
+    j["int8_layers"] = nlohmann::json::array();
+    for (const auto& layer : report.int8_layers) {
+      j["int8_layers"].push_back(
+          {{"node", layer.node},
+           {"op", layer.op},
+           {"precision", layer.int8 ? "int8" : "fp32"},
+           {"reason", layer.reason},
+           {"input_range", {layer.input_min, layer.input_max}},
+           {"input_scale", layer.input_scale},
+           {"input_zero_point", layer.input_zero_point},
+           {"output_error",
+            layer.output_error >= 0 ? nlohmann::json(layer.output_error) : nlohmann::json(nullptr)},
+           {"argmax_changed", layer.argmax_changed >= 0 ? nlohmann::json(layer.argmax_changed)
+                                                        : nlohmann::json(nullptr)}});
+    }
     std::cout << j.dump(2) << "\n";
   } else {
-    // Warnings always; every other rewrite and note with -v.
-    for (const auto& c : report.pass_changes) {
-      if (args.verbose || c.starts_with("warning:")) std::cerr << "  " << c << "\n";
+    print_int8_layers(report.int8_layers, std::cerr);
+    // Warnings always; rewrites and notes with -v.
+    if (args.verbose) {
+      for (const auto& c : report.pass_changes) std::cerr << "  " << c << "\n";
+      for (const auto& c : report.notes) std::cerr << "  " << c << "\n";
     }
+    for (const auto& c : report.warnings) std::cerr << "  " << c << "\n";
     std::cerr << "built " << args.engine_path << " (" << engine->size() << " bytes) in "
               << report.build_seconds << " s: " << report.pass_changes.size() << " rewrites, "
-              << report.tactics_timed << " tactics timed, " << report.timing_cache_hits
-              << " timing-cache hits\n";
+              << report.warnings.size() << " warning(s), " << report.tactics_timed
+              << " tactics timed, " << report.timing_cache_hits << " timing-cache hits\n";
   }
   return 0;
 }
@@ -149,48 +198,60 @@ void add_build_command(CLI::App& app, int& exit_code) {
   cmd->footer(
       "The engine records the target it was built for, the chosen kernels (tactics) and the\n"
       "optimization profiles; the runtime loads it without ONNX.\n\n"
-      "Examples:\n"
-      "  voxrt build --onnx ds2.onnx --engine ds2.engine --profile "
-      "x:1x1x161x100/1x1x161x200/8x1x161x400\n"
-      "  voxrt build --onnx stream.onnx --engine stream.engine --state h_in:h_out --timing-cache "
-      "cpu.cache\n"
-      "  voxrt build --onnx silero_vad.onnx --engine vad.engine --fixed-input sr=16000 --state "
-      "state:stateN\n"
-      "  voxrt build --onnx ds2.onnx --engine ds2_fp16.engine --device cuda --precision fp16 "
-      "--layer-precision /fc/MatMul:fp32\n"
-      "  voxrt build --onnx ds2.onnx --engine ds2_cpu_fp16.engine --precision fp16\n"
+      "A streaming model whose metadata names its chunk (voxrt.chunk_frames) is tuned at that\n"
+      "chunk when no --profile is given; its states (voxrt.state_pairs) need no --state, and\n"
+      "NAME.metadata.txt beside NAME.onnx adds KEY=VALUE metadata (docs/model_contract.md).\n\n"
+      "Examples (model.onnx: the default model, models/default/model.onnx):\n"
+      "  voxrt build --onnx model.onnx --engine model.engine\n"
+      "  voxrt build --onnx model.onnx --engine model_batched.engine --timing-cache cpu.cache "
+      "--profile features:1x2x80/1x32x80/1x32x80 --profile features:2x2x80/8x32x80/64x32x80\n"
+      "  voxrt build --onnx model.onnx --engine model_fp16.engine --precision fp16\n"
+      "  voxrt build --onnx silero_vad_v5.onnx --engine vad.engine --fixed-input sr=16000 "
+      "--profile input:1x576/8x576/32x576 --profile state:2x1x128/2x8x128/2x32x128\n"
+      "  voxrt build --onnx model.onnx --engine gpu.engine --device cuda --precision fp16 "
+      "--profile features:1x32x80/512x32x80/1024x32x80\n"
+      "  voxrt build --onnx model.onnx --engine model_int8.engine --precision int8 "
+      "--calibration-data . --calibration-cache int8.calib\n"
+      "  voxrt build --model-dir sherpa-onnx-streaming-zipformer-en/ --engine zipformer.bundle\n"
       "On the CPU, --precision fp16 stores the recurrent weights (GRU/LSTM/RNN R) in FP16 and\n"
       "keeps FP32 arithmetic: a batch-1 step reads half the bytes. Other layers stay fp32.\n"
+      "--precision int8 (CPU) quantizes the dense and recurrent layers: weights per output\n"
+      "channel, activations per tensor with ranges calibrated on --calibration-data; the final\n"
+      "projection stays fp32, --layer-precision NODE:fp32 keeps others; inspect shows scales.\n"
       "Repeating --profile for the same input adds another optimization profile; with\n"
       "autotuning each profile's kernels are timed at its own opt shape (inspect shows the\n"
       "layers whose tactic differs), and a run uses the first profile that admits its shapes.");
-  cmd->add_option("--onnx", args->onnx_path, "ONNX model to compile")
-      ->required()
+  cmd->add_option("--onnx", args->onnx_path, "ONNX model to compile")->check(CLI::ExistingFile);
+  cmd->add_option("--model-dir", args->model_dir,
+                  "A model folder as its ecosystem exports it (icefall/sherpa-onnx streaming "
+                  "transducer: encoder/decoder/joiner .onnx + tokens.txt); --engine then names "
+                  "the engine bundle folder to write")
+      ->check(CLI::ExistingDirectory);
+  cmd->add_option("--engine", args->engine_path,
+                  "Engine file to write (a bundle folder with --model-dir)")
+      ->required();
+  cmd->add_option("--max-batch", args->max_batch,
+                  "--model-dir: streams per encoder call the engines are built for, 1..4096")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--language", args->language,
+                  "--model-dir, multilingual Whisper exports: the language the prompt names "
+                  "(generation_config.json lang_to_id's <|xx|>)")
+      ->capture_default_str();
+  cmd->add_option("--max-beam", args->max_beam,
+                  "--model-dir: hypotheses per stream the decoder/joiner engines are built for, "
+                  "1..64")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  add_build_config_options(*cmd, args->build);
+  cmd->add_option("--accuracy-data", args->accuracy_data,
+                  "MANIFEST (path<TAB>text lines): decode it with this engine and an fp32 build "
+                  "of the same model; refuse to write the engine when its WER is higher by more "
+                  "than --max-wer-increase")
       ->check(CLI::ExistingFile);
-  cmd->add_option("--engine", args->engine_path, "Engine file to write")->required();
-  cmd->add_option("--profile", args->profiles,
-                  "NAME:MIN/OPT/MAX shapes of a dynamic input, e.g. x:1x80x16/1x80x64/8x80x400");
-  cmd->add_option("--state", args->states,
-                  "IN:OUT streaming state pair kept by the runtime's slot pool");
-  cmd->add_option("--fixed-input", args->fixed_inputs,
-                  "NAME=VALUE binds a scalar input at build time (folds branches)");
-  cmd->add_option("--metadata", args->metadata, "KEY=VALUE added to the engine metadata");
-  cmd->add_option("--timing-cache", args->timing_cache, "Timing cache file (read, then updated)");
-  cmd->add_option("--precision", args->precision,
-                  "fp32 | tf32 | fp16 | bf16 | int8 (cuda); fp32 | fp16 (cpu: FP16 recurrent "
-                  "weights)")
+  cmd->add_option("--max-wer-increase", args->max_wer_increase,
+                  "with --accuracy-data: the WER increase allowed, in absolute percentage points")
       ->capture_default_str();
-  cmd->add_option("--layer-precision", args->layer_precisions,
-                  "NODE:PRECISION runs the layer made from ONNX node NODE at PRECISION instead of "
-                  "--precision, e.g. /fc/MatMul:fp32 keeps the output projection of an fp16 engine "
-                  "in fp32 (repeatable; inspect shows each layer's precision)");
-  cmd->add_option("--device", args->device, "cpu | cuda")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "Threads used to time tactics (match the deployment)")
-      ->capture_default_str();
-  cmd->add_option("--timing-iterations", args->timing_iterations, "Timed runs per tactic (median)")
-      ->capture_default_str();
-  cmd->add_flag("--no-autotune", args->no_autotune,
-                "Take the first fast tactic instead of timing (fast builds)");
   cmd->add_flag("--verbose,-v", args->verbose, "Print the config and every graph rewrite");
   cmd->add_flag("--json", args->json, "Print a JSON build report on stdout");
   cmd->callback([args, &exit_code] { exit_code = run_build(*args); });

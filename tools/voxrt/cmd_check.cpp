@@ -258,13 +258,17 @@ void add_check_command(CLI::App& app, int& exit_code) {
       "\\\n"
       "    --data /usr/share/libonnx-testdata/data/node/test_gru_defaults/test_data_set_0\n"
       "A reduced-precision engine against the FP32 reference, with tolerances to match:\n"
-      "  voxrt check ds2.onnx --data in/ --precision fp16 --rtol 1e-2 --atol 1e-3");
+      "  voxrt check model.onnx --data test_data_set_0 --precision fp16 --rtol 1e-2 --atol 1e-3");
   cmd->add_option("onnx", args->onnx_path, "ONNX model")->required()->check(CLI::ExistingFile);
   cmd->add_option("--data", args->data_dir, "Folder with input_K.pb [and output_K.pb]")
       ->required()
       ->check(CLI::ExistingDirectory);
-  cmd->add_option("--rtol", args->rtol, "Relative tolerance")->capture_default_str();
-  cmd->add_option("--atol", args->atol, "Absolute tolerance")->capture_default_str();
+  cmd->add_option("--rtol", args->rtol, "Relative tolerance, 0..1e6")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--atol", args->atol, "Absolute tolerance, 0..1e6")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e6));
   cmd->add_flag("--autotune", args->autotune, "Time tactics as voxrt build does (slower)");
   cmd->add_option("--precision", args->precision,
                   "Engine precision, as voxrt build (CPU: fp32, or fp16 recurrent weights)")

@@ -51,17 +51,25 @@ void add_loadgen_command(CLI::App& app, int& exit_code) {
       "--realtime");
   auto& c = args->config;
   cmd->add_option("--url", c.url, "ws://HOST:PORT[/path], HOST a loopback address")->required();
-  cmd->add_option("--streams", c.streams, "Concurrent streams")->capture_default_str();
+  cmd->add_option("--streams", c.streams, "Concurrent streams, 1..100000")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   cmd->add_option("--wav-dir", c.wav_dir, "Folder of .wav files (and optional .txt references)")
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--realtime", c.realtime,
                 "Send on a real-time clock (otherwise each frame waits for the last reply)");
   cmd->add_option("--duration", c.duration_s,
-                  "Seconds to keep streams busy (files repeat); 0: each stream sends one file")
-      ->capture_default_str();
-  cmd->add_option("--chunk-ms", c.chunk_ms, "Audio per frame")->capture_default_str();
-  cmd->add_option("--threads", c.threads, "Client I/O threads")->capture_default_str();
+                  "Seconds to keep streams busy (files repeat), 0..86400; 0: each stream sends "
+                  "one file")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--chunk-ms", c.chunk_ms, "Audio per frame, 1..60000")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 60000));
+  cmd->add_option("--threads", c.threads, "Client I/O threads, 1..256")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--auth-token-file", args->auth_token_file, "Bearer token file")
       ->check(CLI::ExistingFile);
   cmd->add_flag("--json", args->json, "Print the report as one JSON object");

@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "onnx_import/importer.h"
+#include "thread_check.h"
 #include "voxrt/engine.h"
 
 namespace voxrt::cli {
@@ -28,6 +29,8 @@ int run_run(const std::string& engine_path, const std::string& inputs_dir,
     }
     inputs.push_back(std::move(*t));
   }
+  if (const std::string warning = thread_count_warning(**engine, threads); !warning.empty())
+    std::cerr << warning << "\n";
   auto context = (*engine)->create_context(threads);
   if (!context) {
     std::cerr << "error: " << context.status().message() << "\n";
@@ -65,13 +68,15 @@ void add_run_command(CLI::App& app, int& exit_code) {
   cmd->footer(
       "Inputs are DIR/input_K.pb in the engine's input order; outputs are written as "
       "DIR/output_K.pb.\n"
-      "Example:\n  voxrt run model.engine --inputs test_data_set_0 --outputs /tmp/out");
+      "Example:\n  voxrt run model.engine --inputs test_data_set_0 --outputs out");
   cmd->add_option("engine", *engine, "Engine file")->required()->check(CLI::ExistingFile);
   cmd->add_option("--inputs", *inputs, "Folder with input_K.pb files")
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--outputs", *outputs, "Folder to write output_K.pb files into")->required();
-  cmd->add_option("--threads", *threads, "Kernel threads")->capture_default_str();
+  cmd->add_option("--threads", *threads, "Kernel threads, 1..256")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->callback([=, &exit_code] { exit_code = run_run(*engine, *inputs, *outputs, *threads); });
 }
 

@@ -6,6 +6,16 @@
 
 #define VOXRT_AVX2 __attribute__((target("avx2,fma")))
 #define VOXRT_AVX512 __attribute__((target("avx512f,avx2,fma")))
+// The default build targets baseline x86-64 (SSE2); loops that the compiler vectorizes also get
+// an AVX-512 (x86-64-v4) and an AVX2+FMA (haswell) clone picked at load time, so a portable
+// build still runs at the CPU's vector width.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
+    !defined(VOXRT_NO_MULTIVERSION)
+#define VOXRT_MULTIVERSION \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=haswell", "default")))
+#else
+#define VOXRT_MULTIVERSION
+#endif
 
 namespace voxrt::backends::cpu {
 
@@ -19,6 +29,12 @@ Expected<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node, TacticId t
 // and RNN with f32 tensors, whose R is then stored in FP16 (arithmetic stays FP32). Every other
 // layer runs in fp32 on the CPU.
 bool supports_fp16(const ir::Node& node);
+// What `node` run with `tactic` on inputs of `input_dims` keeps outside the engine's memory plan
+// (per-thread scratch), in words, for voxrt inspect; empty when nothing worth saying. Attention
+// says how much of the score matrix a tactic holds.
+std::string scratch_note(const ir::Node& node, TacticId tactic, std::span<const Dims> input_dims);
+// Size of the CPU's last-level cache (sysfs; 32 MiB when it cannot be read).
+std::int64_t last_level_cache_bytes();
 // "AVX-512 VNNI ..." summary of the CPU, for the engine fingerprint.
 std::string cpu_fingerprint();
 // Whether this CPU runs AVX2 and FMA (once per process). The library is built for baseline
@@ -42,5 +58,9 @@ Expected<std::unique_ptr<Kernel>> make_dense_kernel(const ir::Node& node, Tactic
 std::vector<TacticInfo> recurrent_tactics(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, TacticId tactic);
 bool recurrent_fp16_available(const ir::Node& node);
+std::vector<TacticInfo> attention_tactics(const ir::Node& node);
+std::string attention_scratch_note(const ir::Node& node, TacticId tactic,
+                                   std::span<const Dims> input_dims);
+Expected<std::unique_ptr<Kernel>> make_attention_kernel(const ir::Node& node, TacticId tactic);
 
 }  // namespace voxrt::backends::cpu

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -14,6 +15,7 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node) {
     case ir::OpFamily::kDense: return dense_tactics(node);
     case ir::OpFamily::kRecurrent: return recurrent_tactics(node);
     case ir::OpFamily::kControlFlow: return {};  // If is run by the runtime itself
+    case ir::OpFamily::kAttention: return attention_tactics(node);
   }
   return {};
 }
@@ -34,9 +36,33 @@ Expected<std::unique_ptr<Kernel>> create_kernel(const ir::Node& node, TacticId t
     case ir::OpFamily::kPooling: return make_pooling_kernel(node, tactic);
     case ir::OpFamily::kDense: return make_dense_kernel(node, tactic);
     case ir::OpFamily::kRecurrent: return make_recurrent_kernel(node, tactic);
+    case ir::OpFamily::kAttention: return make_attention_kernel(node, tactic);
     case ir::OpFamily::kControlFlow: break;
   }
   return unsupported(node.describe(), ": the CPU backend has no kernel for this op");
+}
+
+std::string scratch_note(const ir::Node& node, TacticId tactic, std::span<const Dims> input_dims) {
+  return ir::op_family(node.op) == ir::OpFamily::kAttention
+             ? attention_scratch_note(node, tactic, input_dims)
+             : std::string();
+}
+
+std::int64_t last_level_cache_bytes() {
+  static const std::int64_t bytes = [] {
+    std::int64_t largest = 0;
+    for (int index = 0; index < 8; ++index) {
+      std::ifstream size(str_cat("/sys/devices/system/cpu/cpu0/cache/index", index, "/size"));
+      std::string text;
+      if (!(size >> text) || text.empty()) continue;
+      std::int64_t value = std::atoll(text.c_str());
+      if (text.back() == 'K') value <<= 10;
+      if (text.back() == 'M') value <<= 20;
+      largest = std::max(largest, value);
+    }
+    return largest > 0 ? largest : std::int64_t{32} << 20;
+  }();
+  return bytes;
 }
 
 bool cpu_has_avx2_fma() {

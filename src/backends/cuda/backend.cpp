@@ -71,6 +71,11 @@ class CudaBackend final : public DeviceBackend {
   }
 
   Status check_fingerprint(const std::string& recorded) const override {
+    std::string why;
+    if (!cuda_device_available(&why)) {
+      return unsupported("this engine was built for a CUDA GPU, and ", why,
+                         ": build a CPU engine for this machine (voxrt build without --device)");
+    }
     VOXRT_ASSIGN_OR_RETURN(const std::string here, fingerprint());
     const auto built = parse_fingerprint(recorded);
     const auto now = parse_fingerprint(here);
@@ -294,10 +299,15 @@ bool cuda_device_available(std::string* why) {
   if (error != cudaSuccess || count == 0) {
     cudaGetLastError();
     if (why) {
-      *why = error != cudaSuccess
-                 ? str_cat("no CUDA device: cudaGetDeviceCount failed: ", cudaGetErrorName(error),
-                           " (", cudaGetErrorString(error), ")")
-                 : std::string("no CUDA device: cudaGetDeviceCount found 0 devices");
+      // Without a GPU the runtime reports a missing or "insufficient" driver: say what it means.
+      const bool no_gpu = error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver ||
+                          error == cudaSuccess;
+      *why =
+          str_cat(no_gpu ? "no CUDA device: this machine has no usable NVIDIA GPU"
+                         : "no CUDA device: the CUDA driver cannot be used",
+                  error != cudaSuccess ? str_cat(" (cudaGetDeviceCount: ", cudaGetErrorName(error),
+                                                 ", ", cudaGetErrorString(error), ")")
+                                       : std::string(" (cudaGetDeviceCount found 0 devices)"));
     }
     return false;
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/element_ops.h"
 #include "backends/kernel.h"
 #include "ir/graph.h"
 #include "voxrt/builder.h"
@@ -34,6 +35,10 @@ struct DevTensor {
   void* data = nullptr;
   DType dtype = DType::kF32;
   Dims dims;
+  // The contents, when they were known on the host as the plan was made (constants, and values
+  // computed from dims such as Shape arithmetic), else null. Kernels read operands that shape
+  // their launch (Slice starts, Pad pads, Tile repeats) here; the device copy is at data.
+  const Tensor* host = nullptr;
   std::int64_t count() const { return element_count(dims); }
   std::size_t bytes() const { return static_cast<std::size_t>(count()) * dtype_size_bytes(dtype); }
   template <typename T>
@@ -107,10 +112,12 @@ class CudaKernel {
   virtual Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> inputs,
                                                       std::span<const DevTensor> outputs,
                                                       cublasLtHandle_t lt) const = 0;
-  // For these shapes, is the output a contiguous run of input 0? Then the element where the
-  // run starts: the executor makes the output a view at that offset and runs nothing (a Slice
-  // of whole rows, such as one layer's state out of a stacked h0).
-  virtual std::optional<std::int64_t> aliases_input(const Dims& /*in*/, const Dims& /*out*/) const {
+  // For these inputs (dims, and contents where known on the host; no device pointers yet), is
+  // the output a contiguous run of input 0? Then the element where the run starts: the executor
+  // makes the output a view at that offset and runs nothing (a Slice of whole rows, such as one
+  // layer's state out of a stacked h0).
+  virtual std::optional<std::int64_t> aliases_input(std::span<const DevTensor> /*in*/,
+                                                    const Dims& /*out*/) const {
     return std::nullopt;
   }
   // For these shapes, can every input be written straight into the output? Then each input's
@@ -134,6 +141,12 @@ std::string elementwise_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_elementwise_kernel(const ir::Node& node);
 // Element strides of `dims` right-aligned to `out` (0 on broadcast dims); out.size() entries.
 void broadcast_strides(const Dims& dims, const Dims& out, std::int64_t* strides);
+// Every element type on every elementwise op the float kernels above do not take
+// (typed_elementwise.cpp): comparisons, logic, Where, Cast, integer and f16/bf16 arithmetic.
+std::string typed_elementwise_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_typed_elementwise_kernel(const ir::Node& node);
+// The kernels' element type for a voxrt dtype (every dtype has one today).
+std::optional<ops::ElemType> elem_type_of(DType dtype);
 // FusedPointwise (fused_pointwise.cpp): NVRTC-compiled code per node.
 std::string fused_pointwise_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_fused_pointwise_kernel(const ir::Node& node);
@@ -143,9 +156,25 @@ Status attach_fused_pointwise_code(ir::Node& node);
 std::string data_movement_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_data_movement_kernel(const ir::Node& node,
                                                                 KernelBuildContext& build);
+// The values of integer input i as known on the host when the plan was made (DevTensor::host),
+// or an unsupported status naming `what` when they are computed on the device.
+Expected<std::vector<std::int64_t>> host_ints(std::span<const DevTensor> in, std::size_t i,
+                                              const char* what);
+// Shape, Size, ConstantOfShape, Range (shape_ops.cpp).
+std::string shape_op_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_shape_op_kernel(const ir::Node& node);
+// Pad, Tile and the index-driven ops (index_movement.cpp).
+std::string index_movement_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_index_movement_kernel(const ir::Node& node);
 std::string pooling_unsupported(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_pooling_kernel(const ir::Node& node);
 std::string reduction_unsupported(const ir::Node& node);
+// CumSum, TopK, InstanceNormalization (scan_norm.cpp).
+std::string scan_norm_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_scan_norm_kernel(const ir::Node& node);
+// Einsum (einsum.cpp): one naive tactic (f32, up to three operands).
+std::string einsum_unsupported(const ir::Node& node);
+Expected<std::unique_ptr<CudaKernel>> make_einsum_kernel(const ir::Node& node);
 Expected<std::unique_ptr<CudaKernel>> make_reduction_kernel(const ir::Node& node,
                                                             KernelBuildContext& build);
 std::string dense_unsupported(const ir::Node& node);
@@ -156,6 +185,15 @@ bool direct_conv_applies_to(const ir::Node& node, Precision precision);
 bool width_fold_listed_for(const ir::Node& node, Precision precision, TacticId tactic);
 Expected<std::unique_ptr<CudaKernel>> make_dense_kernel(const ir::Node& node, TacticId tactic,
                                                         KernelBuildContext& build);
+// Grouped convolutions, group > 1 (grouped_conv.cpp): tactics and kernels of their own.
+bool is_grouped_conv(const ir::Node& node);
+std::string grouped_conv_unsupported(const ir::Node& node);
+std::vector<TacticInfo> grouped_conv_tactics(const ir::Node& node, Precision precision);
+// The Attention op (attention.cpp).
+std::string attention_unsupported(const ir::Node& node);
+std::vector<TacticInfo> attention_tactics(const ir::Node& node, Precision precision);
+Expected<std::unique_ptr<CudaKernel>> make_attention_kernel(const ir::Node& node, TacticId tactic,
+                                                            KernelBuildContext& build);
 std::string recurrent_unsupported(const ir::Node& node);
 // Whether the persistent_tc recurrent tactic is listed for this (supported) GRU / LSTM node.
 bool persistent_tc_applies_to(const ir::Node& node, Precision precision);
@@ -201,6 +239,19 @@ inline constexpr TacticId kConvWidthFoldPrecomp = 28;
 // candidate; kConvWidthFoldGemmSecond: the first tile width with its second candidate.
 inline constexpr TacticId kConvWidthFoldGemmFirst = 29;
 inline constexpr TacticId kConvWidthFoldGemmSecond = 32;
+// Grouped convolutions (group > 1) take 0 (the naive grouped kernel), the cuDNN tactics 8-10 and
+// 14-16 with cuDNN's group count, and this: our depthwise kernel for group == channels
+// (grouped_conv.h), FP32 arithmetic at every precision.
+inline constexpr TacticId kConvDepthwise = 33;
+// MatMul / FusedMatMul / Gemm with a constant untransposed [K, N] weight (N even) at FP16/BF16:
+// our one-launch kernel for at most 16 rows of activations (skinny_gemm.cpp).
+inline constexpr TacticId kGemmSkinny = 34;
+// Attention tactics (attention.cpp; 0 is the reference).
+inline constexpr TacticId kAttentionSimtTiled = 1;
+inline constexpr TacticId kAttentionSplitKeys = 2;
+inline constexpr TacticId kAttentionMmaRows16 = 3;
+inline constexpr TacticId kAttentionMmaRows32 = 4;
+inline constexpr TacticId kAttentionMmaRows64 = 5;
 // Recurrent tactics.
 inline constexpr TacticId kRecurrentLt = 1;          // cuBLASLt recurrent GEMM + gate kernel
 inline constexpr TacticId kRecurrentFused = 2;       // fused mat-vec + gates, one launch per step

@@ -10,6 +10,7 @@
 
 #include "backends/cuda/conv_direct.h"
 #include "backends/cuda/conv_width_fold.h"
+#include "backends/cuda/grouped_conv.h"
 #include "backends/cuda/strided_copy.h"
 
 namespace voxrt::backends::cuda::ops {
@@ -37,6 +38,7 @@ enum class UnaryOp : int {
   kCeil,
   kHardSigmoid,  // alpha, beta
   kElu,          // alpha
+  kSilu,         // x * sigmoid(x)
 };
 
 enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
@@ -98,14 +100,14 @@ struct CopySpans {
 };
 cudaError_t copy_spans(const CopySpans& spans, cudaStream_t stream);
 
-// State slot pool: pool is [capacity, outer, inner] (slot-major); a batch tensor is
-// [outer, batch, inner]. gather: batch[o, b, i] = pool[slots[b], o, i]; scatter: the reverse.
-cudaError_t slot_gather(const float* pool, const int* slots, float* batch_tensor,
-                        std::int64_t batch, std::int64_t outer, std::int64_t inner,
-                        cudaStream_t stream);
-cudaError_t slot_scatter(const float* batch_tensor, const int* slots, float* pool,
-                         std::int64_t batch, std::int64_t outer, std::int64_t inner,
-                         cudaStream_t stream);
+// State slot pool: pool is [capacity, outer, row] (slot-major), a row `row_bytes` bytes (the
+// state's inner elements, any element type); a batch tensor is [outer, batch, row]. gather:
+// batch[o, b] = pool[slots[b], o]; scatter: the reverse. Rows move in 16-byte words when both
+// buffers and row_bytes allow it.
+cudaError_t slot_gather(const void* pool, const int* slots, void* batch_tensor, std::int64_t batch,
+                        std::int64_t outer, std::int64_t row_bytes, cudaStream_t stream);
+cudaError_t slot_scatter(const void* batch_tensor, const int* slots, void* pool, std::int64_t batch,
+                         std::int64_t outer, std::int64_t row_bytes, cudaStream_t stream);
 
 // Softmax / LogSoftmax over the middle axis of [outer, axis, inner], reducing in float.
 cudaError_t softmax(const float* x, float* y, std::int64_t outer, std::int64_t axis,
@@ -159,6 +161,55 @@ cudaError_t width_fold_rows(const WidthFold& fold, const void* folded_x, void* a
 cudaError_t width_fold_output(const WidthFold& fold, const void* folded_y, LowType type,
                               const float* bias, UnaryOp op, float alpha, float beta, float* y,
                               cudaStream_t stream);
+
+// Grouped convolution (grouped_conv.h), float NCHW in and out, w [OC, C / groups, KH, KW] float,
+// y = op(conv(x, w) + bias) (bias [OC] or null): the naive reference for any groups, and the
+// depthwise kernel (groups == channels; cudaErrorInvalidValue when depthwise_launch refuses).
+cudaError_t grouped_conv_reference(const GroupedConv& shape, const float* x, const float* w,
+                                   const float* bias, UnaryOp op, float alpha, float beta, float* y,
+                                   cudaStream_t stream);
+cudaError_t depthwise_conv(const GroupedConv& shape, const float* x, const float* w,
+                           const float* bias, UnaryOp op, float alpha, float beta, float* y,
+                           cudaStream_t stream);
+
+// The skinny GEMM (skinny_gemm.cu): y[m, n] = op(sum_k x[m, k] w[k, n] + bias[n]) for at most
+// kSkinnyMaxRows rows, x and y float row-major, w [K, N] row-major in FP16/BF16 (N even), bias
+// [N] float or null; FP32 accumulation, one launch. Blocks own 64 columns and k_per_split of k
+// (a multiple of 64); with splits > 1, `partials` holds splits x m x n floats (scratch) and
+// `tickets` one zeroed counter per 64-column tile, which the kernel leaves zeroed again.
+// cudaErrorInvalidValue for a shape it does not take.
+inline constexpr std::int64_t kSkinnyMaxRows = 16;
+inline constexpr std::int64_t kSkinnyColumns = 64;
+inline constexpr std::int64_t kSkinnyChunk = 64;
+struct SkinnyGemm {
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t splits = 1, k_per_split = 0;
+};
+constexpr bool skinny_gemm_takes(const SkinnyGemm& g) {
+  return g.m >= 0 && g.m <= kSkinnyMaxRows && g.n % 2 == 0 && g.k >= 0 && g.splits >= 1 &&
+         g.k_per_split % kSkinnyChunk == 0 && g.k_per_split * g.splits >= g.k &&
+         (g.k == 0 || g.k_per_split > 0);
+}
+constexpr std::int64_t skinny_gemm_tiles(const SkinnyGemm& g) {
+  return (g.n + kSkinnyColumns - 1) / kSkinnyColumns;
+}
+// The split of k that spreads the blocks over about two waves of `sm_count` multiprocessors.
+constexpr SkinnyGemm skinny_gemm_plan(std::int64_t m, std::int64_t n, std::int64_t k,
+                                      int sm_count) {
+  SkinnyGemm g{m, n, k, 1, 0};
+  const std::int64_t tiles = skinny_gemm_tiles(g) > 0 ? skinny_gemm_tiles(g) : 1;
+  const std::int64_t chunks = (k + kSkinnyChunk - 1) / kSkinnyChunk;
+  std::int64_t splits = (2 * sm_count + tiles - 1) / tiles;
+  if (splits > chunks) splits = chunks;
+  if (splits < 1) splits = 1;
+  const std::int64_t chunks_per_split = chunks > 0 ? (chunks + splits - 1) / splits : 1;
+  g.k_per_split = chunks_per_split * kSkinnyChunk;
+  g.splits = chunks > 0 ? (chunks + chunks_per_split - 1) / chunks_per_split : 1;
+  return g;
+}
+cudaError_t skinny_gemm(const SkinnyGemm& g, const float* x, const void* w, LowType w_type,
+                        const float* bias, UnaryOp op, float alpha, float beta, float* y,
+                        float* partials, unsigned* tickets, cudaStream_t stream);
 
 // Reference GEMM (tactic 0, the oracle): for each batch entry,
 // d[m, n] = sum_k opA(a)[m, k] * opB(b)[k, n] + bias[n]; row-major; strides in elements, 0 =

@@ -65,6 +65,7 @@ Loaded load() {
   bind(a.create_convolution, "cudnnCreateConvolutionDescriptor");
   bind(a.set_convolution_2d, "cudnnSetConvolution2dDescriptor");
   bind(a.set_math_type, "cudnnSetConvolutionMathType");
+  bind(a.set_group_count, "cudnnSetConvolutionGroupCount");
   bind(a.destroy_convolution, "cudnnDestroyConvolutionDescriptor");
   bind(a.get_forward_algorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7");
   bind(a.get_forward_workspace_size, "cudnnGetConvolutionForwardWorkspaceSize");

@@ -32,6 +32,7 @@ struct CudnnApi {
   decltype(&cudnnCreateConvolutionDescriptor) create_convolution;
   decltype(&cudnnSetConvolution2dDescriptor) set_convolution_2d;
   decltype(&cudnnSetConvolutionMathType) set_math_type;
+  decltype(&cudnnSetConvolutionGroupCount) set_group_count;
   decltype(&cudnnDestroyConvolutionDescriptor) destroy_convolution;
   decltype(&cudnnGetConvolutionForwardAlgorithm_v7) get_forward_algorithm_v7;
   decltype(&cudnnGetConvolutionForwardWorkspaceSize) get_forward_workspace_size;

@@ -47,6 +47,7 @@ class CudnnConvCall final : public CudaCall {
     // shared between threads.
     VOXRT_RETURN_IF_ERROR(check(api_.create(&handle_), "cudnnCreate"));
     if (algo == CudnnConvAlgo::kGraph) {
+      if (s.groups != 1) return unsupported("the cuDNN graph tactics take ungrouped convolutions");
       VOXRT_ASSIGN_OR_RETURN(graph_,
                              make_cudnn_graph_conv(handle_, s, graph_rank, kMaxWorkspaceBytes));
       workspace_bytes_ = graph_->workspace_bytes();
@@ -66,9 +67,10 @@ class CudnnConvCall final : public CudaCall {
         api_.set_tensor_4d(y_, format, type, i(s.batch), i(s.out_channels), i(s.out_h), i(s.out_w)),
         "cudnnSetTensor4dDescriptor(y)"));
     VOXRT_RETURN_IF_ERROR(check(api_.create_filter(&w_), "cudnnCreateFilterDescriptor"));
-    VOXRT_RETURN_IF_ERROR(check(api_.set_filter_4d(w_, type, format, i(s.out_channels),
-                                                   i(s.channels), i(s.kernel_h), i(s.kernel_w)),
-                                "cudnnSetFilter4dDescriptor"));
+    VOXRT_RETURN_IF_ERROR(
+        check(api_.set_filter_4d(w_, type, format, i(s.out_channels), i(s.channels / s.groups),
+                                 i(s.kernel_h), i(s.kernel_w)),
+              "cudnnSetFilter4dDescriptor"));
     VOXRT_RETURN_IF_ERROR(
         check(api_.create_convolution(&conv_), "cudnnCreateConvolutionDescriptor"));
     // Cross-correlation (what ONNX Conv computes), accumulating in float in every mode.
@@ -83,6 +85,9 @@ class CudnnConvCall final : public CudaCall {
                                  : s.data_type == ops::LowType::kF32 ? CUDNN_DEFAULT_MATH
                                                                      : CUDNN_TENSOR_OP_MATH;
     VOXRT_RETURN_IF_ERROR(check(api_.set_math_type(conv_, math), "cudnnSetConvolutionMathType"));
+    if (s.groups != 1)
+      VOXRT_RETURN_IF_ERROR(
+          check(api_.set_group_count(conv_, i(s.groups)), "cudnnSetConvolutionGroupCount"));
     if (algo == CudnnConvAlgo::kHeuristic) {
       cudnnConvolutionFwdAlgoPerf_t perf[8];
       int returned = 0;

@@ -15,6 +15,9 @@ struct CudnnConvShape {
   std::int64_t batch = 0, channels = 0, height = 1, width = 0;
   std::int64_t out_channels = 0, kernel_h = 1, kernel_w = 0, out_h = 1, out_w = 0;
   std::int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dilation_h = 1, dilation_w = 1;
+  // Grouped convolution: channels and out_channels split into this many groups (the filter is
+  // [out_channels, channels / groups, kh, kw]). The graph-API tactics take 1 only.
+  std::int64_t groups = 1;
   // Type of x, w and y inside the call (x is converted from float, y back to float).
   ops::LowType data_type = ops::LowType::kF32;
   bool tf32 = false;  // float data: allow TF32 tensor cores

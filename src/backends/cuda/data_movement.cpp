@@ -1,6 +1,8 @@
 // Data movement on the device: Transpose, Slice, Concat, Split, Gather, Expand, as strided copies
-// (one generic kernel) and a gather kernel. Shape ops (Shape, Range, ...) must have been folded
-// by the builder's passes; views (Reshape, Squeeze, ...) are aliases in the executor.
+// (one generic kernel) and a gather kernel. Operands that shape the copy (Slice starts, axes and
+// steps) are read on the host when the plan is made: constants, or shape arithmetic the executor
+// computed from dims (DevTensor::host). Views (Reshape, Squeeze, ...) are aliases in the
+// executor; the shape ops are in shape_ops.cpp, Pad and Tile in index_movement.cpp.
 #include <algorithm>
 #include <numeric>
 
@@ -65,26 +67,56 @@ class TransposeKernel final : public CudaKernel {
   std::vector<std::int64_t> perm_;
 };
 
+// Slice: opset < 10 takes starts and axes as attributes; later ones as inputs 1 (starts), 3
+// (axes) and 4 (steps), read on the host (the ends only decide the output dims).
 class SliceKernel final : public CudaKernel {
  public:
-  SliceKernel(std::vector<std::int64_t> starts, std::vector<std::int64_t> axes,
-              std::vector<std::int64_t> steps)
-      : starts_(std::move(starts)), axes_(std::move(axes)), steps_(std::move(steps)) {}
+  // has_axes / has_steps: the node has those inputs (at prepare time an omitted input and one
+  // computed on the device look alike: no host contents).
+  SliceKernel(bool from_attributes, std::vector<std::int64_t> starts,
+              std::vector<std::int64_t> axes, bool has_axes, bool has_steps)
+      : from_attributes_(from_attributes),
+        starts_(std::move(starts)),
+        axes_(std::move(axes)),
+        has_axes_(has_axes),
+        has_steps_(has_steps) {}
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
                                               std::span<const DevTensor> out,
                                               cublasLtHandle_t) const override {
     VOXRT_RETURN_IF_ERROR(check_rank(in[0].dims.size()));
+    VOXRT_ASSIGN_OR_RETURN(const Operands o, operands(in));
     CopyCall::Copy c;
-    c.copy = slice_copy(in[0].dims, out[0].dims, starts_, axes_, steps_);
+    c.copy = slice_copy(in[0].dims, out[0].dims, o.starts, o.axes, o.steps);
     return make_copy_call({c});
   }
-  std::optional<std::int64_t> aliases_input(const Dims& in, const Dims& out) const override {
-    if (in.size() > static_cast<std::size_t>(ops::kMaxRank)) return std::nullopt;
-    return contiguous_source_offset(slice_copy(in, out, starts_, axes_, steps_));
+  std::optional<std::int64_t> aliases_input(std::span<const DevTensor> in,
+                                            const Dims& out) const override {
+    if (in[0].dims.size() > static_cast<std::size_t>(ops::kMaxRank)) return std::nullopt;
+    auto o = operands(in);
+    if (!o) return std::nullopt;
+    return contiguous_source_offset(slice_copy(in[0].dims, out, o->starts, o->axes, o->steps));
   }
 
  private:
-  std::vector<std::int64_t> starts_, axes_, steps_;
+  struct Operands {
+    std::vector<std::int64_t> starts, axes, steps;
+  };
+  Expected<Operands> operands(std::span<const DevTensor> in) const {
+    if (from_attributes_) return Operands{starts_, axes_, {}};
+    Operands o;
+    VOXRT_ASSIGN_OR_RETURN(o.starts, host_ints(in, 1, "Slice starts"));
+    if (has_axes_) {
+      VOXRT_ASSIGN_OR_RETURN(o.axes, host_ints(in, 3, "Slice axes"));
+    }
+    if (has_steps_) {
+      VOXRT_ASSIGN_OR_RETURN(o.steps, host_ints(in, 4, "Slice steps"));
+    }
+    return o;
+  }
+
+  bool from_attributes_;
+  std::vector<std::int64_t> starts_, axes_;
+  bool has_axes_, has_steps_;
 };
 
 // Concat (inputs into one output) and Split (one input into outputs) along `axis`. prepare()
@@ -145,15 +177,24 @@ class ExpandKernel final : public CudaKernel {
 class GatherCall final : public CudaCall {
  public:
   GatherCall(const std::int64_t* constant_indices, std::int64_t outer, std::int64_t axis_size,
-             std::int64_t count, std::int64_t inner)
+             std::int64_t count, std::int64_t inner, bool widen_indices)
       : indices_(constant_indices),
         outer_(outer),
         axis_size_(axis_size),
         count_(count),
-        inner_(inner) {}
+        inner_(inner),
+        widen_(widen_indices) {}
+  std::size_t scratch_bytes() const override {
+    return widen_ ? align_up(static_cast<std::size_t>(count_) * 8) : 0;
+  }
   Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
                  const CudaRunContext& context) const override {
     const auto* indices = indices_ ? indices_ : in[1].as<const std::int64_t>();
+    if (widen_) {  // i32 indices computed on the device: to i64 in scratch first
+      VOXRT_CUDA_TRY(ops::cast(ops::ElemType::kI32, ops::ElemType::kI64, in[1].data,
+                               context.scratch, count_, context.stream));
+      indices = static_cast<const std::int64_t*>(context.scratch);
+    }
     VOXRT_CUDA_TRY(ops::gather(in[0].data, indices, out[0].data,
                                static_cast<int>(dtype_size_bytes(in[0].dtype)), outer_, axis_size_,
                                count_, inner_, context.stream));
@@ -163,6 +204,7 @@ class GatherCall final : public CudaCall {
  private:
   const std::int64_t* indices_;
   std::int64_t outer_, axis_size_, count_, inner_;
+  bool widen_;
 };
 
 class GatherKernel final : public CudaKernel {
@@ -177,8 +219,8 @@ class GatherKernel final : public CudaKernel {
     std::int64_t outer = 1, inner = 1;
     for (std::size_t d = 0; d < axis; ++d) outer *= id[d];
     for (std::size_t d = axis + 1; d < id.size(); ++d) inner *= id[d];
-    return std::unique_ptr<CudaCall>(
-        new GatherCall(indices_, outer, id[axis], in[1].count(), inner));
+    return std::unique_ptr<CudaCall>(new GatherCall(indices_, outer, id[axis], in[1].count(), inner,
+                                                    !indices_ && in[1].dtype == DType::kI32));
   }
 
  private:
@@ -186,44 +228,47 @@ class GatherKernel final : public CudaKernel {
   const std::int64_t* indices_;
 };
 
-std::vector<std::int64_t> constant_ints(const ir::Value* v) {
-  return v && v->is_constant() ? v->constant->to_i64_vector() : std::vector<std::int64_t>{};
-}
-
 }  // namespace
+
+Expected<std::vector<std::int64_t>> host_ints(std::span<const DevTensor> in, std::size_t i,
+                                              const char* what) {
+  if (i >= in.size() || !in[i].host)
+    return unsupported(what,
+                       " must be known when the plan is made (constants, or shape "
+                       "arithmetic on dims); here they are computed on the device");
+  return in[i].host->to_i64_vector();
+}
 
 std::string data_movement_unsupported(const ir::Node& node) {
   switch (node.op) {
     case ir::OpKind::kTranspose:
     case ir::OpKind::kConcat:
-    case ir::OpKind::kExpand: break;
+    case ir::OpKind::kExpand:  // the output dims alone shape the copy
+    case ir::OpKind::kSlice: break;
     case ir::OpKind::kSplit:
       for (std::size_t i = 0; i < node.outputs.size(); ++i) {
         if (!node.output(i)) return "Split with an omitted output is not supported";
       }
       break;
-    case ir::OpKind::kSlice:
-      for (std::size_t i = 1; i < node.inputs.size(); ++i) {
-        if (node.input(i) && !node.input(i)->is_constant())
-          return "Slice starts/ends/axes/steps must be constants on the CUDA backend";
-      }
-      break;
     case ir::OpKind::kGather: {
       const ir::Value* indices = node.input(1);
       if (!indices) return "Gather needs indices";
-      if (!indices->is_constant() && indices->dtype != DType::kI64)
-        return "Gather with computed indices needs i64 indices on the CUDA backend";
+      if (!indices->is_constant() && indices->dtype != DType::kI64 && indices->dtype != DType::kI32)
+        return "Gather indices must be i64 or i32";
       break;
     }
-    default:
-      return str_cat("no CUDA kernel for ", ir::op_name(node.op),
-                     " (shape computations must fold at build time: give fixed profiles)");
+    case ir::OpKind::kShape:
+    case ir::OpKind::kSize:
+    case ir::OpKind::kConstantOfShape:
+    case ir::OpKind::kRange: return shape_op_unsupported(node);
+    case ir::OpKind::kPad:
+    case ir::OpKind::kTile:
+    case ir::OpKind::kTrilu:
+    case ir::OpKind::kScatterND:
+    case ir::OpKind::kScatterElements:
+    case ir::OpKind::kGatherElements: return index_movement_unsupported(node);
+    default: return str_cat("no CUDA kernel for ", ir::op_name(node.op));
   }
-  if (node.op == ir::OpKind::kSplit && node.inputs.size() > 1 && node.input(1) &&
-      !node.input(1)->is_constant())
-    return "Split sizes must be constants on the CUDA backend";
-  if (node.op == ir::OpKind::kExpand && node.input(1) && !node.input(1)->is_constant())
-    return "Expand shape must be a constant on the CUDA backend";
   return {};
 }
 
@@ -232,20 +277,23 @@ Expected<std::unique_ptr<CudaKernel>> make_data_movement_kernel(const ir::Node& 
   const std::string why = data_movement_unsupported(node);
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
   switch (node.op) {
+    case ir::OpKind::kShape:
+    case ir::OpKind::kSize:
+    case ir::OpKind::kConstantOfShape:
+    case ir::OpKind::kRange: return make_shape_op_kernel(node);
+    case ir::OpKind::kPad:
+    case ir::OpKind::kTile:
+    case ir::OpKind::kTrilu:
+    case ir::OpKind::kScatterND:
+    case ir::OpKind::kScatterElements:
+    case ir::OpKind::kGatherElements: return make_index_movement_kernel(node);
     case ir::OpKind::kTranspose:
       return std::unique_ptr<CudaKernel>(new TransposeKernel(node.attrs.get_ints("perm", {})));
     case ir::OpKind::kSlice: {
-      std::vector<std::int64_t> starts, axes, steps;
-      if (node.opset > 0 && node.opset < 10) {
-        starts = node.attrs.get_ints("starts", {});
-        axes = node.attrs.get_ints("axes", {});
-      } else {
-        starts = constant_ints(node.input(1));
-        axes = constant_ints(node.input(3));
-        steps = constant_ints(node.input(4));
-      }
-      return std::unique_ptr<CudaKernel>(
-          new SliceKernel(std::move(starts), std::move(axes), std::move(steps)));
+      const bool from_attributes = node.opset > 0 && node.opset < 10;
+      return std::unique_ptr<CudaKernel>(new SliceKernel(
+          from_attributes, node.attrs.get_ints("starts", {}), node.attrs.get_ints("axes", {}),
+          node.inputs.size() > 3 && node.input(3), node.inputs.size() > 4 && node.input(4)));
     }
     case ir::OpKind::kConcat:
       return std::unique_ptr<CudaKernel>(

@@ -18,53 +18,10 @@
 #include "backends/cuda/conv_width_fold_call.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_conv.h"
+#include "backends/cuda/dense_common.h"
 
 namespace voxrt::backends::cuda {
 namespace {
-
-struct Activation {
-  bool present = false;
-  bool relu = false;  // fused into the cuBLASLt epilogue
-  ops::UnaryOp op = ops::UnaryOp::kIdentity;
-  float alpha = 0.0f, beta = 0.0f;
-  // A clamp after the activation (activation_clamp_min/_max): one more in-place Clip pass on
-  // the output, whatever the tactic (ClampedKernel below).
-  bool has_clamp = false;
-  float clamp_min = 0.0f, clamp_max = 0.0f;
-};
-
-Expected<Activation> read_activation(const ir::Node& node) {
-  Activation a;
-  if (node.op != ir::OpKind::kFusedConv && node.op != ir::OpKind::kFusedMatMul) return a;
-  const std::string name = node.attrs.get_string("activation", "none");
-  if (name == "none") return a;
-  a.present = true;
-  if (name == "relu") {
-    a.relu = true;
-    a.op = ops::UnaryOp::kRelu;
-  } else if (name == "clip") {
-    a.op = ops::UnaryOp::kClip;
-    a.alpha = node.attrs.get_float("activation_alpha", -3.402823466e38f);
-    a.beta = node.attrs.get_float("activation_beta", 3.402823466e38f);
-  } else if (name == "leaky_relu") {
-    a.op = ops::UnaryOp::kLeakyRelu;
-    a.alpha = node.attrs.get_float("activation_alpha", 0.01f);
-  } else if (name == "sigmoid") {
-    a.op = ops::UnaryOp::kSigmoid;
-  } else if (name == "tanh") {
-    a.op = ops::UnaryOp::kTanh;
-  } else if (name == "gelu_erf") {
-    a.op = ops::UnaryOp::kGeluErf;  // cuBLASLt's GELU epilogue is the tanh form: not fused
-  } else {
-    return unsupported(node.describe(), ": activation '", name, "'");
-  }
-  if (node.attrs.has("activation_clamp_min") || node.attrs.has("activation_clamp_max")) {
-    a.has_clamp = true;
-    a.clamp_min = node.attrs.get_float("activation_clamp_min", -3.402823466e38f);
-    a.clamp_max = node.attrs.get_float("activation_clamp_max", 3.402823466e38f);
-  }
-  return a;
-}
 
 // Runs a dense call, then clamps its output in place.
 class ClampedCall final : public CudaCall {
@@ -265,10 +222,6 @@ class MatMulKernel final : public CudaKernel {
 
 // ---- Conv / FusedConv -----------------------------------------------------------------------
 
-struct ConvAttrs {
-  std::vector<std::int64_t> strides, pads, dilations;
-};
-
 bool is_cudnn_graph_tactic(TacticId tactic) {
   return tactic >= kConvCudnnGraphFirst &&
          tactic < kConvCudnnGraphFirst + kConvCudnnGraphCandidates;
@@ -336,19 +289,6 @@ WidthFoldConv width_fold_conv(const Dims& x, const Dims& w, const Dims& y, const
   c.dilation_h = attrs.dilations[0];
   c.dilation_w = attrs.dilations[1];
   return c;
-}
-
-// [OC, C, K...] -> [OC, K..., C] (cuDNN's KRSC filter for NHWC data).
-std::vector<float> filter_to_channels_last(std::span<const float> w, std::int64_t out_channels,
-                                           std::int64_t channels) {
-  const std::int64_t window = static_cast<std::int64_t>(w.size()) / (out_channels * channels);
-  std::vector<float> out(w.size());
-  for (std::int64_t oc = 0; oc < out_channels; ++oc)
-    for (std::int64_t c = 0; c < channels; ++c)
-      for (std::int64_t k = 0; k < window; ++k)
-        out[static_cast<std::size_t>((oc * window + k) * channels + c)] =
-            w[static_cast<std::size_t>((oc * channels + c) * window + k)];
-  return out;
 }
 
 class ConvCall final : public CudaCall {
@@ -610,25 +550,10 @@ class ConvKernel final : public CudaKernel {
   ops::WidthFold fold_;
 };
 
-bool is_conv(const ir::Node& node) {
-  return node.op == ir::OpKind::kConv || node.op == ir::OpKind::kFusedConv;
-}
-
-// A conv's bias [OC] as float on the device (for the cuDNN and direct_tc epilogues), or null.
-Expected<const float*> upload_bias(const ir::Node& node, std::int64_t out_channels,
-                                   KernelBuildContext& build) {
-  if (!node.input(2)) return static_cast<const float*>(nullptr);
-  std::vector<float> b(static_cast<std::size_t>(out_channels));
-  for (std::int64_t oc = 0; oc < out_channels; ++oc)
-    b[static_cast<std::size_t>(oc)] =
-        static_cast<float>(node.input(2)->constant->element_as_double(oc));
-  VOXRT_ASSIGN_OR_RETURN(void* uploaded, build.upload_f32(b, ops::LowType::kF32));
-  return static_cast<const float*>(uploaded);
-}
-
 }  // namespace
 
 std::string dense_unsupported(const ir::Node& node) {
+  if (node.op == ir::OpKind::kEinsum) return einsum_unsupported(node);
   for (const ir::Value* v : node.inputs) {
     if (v && v->dtype != DType::kF32) return "f32 tensors only on the CUDA backend";
   }
@@ -638,7 +563,7 @@ std::string dense_unsupported(const ir::Node& node) {
     if (!w || !w->is_constant()) return "Conv weights must be constants on the CUDA backend";
     const auto rank = w->constant->rank();
     if (rank != 3 && rank != 4) return "1-D and 2-D convolutions only on the CUDA backend";
-    if (node.attrs.get_int("group", 1) != 1) return "grouped convolution (group > 1)";
+    if (node.attrs.get_int("group", 1) != 1) return grouped_conv_unsupported(node);
     const std::string pad = node.attrs.get_string("auto_pad", "NOTSET");
     if (pad != "NOTSET" && pad != "VALID") return str_cat("auto_pad ", pad);
     if (node.input(2) && !node.input(2)->is_constant()) return "Conv bias must be a constant";
@@ -678,15 +603,6 @@ bool direct_conv_applies_to(const ir::Node& node, Precision precision) {
 }
 
 namespace {
-
-ConvAttrs read_conv_attrs(const ir::Node& node, std::size_t spatial) {
-  ConvAttrs attrs;
-  attrs.strides = node.attrs.get_ints("strides", std::vector<std::int64_t>(spatial, 1));
-  attrs.dilations = node.attrs.get_ints("dilations", std::vector<std::int64_t>(spatial, 1));
-  attrs.pads = node.attrs.get_ints("pads", std::vector<std::int64_t>(2 * spatial, 0));
-  if (node.attrs.get_string("auto_pad", "NOTSET") == "VALID") attrs.pads.assign(2 * spatial, 0);
-  return attrs;
-}
 
 // The convolution as the graph knows it at build time, for the width-fold tactics: nullopt
 // unless 2-D with a known input width (the folded filter depends on it). An unknown batch or
@@ -740,9 +656,11 @@ Expected<std::unique_ptr<CudaKernel>> make_unclamped_dense_kernel(const ir::Node
                                                                   KernelBuildContext& build) {
   const std::string why = dense_unsupported(node);
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
+  if (node.op == ir::OpKind::kEinsum) return make_einsum_kernel(node);
   VOXRT_ASSIGN_OR_RETURN(Activation act, read_activation(node));
   const ops::LowType operand =
       tactic == kReferenceTactic ? ops::LowType::kF32 : build.operand_type();
+  if (is_grouped_conv(node)) return make_grouped_conv_kernel(node, tactic, act, build);
   if (is_conv(node)) {
     const Tensor& w = *node.input(1)->constant;
     ConvAttrs attrs = read_conv_attrs(node, w.rank() - 2);
@@ -826,6 +744,7 @@ Expected<std::unique_ptr<CudaKernel>> make_unclamped_dense_kernel(const ir::Node
       weight_f32 = f32;
     }
   }
+  if (tactic == kGemmSkinny) return make_skinny_gemm_kernel(node, weight, operand, act);
   return std::unique_ptr<CudaKernel>(new MatMulKernel(tactic, build.precision(), trans_a, trans_b,
                                                       weight, weight_f32, node.input(2) != nullptr,
                                                       act));

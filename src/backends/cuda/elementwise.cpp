@@ -1,4 +1,5 @@
-// Elementwise kernels (f32): unary math/activations and broadcasting binary ops.
+// Elementwise kernels (f32): unary math/activations and broadcasting binary ops. Every other
+// element type, and the ops these float kernels do not have, go to typed_elementwise.cpp.
 #include <algorithm>
 
 #include "backends/cuda/cuda_common.h"
@@ -208,24 +209,28 @@ void broadcast_strides(const Dims& dims, const Dims& out, std::int64_t* strides)
   }
 }
 
+namespace {
+
+// Whether the float kernels of this file run the node (else the typed ones do, or nothing).
+bool float_kernel_runs(const ir::Node& node) {
+  if (!all_f32(node)) return false;
+  if (find_binary(node.op)) return node.inputs.size() == 2 && node.input(0) && node.input(1);
+  return find_unary(node.op) != nullptr;
+}
+
+}  // namespace
+
 std::string elementwise_unsupported(const ir::Node& node) {
   if (node.op == ir::OpKind::kFusedPointwise) return fused_pointwise_unsupported(node);
-  if (!all_f32(node)) return "the CUDA backend runs elementwise ops on f32 tensors only";
-  if (find_binary(node.op)) {
-    if (node.inputs.size() != 2 || !node.input(0) || !node.input(1))
-      return "needs exactly two inputs on the CUDA backend";
-    return {};
-  }
-  if (find_unary(node.op)) {
-    return {};
-  }
-  return str_cat("no CUDA kernel for ", ir::op_name(node.op));
+  if (float_kernel_runs(node)) return {};
+  return typed_elementwise_unsupported(node);
 }
 
 Expected<std::unique_ptr<CudaKernel>> make_elementwise_kernel(const ir::Node& node) {
   const std::string why = elementwise_unsupported(node);
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
   if (node.op == ir::OpKind::kFusedPointwise) return make_fused_pointwise_kernel(node);
+  if (!float_kernel_runs(node)) return make_typed_elementwise_kernel(node);
   if (const BinaryInfo* b = find_binary(node.op))
     return std::unique_ptr<CudaKernel>(new BinaryKernel(b->code));
   const UnaryInfo* u = find_unary(node.op);

@@ -28,6 +28,7 @@ bool kernel_owns_input(const ir::Node& node, std::size_t i) {
   switch (ir::op_family(node.op)) {
     case ir::OpFamily::kRecurrent: return i >= 1 && i <= 3;
     case ir::OpFamily::kDense:
+      if (node.op == ir::OpKind::kEinsum) return false;  // reads every operand as it is
       if (node.op == ir::OpKind::kConv || node.op == ir::OpKind::kFusedConv)
         return i == 1 || i == 2;
       return i == 1 && node.input(1) && node.input(1)->is_constant() &&
@@ -45,6 +46,16 @@ struct ShapePlan {
   // Per step: no call for this plan's shapes, because the step's output is a view into its input
   // 0 (a contiguous Slice) or its inputs were placed inside its output (an in-place Concat).
   std::vector<bool> aliased;
+  // Per value: its contents when known on the host as the plan was made (the engine's constants,
+  // and what shape inference computed from dims and those: Shape, Size, the arithmetic and
+  // Gather/Concat/Slice on small shape tensors), else null. Per step: every output is known, so
+  // the step runs nothing and its outputs are plan constants, uploaded once into `folded_device`
+  // (the CUDA backend's way of running shape arithmetic whose dims the profile leaves open).
+  std::vector<const Tensor*> known;
+  std::vector<bool> folded;
+  std::vector<std::unique_ptr<Tensor>> folded_values;  // owns what `known` points at, but constants
+  void* folded_device = nullptr;
+  std::vector<bool> folded_root_value;  // per value: a folded step's output, in folded_device
   std::vector<std::vector<DevTensor>> step_in, step_out;
   std::size_t arena_bytes = 0, scratch_bytes = 0, pinned_bytes = 0;
   std::vector<std::size_t> input_pinned, output_pinned;
@@ -62,7 +73,10 @@ struct ShapePlan {
   int steps_runs = 0;
   bool steps_graph_failed = false;
 
-  ~ShapePlan() { drop_graph(); }
+  ~ShapePlan() {
+    drop_graph();
+    if (folded_device) cudaFree(folded_device);
+  }
   // Graphs hold the buffers' addresses: dropped whenever a buffer moves.
   void drop_graph() {
     if (graph) cudaGraphExecDestroy(graph);
@@ -411,11 +425,10 @@ class CudaSession final : public DeviceSession {
       }
       const ir::Value* v = exe_.values_[static_cast<std::size_t>(
           exe_.input_ids_[static_cast<std::size_t>(st.input)])];
-      if (v->dtype != DType::kF32 || !v->rank_known || spec.batch_axis < 0 ||
+      if (!v->rank_known || spec.batch_axis < 0 ||
           spec.batch_axis >= static_cast<int>(v->shape.size()))
-        return invalid_argument(
-            "state '", spec.input,
-            "': needs an f32 input of known rank with the batch axis inside it");
+        return invalid_argument("state '", spec.input,
+                                "': needs an input of known rank with the batch axis inside it");
       st.axis = spec.batch_axis;
       st.dims = Dims(v->shape.size(), 1);
       for (std::size_t d = 0; d < v->shape.size(); ++d) {
@@ -425,7 +438,9 @@ class CudaSession final : public DeviceSession {
         st.dims[d] = v->shape[d].value;
         (static_cast<int>(d) < spec.batch_axis ? st.outer : st.inner) *= v->shape[d].value;
       }
-      st.bytes_per_slot = static_cast<std::size_t>(st.outer * st.inner) * 4;
+      st.dtype = v->dtype;
+      st.row_bytes = st.inner * static_cast<std::int64_t>(dtype_size_bytes(v->dtype));
+      st.bytes_per_slot = static_cast<std::size_t>(st.outer * st.row_bytes);
       VOXRT_CUDA_TRY(
           cudaMalloc(&st.storage, st.bytes_per_slot * static_cast<std::size_t>(capacity)));
       VOXRT_CUDA_TRY(
@@ -464,7 +479,9 @@ class CudaSession final : public DeviceSession {
       }
       Dims dims = st->dims;
       dims[static_cast<std::size_t>(st->axis)] = static_cast<std::int64_t>(slots.size());
-      full.push_back(Tensor::wrap(DType::kF32, dims, placeholder(), nullptr));
+      // No host data: the state lives on the device (and a null pointer keeps make_plan from
+      // reading a small integer state as a shape operand).
+      full.push_back(Tensor::wrap(st->dtype, dims, nullptr, nullptr));
     }
     VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(full, true));
     for (std::size_t i = 0; i < full.size(); ++i) {
@@ -501,7 +518,7 @@ class CudaSession final : public DeviceSession {
       return invalid_argument("read_slot_state: slot ", slot, " / state ", index, " out of range");
     VOXRT_RETURN_IF_ERROR(finish_enqueued());
     const PoolState& st = pool_[index];
-    Tensor t = Tensor::uninitialized(DType::kF32, st.dims);  // batch dim 1
+    Tensor t = Tensor::uninitialized(st.dtype, st.dims);  // batch dim 1
     VOXRT_CUDA_TRY(cudaMemcpy(
         t.raw_data(),
         static_cast<char*>(st.storage) + st.bytes_per_slot * static_cast<std::size_t>(slot),
@@ -513,8 +530,10 @@ class CudaSession final : public DeviceSession {
   struct PoolState {
     int input = -1, output = -1;  // indices into the graph's inputs / outputs
     int axis = 0;
-    Dims dims;  // with batch 1
+    Dims dims;                  // with batch 1
+    DType dtype = DType::kF32;  // any: the pool moves rows of bytes
     std::int64_t outer = 1, inner = 1;
+    std::int64_t row_bytes = 0;  // inner elements
     std::size_t bytes_per_slot = 0;
     void* storage = nullptr;  // [capacity, outer, inner]
   };
@@ -529,12 +548,6 @@ class CudaSession final : public DeviceSession {
       if (st.output == static_cast<int>(i)) return &st;
     return nullptr;
   }
-  // Host placeholder data for state inputs in slot mode: never read.
-  void* placeholder() {
-    static float dummy = 0.0f;
-    return &dummy;
-  }
-
   Status launch(ShapePlan& plan_ref) {
     ShapePlan* plan = &plan_ref;
     if (plan->graph) {
@@ -856,10 +869,13 @@ class CudaSession final : public DeviceSession {
     const std::size_t value_count = exe_.values_.size();
     plan->values.resize(value_count);
     plan->arena_offset.assign(value_count, -1);
+    plan->known.assign(value_count, nullptr);
+    plan->folded.assign(exe_.steps_.size(), false);
     std::vector<bool> known(value_count, false);
     for (std::size_t i = 0; i < value_count; ++i) {
       if (const Tensor* c = exe_.host_constant_[i]) {
         plan->values[i] = DevTensor{exe_.device_constant_[i], c->dtype(), c->dims()};
+        plan->known[i] = c;
         known[i] = true;
       }
     }
@@ -891,7 +907,7 @@ class CudaSession final : public DeviceSession {
         const DevTensor& t = plan->values[static_cast<std::size_t>(v)];
         infos[i].dtype = t.dtype;
         infos[i].shape = ir::sym_shape_from_dims(t.dims);
-        infos[i].data = exe_.host_constant_[static_cast<std::size_t>(v)];
+        infos[i].data = plan->known[static_cast<std::size_t>(v)];
       }
       std::vector<ir::InferredOutput> inferred;
       if (step.stack_layers > 0) {
@@ -927,10 +943,31 @@ class CudaSession final : public DeviceSession {
         }
         plan->values[static_cast<std::size_t>(v)] = DevTensor{nullptr, inferred[i].dtype, *dims};
         known[static_cast<std::size_t>(v)] = true;
+        if (inferred[i].data && !step.view) {
+          // An owned copy: lent shape operands are the caller's tensors, gone after this call.
+          plan->folded_values.push_back(std::make_unique<Tensor>(inferred[i].data->clone()));
+          plan->known[static_cast<std::size_t>(v)] = plan->folded_values.back().get();
+        } else if (step.view && i == 0 && plan->known[static_cast<std::size_t>(step.inputs[0])]) {
+          // A view of known contents is known too (the same bytes, other dims).
+          auto viewed = plan->known[static_cast<std::size_t>(step.inputs[0])]->reshaped(*dims);
+          if (viewed) {
+            plan->folded_values.push_back(std::make_unique<Tensor>(std::move(*viewed)));
+            plan->known[static_cast<std::size_t>(v)] = plan->folded_values.back().get();
+          }
+        }
         if (step.view && i == 0) {
           const auto in0 = static_cast<std::size_t>(step.inputs[0]);
           root[static_cast<std::size_t>(v)] = root[in0];
           root_shift[static_cast<std::size_t>(v)] = root_shift[in0];
+        }
+      }
+      if (!step.view && step.stack_layers == 0) {
+        bool all_known = !step.outputs.empty();
+        for (int v : step.outputs)
+          if (v >= 0 && !plan->known[static_cast<std::size_t>(v)]) all_known = false;
+        if (all_known) {
+          plan->folded[s] = true;
+          continue;
         }
       }
       const CudaKernel* kernel = step.kernel_at(plan->profile);
@@ -940,7 +977,14 @@ class CudaSession final : public DeviceSession {
         const auto out0 = static_cast<std::size_t>(step.outputs[0]);
         const DevTensor& source = plan->values[in0];
         if (source.dtype == plan->values[out0].dtype) {
-          if (auto first = kernel->aliases_input(source.dims, plan->values[out0].dims)) {
+          std::vector<DevTensor> step_inputs;
+          for (int v : step.inputs) {
+            DevTensor t = v < 0 ? DevTensor{} : plan->values[static_cast<std::size_t>(v)];
+            t.data = nullptr;
+            if (v >= 0) t.host = plan->known[static_cast<std::size_t>(v)];
+            step_inputs.push_back(std::move(t));
+          }
+          if (auto first = kernel->aliases_input(step_inputs, plan->values[out0].dims)) {
             plan->aliased[s] = true;
             root[out0] = root[in0];
             root_shift[out0] =
@@ -950,12 +994,13 @@ class CudaSession final : public DeviceSession {
       }
       if (!plan->aliased[s]) place_concat_parts(s, *plan, root, root_shift);
     }
+    VOXRT_RETURN_IF_ERROR(upload_folded(*plan, root));
     // Liveness of each arena root: [first, last] over step positions (inputs at -1, outputs
     // live to the end).
     std::vector<int> first(value_count, 1 << 30), last(value_count, -2);
     auto touch = [&](int v, int at) {
       const auto r = static_cast<std::size_t>(root[static_cast<std::size_t>(v)]);
-      if (exe_.host_constant_[r]) return;
+      if (exe_.host_constant_[r] || folded_root(*plan, r)) return;
       first[r] = std::min(first[r], at);
       last[r] = std::max(last[r], at);
     };
@@ -1001,13 +1046,15 @@ class CudaSession final : public DeviceSession {
       const std::int64_t at = root_offset[static_cast<std::size_t>(root[v])];
       plan->arena_offset[v] = at < 0 ? at : at + static_cast<std::int64_t>(root_shift[v]);
     }
-    // Constants viewed by a view op: the view aliases the device constant.
+    // Constants viewed by a view op: the view aliases the device constant (or the plan's).
     for (std::size_t v = 0; v < value_count; ++v) {
       const auto r = static_cast<std::size_t>(root[v]);
-      if (r != v && exe_.host_constant_[r])
-        plan->values[v].data = exe_.device_constant_[r]
-                                   ? static_cast<char*>(exe_.device_constant_[r]) + root_shift[v]
-                                   : nullptr;
+      if (r == v) continue;
+      void* base = exe_.host_constant_[r]  ? exe_.device_constant_[r]
+                   : folded_root(*plan, r) ? plan->values[r].data
+                                           : nullptr;
+      if (exe_.host_constant_[r] || folded_root(*plan, r))
+        plan->values[v].data = base ? static_cast<char*>(base) + root_shift[v] : nullptr;
     }
     // Prepared calls.
     plan->calls.resize(exe_.steps_.size());
@@ -1016,7 +1063,7 @@ class CudaSession final : public DeviceSession {
     plan->step_out.resize(exe_.steps_.size());
     for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
       const auto& step = exe_.steps_[s];
-      if (step.view || plan->aliased[s]) continue;
+      if (step.view || plan->aliased[s] || plan->folded[s]) continue;
       fill_step(*plan, s);
       auto call = step.kernel_at(plan->profile)->prepare(plan->step_in[s], plan->step_out[s], lt_);
       if (!call && tolerant) {
@@ -1058,7 +1105,7 @@ class CudaSession final : public DeviceSession {
       const int p = step.inputs[i];
       if (p < 0) return;
       const auto pu = static_cast<std::size_t>(p);
-      if (root[pu] != p || exe_.host_constant_[pu] ||
+      if (root[pu] != p || exe_.host_constant_[pu] || plan.known[pu] ||
           plan.values[pu].dtype != plan.values[whole].dtype)
         return;
       for (int input : exe_.input_ids_)
@@ -1082,10 +1129,45 @@ class CudaSession final : public DeviceSession {
     plan.aliased[s] = true;
   }
 
+  // Whether value r is the root of a step's output that the plan computed on the host.
+  static bool folded_root(const ShapePlan& plan, std::size_t r) {
+    return r < plan.folded_root_value.size() && plan.folded_root_value[r];
+  }
+
+  // Uploads the outputs of the steps folded at plan time (their roots) into one device buffer
+  // and points their values at it; they take no arena space.
+  Status upload_folded(ShapePlan& plan, const std::vector<int>& root) {
+    plan.folded_root_value.assign(plan.values.size(), false);
+    std::size_t bytes = 0;
+    std::vector<std::pair<std::size_t, std::size_t>> placed;  // value, offset
+    for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
+      if (!plan.folded[s]) continue;
+      for (int v : exe_.steps_[s].outputs) {
+        if (v < 0 || root[static_cast<std::size_t>(v)] != v) continue;
+        const auto u = static_cast<std::size_t>(v);
+        plan.folded_root_value[u] = true;
+        placed.emplace_back(u, bytes);
+        bytes += align_up(std::max<std::size_t>(plan.known[u]->size_bytes(), 1));
+      }
+    }
+    if (placed.empty()) return Status::ok();
+    VOXRT_CUDA_TRY(cudaMalloc(&plan.folded_device, bytes));
+    for (auto [v, offset] : placed) {
+      char* at = static_cast<char*>(plan.folded_device) + offset;
+      VOXRT_CUDA_TRY(cudaMemcpy(at, plan.known[v]->raw_data(), plan.known[v]->size_bytes(),
+                                cudaMemcpyHostToDevice));
+      plan.values[v].data = at;
+    }
+    return Status::ok();
+  }
+
   void fill_step(ShapePlan& plan, std::size_t s) {
     const auto& step = exe_.steps_[s];
     auto tensor = [&](int v) {
-      return v < 0 ? DevTensor{} : plan.values[static_cast<std::size_t>(v)];
+      if (v < 0) return DevTensor{};
+      DevTensor t = plan.values[static_cast<std::size_t>(v)];
+      t.host = plan.known[static_cast<std::size_t>(v)];
+      return t;
     };
     plan.step_in[s].clear();
     plan.step_out[s].clear();
@@ -1215,8 +1297,8 @@ class CudaSession final : public DeviceSession {
       const DevTensor& v = plan.values[static_cast<std::size_t>(exe_.input_ids_[i])];
       const PoolState* st = plan.slots_mode ? state_for_input(i) : nullptr;
       if (st) {
-        VOXRT_CUDA_TRY(ops::slot_gather(static_cast<const float*>(st->storage), slot_ids_,
-                                        v.as<float>(), plan.batch, st->outer, st->inner, stream_));
+        VOXRT_CUDA_TRY(ops::slot_gather(st->storage, slot_ids_, v.data, plan.batch, st->outer,
+                                        st->row_bytes, stream_));
       }
     }
     for (std::size_t s = 0; s < exe_.steps_.size(); ++s) {
@@ -1227,9 +1309,8 @@ class CudaSession final : public DeviceSession {
       const DevTensor& v = plan.values[static_cast<std::size_t>(exe_.output_ids_[i])];
       const PoolState* st = plan.slots_mode ? state_for_output(i) : nullptr;
       if (st) {
-        VOXRT_CUDA_TRY(ops::slot_scatter(v.as<const float>(), slot_ids_,
-                                         static_cast<float*>(st->storage), plan.batch, st->outer,
-                                         st->inner, stream_));
+        VOXRT_CUDA_TRY(ops::slot_scatter(v.data, slot_ids_, st->storage, plan.batch, st->outer,
+                                         st->row_bytes, stream_));
         continue;
       }
       outputs.add(pinned_ + plan.output_pinned[i], v.data, v.bytes());

@@ -8,6 +8,7 @@
 #include "backends/cuda/grid_stride.cuh"
 #include "backends/cuda/operand_convert.cuh"
 #include "backends/cuda/unary_apply.cuh"
+#include "backends/cuda/warp_reduce.cuh"
 
 namespace voxrt::backends::cuda::ops {
 namespace {
@@ -124,20 +125,23 @@ __global__ void gather_kernel(const T* in, const std::int64_t* indices, T* out, 
     const std::int64_t o = i / (inner * index_count);
     std::int64_t idx = indices[j];
     if (idx < 0) idx += axis_size;
-    out[i] = in[(o * axis_size + idx) * inner + k];
+    // An index out of range reads 0 (the CPU backend reports it; a graph cannot stop).
+    out[i] = idx >= 0 && idx < axis_size ? in[(o * axis_size + idx) * inner + k] : T{};
   }
 }
 
-template <bool kGather>
-__global__ void slot_kernel(const float* src, const int* slots, float* dst, std::int64_t batch,
-                            std::int64_t outer, std::int64_t inner) {
-  const std::int64_t n = outer * batch * inner;
+// The pool's rows and the batch tensor's rows are whole runs of `row_words` words of W (16, 4 or
+// 1 bytes): each thread moves one word.
+template <bool kGather, typename W>
+__global__ void slot_kernel(const W* src, const int* slots, W* dst, std::int64_t batch,
+                            std::int64_t outer, std::int64_t row_words) {
+  const std::int64_t n = outer * batch * row_words;
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t k = i % inner;
-    const std::int64_t b = (i / inner) % batch;
-    const std::int64_t o = i / (inner * batch);
-    const std::int64_t pooled = (static_cast<std::int64_t>(slots[b]) * outer + o) * inner + k;
+    const std::int64_t k = i % row_words;
+    const std::int64_t b = (i / row_words) % batch;
+    const std::int64_t o = i / (row_words * batch);
+    const std::int64_t pooled = (static_cast<std::int64_t>(slots[b]) * outer + o) * row_words + k;
     if (kGather) {
       dst[i] = src[pooled];
     } else {
@@ -146,14 +150,29 @@ __global__ void slot_kernel(const float* src, const int* slots, float* dst, std:
   }
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
-  return v;
-}
-__device__ __forceinline__ float warp_max(float v) {
-  for (int offset = 16; offset > 0; offset >>= 1)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  return v;
+template <bool kGather>
+cudaError_t slot_copy(const void* src, const int* slots, void* dst, std::int64_t batch,
+                      std::int64_t outer, std::int64_t row_bytes, cudaStream_t stream) {
+  if (outer * batch * row_bytes <= 0) return cudaSuccess;
+  const auto aligned = [&](std::uintptr_t a) {
+    return ((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) % a ==
+            0) &&
+           row_bytes % static_cast<std::int64_t>(a) == 0;
+  };
+  if (aligned(16)) {
+    const std::int64_t words = row_bytes / 16;
+    slot_kernel<kGather><<<grid_for(outer * batch * words), kThreads, 0, stream>>>(
+        static_cast<const uint4*>(src), slots, static_cast<uint4*>(dst), batch, outer, words);
+  } else if (aligned(4)) {
+    const std::int64_t words = row_bytes / 4;
+    slot_kernel<kGather><<<grid_for(outer * batch * words), kThreads, 0, stream>>>(
+        static_cast<const unsigned*>(src), slots, static_cast<unsigned*>(dst), batch, outer, words);
+  } else {
+    slot_kernel<kGather><<<grid_for(outer * batch * row_bytes), kThreads, 0, stream>>>(
+        static_cast<const unsigned char*>(src), slots, static_cast<unsigned char*>(dst), batch,
+        outer, row_bytes);
+  }
+  return cudaGetLastError();
 }
 
 // Block-wide reduction through shared memory; every thread gets the result.
@@ -585,24 +604,14 @@ cudaError_t gather(const void* in, const std::int64_t* indices, void* out, int e
   return cudaGetLastError();
 }
 
-cudaError_t slot_gather(const float* pool, const int* slots, float* batch_tensor,
-                        std::int64_t batch, std::int64_t outer, std::int64_t inner,
-                        cudaStream_t stream) {
-  const std::int64_t n = outer * batch * inner;
-  if (n > 0)
-    slot_kernel<true>
-        <<<grid_for(n), kThreads, 0, stream>>>(pool, slots, batch_tensor, batch, outer, inner);
-  return cudaGetLastError();
+cudaError_t slot_gather(const void* pool, const int* slots, void* batch_tensor, std::int64_t batch,
+                        std::int64_t outer, std::int64_t row_bytes, cudaStream_t stream) {
+  return slot_copy<true>(pool, slots, batch_tensor, batch, outer, row_bytes, stream);
 }
 
-cudaError_t slot_scatter(const float* batch_tensor, const int* slots, float* pool,
-                         std::int64_t batch, std::int64_t outer, std::int64_t inner,
-                         cudaStream_t stream) {
-  const std::int64_t n = outer * batch * inner;
-  if (n > 0)
-    slot_kernel<false>
-        <<<grid_for(n), kThreads, 0, stream>>>(batch_tensor, slots, pool, batch, outer, inner);
-  return cudaGetLastError();
+cudaError_t slot_scatter(const void* batch_tensor, const int* slots, void* pool, std::int64_t batch,
+                         std::int64_t outer, std::int64_t row_bytes, cudaStream_t stream) {
+  return slot_copy<false>(batch_tensor, slots, pool, batch, outer, row_bytes, stream);
 }
 
 cudaError_t softmax(const float* x, float* y, std::int64_t outer, std::int64_t axis,

@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/mma_sync.cuh"
 #include "backends/cuda/phase_trace.cuh"
 #include "backends/cuda/recurrent_cell.cuh"
 #include "backends/cuda/recurrent_trace.h"
@@ -124,36 +125,6 @@ struct FloatSliceRows {
         make_float2(acc_a[0] + acc_a[1], acc_b[0] + acc_b[1]);
   }
 };
-
-template <typename W>
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-  if constexpr (std::is_same_v<W, __half>) {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<const unsigned*>(&v);
-  } else {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<const unsigned*>(&v);
-  }
-}
-
-// c += a b on tensor cores (m16n8k16, W operands, float accumulation).
-template <typename W>
-__device__ __forceinline__ void mma16816(float (&c)[4], const unsigned (&a)[4],
-                                         const unsigned (&b)[2]) {
-  if constexpr (std::is_same_v<W, __half>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  } else {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-}
 
 // FP16/BF16 R on tensor cores: the warp's 64 rows x slice as A fragments in registers. In a
 // fragment, lane (group g = lane / 4, t = lane % 4) holds rows g and g + 8 of its m16 tile at

@@ -1,9 +1,11 @@
-// Softmax / LogSoftmax, LayerNormalization and ReduceSum/Mean/Max/Min on the device, reducing in
-// f32.
+// Softmax / LogSoftmax, LayerNormalization and the reductions on the device. ReduceSum/Mean/Max/
+// Min of f32 reduce in f32 (pool_reduce_ops.cu); the other reductions, other element types and
+// ArgMax take the typed kernel (typed_reduce.cu, the CPU reference's accumulation rules).
 #include <algorithm>
 #include <optional>
 
 #include "backends/cuda/cuda_common.h"
+#include "backends/cuda/launch_call.h"
 
 namespace voxrt::backends::cuda {
 namespace {
@@ -97,11 +99,16 @@ class LayerNormKernel final : public CudaKernel {
   float epsilon_;
 };
 
-// ReduceSum/Mean/Max/Min over constant axes that are adjacent once sorted (all axes, the last
-// ones, one axis...): x is then [outer, extent, inner] and keepdims changes nothing in memory.
+// Reductions over axes that are adjacent once sorted (all axes, the last ones, one axis...): x is
+// then [outer, extent, inner] and keepdims changes nothing in memory. The axes come from the
+// attribute (opset < 18 ReduceSum < 13), or from input 1 read on the host at prepare time.
 struct ReduceInfo {
   ops::ReduceOp op = ops::ReduceOp::kSum;
+  // Set when the typed kernel runs it (another op or element type than the f32 kernel takes).
+  std::optional<ops::TypedReduceOp> typed;
+  ops::ElemType type = ops::ElemType::kF32;
   bool has_axes = false;  // absent: every axis (or nothing with noop_with_empty_axes)
+  bool axes_from_input = false;
   std::vector<std::int64_t> axes;
   bool noop_with_empty_axes = false;
 };
@@ -118,14 +125,25 @@ std::optional<ops::ReduceOp> reduce_op_of(ir::OpKind op) {
 
 class ReduceCall final : public CudaCall {
  public:
-  ReduceCall(ops::ReduceOp op, std::int64_t outer, std::int64_t extent, std::int64_t inner,
+  ReduceCall(const ReduceInfo& info, std::int64_t outer, std::int64_t extent, std::int64_t inner,
              bool copy)
-      : op_(op), outer_(outer), extent_(extent), inner_(inner), copy_(copy) {}
+      : op_(info.op),
+        typed_(info.typed),
+        type_(info.type),
+        outer_(outer),
+        extent_(extent),
+        inner_(inner),
+        copy_(copy) {}
   Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
                  const CudaRunContext& context) const override {
     if (copy_) {  // noop_with_empty_axes: the input as it is
       VOXRT_CUDA_TRY(cudaMemcpyAsync(out[0].data, in[0].data, in[0].bytes(),
                                      cudaMemcpyDeviceToDevice, context.stream));
+      return Status::ok();
+    }
+    if (typed_) {
+      VOXRT_CUDA_TRY(ops::typed_reduce(*typed_, type_, in[0].data, out[0].data, outer_, extent_,
+                                       inner_, false, context.stream));
       return Status::ok();
     }
     VOXRT_CUDA_TRY(ops::reduce(op_, in[0].as<const float>(), out[0].as<float>(), outer_, extent_,
@@ -135,6 +153,8 @@ class ReduceCall final : public CudaCall {
 
  private:
   ops::ReduceOp op_;
+  std::optional<ops::TypedReduceOp> typed_;
+  ops::ElemType type_;
   std::int64_t outer_, extent_, inner_;
   bool copy_;
 };
@@ -147,10 +167,14 @@ class ReduceKernel final : public CudaKernel {
                                               cublasLtHandle_t) const override {
     const Dims& d = in[0].dims;
     const auto rank = static_cast<std::int64_t>(d.size());
-    if (info_.has_axes && info_.axes.empty() && info_.noop_with_empty_axes)
-      return std::unique_ptr<CudaCall>(new ReduceCall(info_.op, 0, 0, 0, true));
-    std::vector<bool> reduced(d.size(), !info_.has_axes || info_.axes.empty());
-    for (std::int64_t axis : info_.axes) {
+    std::vector<std::int64_t> axes = info_.axes;
+    if (info_.axes_from_input) {
+      VOXRT_ASSIGN_OR_RETURN(axes, host_ints(in, 1, "reduction axes"));
+    }
+    if (info_.has_axes && axes.empty() && info_.noop_with_empty_axes)
+      return std::unique_ptr<CudaCall>(new ReduceCall(info_, 0, 0, 0, true));
+    std::vector<bool> reduced(d.size(), !info_.has_axes || axes.empty());
+    for (std::int64_t axis : axes) {
       const std::int64_t a = axis < 0 ? axis + rank : axis;
       if (a < 0 || a >= rank)
         return invalid_argument(where_, ": axis ", axis, " out of range for rank ", rank);
@@ -163,12 +187,12 @@ class ReduceKernel final : public CudaKernel {
       last = a;
     }
     if (first == d.size())  // a scalar input: nothing to reduce over
-      return std::unique_ptr<CudaCall>(new ReduceCall(info_.op, 1, 1, 1, false));
+      return std::unique_ptr<CudaCall>(new ReduceCall(info_, 1, 1, 1, false));
     for (std::size_t a = first; a <= last; ++a) {
       if (!reduced[a])
         return unsupported(where_, ": the CUDA backend reduces over adjacent axes only");
     }
-    return std::unique_ptr<CudaCall>(new ReduceCall(info_.op, product(d, 0, first),
+    return std::unique_ptr<CudaCall>(new ReduceCall(info_, product(d, 0, first),
                                                     product(d, first, last + 1),
                                                     product(d, last + 1, d.size()), false));
   }
@@ -178,11 +202,66 @@ class ReduceKernel final : public CudaKernel {
   ReduceInfo info_;
 };
 
+std::optional<ops::TypedReduceOp> typed_reduce_op_of(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::kReduceSum: return ops::TypedReduceOp::kSum;
+    case ir::OpKind::kReduceMean: return ops::TypedReduceOp::kMean;
+    case ir::OpKind::kReduceMax: return ops::TypedReduceOp::kMax;
+    case ir::OpKind::kReduceMin: return ops::TypedReduceOp::kMin;
+    case ir::OpKind::kReduceProd: return ops::TypedReduceOp::kProd;
+    case ir::OpKind::kReduceL2: return ops::TypedReduceOp::kL2;
+    case ir::OpKind::kReduceSumSquare: return ops::TypedReduceOp::kSumSquare;
+    case ir::OpKind::kReduceLogSumExp: return ops::TypedReduceOp::kLogSumExp;
+    case ir::OpKind::kArgMax: return ops::TypedReduceOp::kArgMax;
+    default: return std::nullopt;
+  }
+}
+
+// ArgMax over one axis (keepdims changes nothing in memory): [outer, extent, inner] -> i64.
+Expected<std::unique_ptr<CudaKernel>> make_arg_max_kernel(const ir::Node& node) {
+  const ops::ElemType type = *elem_type_of(node.input(0)->dtype);
+  const std::int64_t axis = node.attrs.get_int("axis", 0);
+  const bool select_last = node.attrs.get_int("select_last_index", 0) != 0;
+  return make_function_kernel(
+      [type, axis, select_last](std::span<const DevTensor> inputs,
+                                std::span<const DevTensor>) -> Expected<std::unique_ptr<CudaCall>> {
+        const Dims& d = inputs[0].dims;
+        const auto rank = static_cast<std::int64_t>(d.size());
+        const std::int64_t a = axis < 0 ? axis + rank : axis;
+        if (a < 0 || a >= rank) return invalid_argument("ArgMax axis ", axis, " out of range");
+        const auto au = static_cast<std::size_t>(a);
+        const std::int64_t outer = product(d, 0, au), extent = d[au],
+                           inner = product(d, au + 1, d.size());
+        if (extent == 0 && outer * inner > 0) return invalid_argument("ArgMax over an empty axis");
+        return launch_call(
+            "ArgMax", [=](std::span<const DevTensor> in, std::span<const DevTensor> out,
+                          const CudaRunContext& context) {
+              return ops::typed_reduce(ops::TypedReduceOp::kArgMax, type, in[0].data, out[0].data,
+                                       outer, extent, inner, select_last, context.stream);
+            });
+      });
+}
+
 }  // namespace
 
 std::string reduction_unsupported(const ir::Node& node) {
+  if (node.op == ir::OpKind::kCumSum || node.op == ir::OpKind::kTopK ||
+      node.op == ir::OpKind::kInstanceNormalization)
+    return scan_norm_unsupported(node);
+  if (auto op = typed_reduce_op_of(node.op)) {
+    const ir::Value* x = node.input(0);
+    const auto type = x ? elem_type_of(x->dtype) : std::nullopt;
+    if (!type || !node.output(0)) return "needs an input and an output";
+    if (!ops::typed_reduce_takes(*op, *type))
+      return str_cat(ir::op_name(node.op), " of ", dtype_name(x->dtype),
+                     " is not taken on the CUDA backend");
+    const DType out = *op == ops::TypedReduceOp::kArgMax ? DType::kI64 : x->dtype;
+    if (node.output(0)->dtype != out)
+      return str_cat("the output must be ", dtype_name(out), ", found ",
+                     dtype_name(node.output(0)->dtype));
+    return {};
+  }
   for (std::size_t i = 0; i < node.inputs.size(); ++i) {
-    if (i == 1 && reduce_op_of(node.op)) continue;  // the i64 axes
     const ir::Value* v = node.inputs[i];
     if (v && v->dtype != DType::kF32) return "f32 only on the CUDA backend";
   }
@@ -194,16 +273,6 @@ std::string reduction_unsupported(const ir::Node& node) {
         return "the Mean/InvStdDev outputs are not produced on the CUDA backend";
       if (!node.input(1)) return "needs a scale input";
       return {};
-    case ir::OpKind::kReduceSum:
-    case ir::OpKind::kReduceMean:
-    case ir::OpKind::kReduceMax:
-    case ir::OpKind::kReduceMin: {
-      if (!node.output(0) || node.output(0)->dtype != DType::kF32)
-        return "f32 only on the CUDA backend";
-      const ir::Value* axes = node.inputs.size() > 1 ? node.input(1) : nullptr;
-      if (axes && !axes->is_constant()) return "the axes must be constants on the CUDA backend";
-      return {};
-    }
     default: return str_cat("no CUDA kernel for ", ir::op_name(node.op));
   }
 }
@@ -212,16 +281,28 @@ Expected<std::unique_ptr<CudaKernel>> make_reduction_kernel(const ir::Node& node
                                                             KernelBuildContext&) {
   const std::string why = reduction_unsupported(node);
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
-  if (auto op = reduce_op_of(node.op)) {
+  if (node.op == ir::OpKind::kCumSum || node.op == ir::OpKind::kTopK ||
+      node.op == ir::OpKind::kInstanceNormalization)
+    return make_scan_norm_kernel(node);
+  if (node.op == ir::OpKind::kArgMax) return make_arg_max_kernel(node);
+  if (auto typed = typed_reduce_op_of(node.op)) {
     ReduceInfo info;
-    info.op = *op;
+    const DType dtype = node.input(0)->dtype;
+    info.type = *elem_type_of(dtype);
+    const std::optional<ops::ReduceOp> f32_op = reduce_op_of(node.op);
+    if (f32_op && dtype == DType::kF32) {
+      info.op = *f32_op;
+    } else {
+      info.typed = *typed;
+    }
     info.noop_with_empty_axes = node.attrs.get_int("noop_with_empty_axes", 0) != 0;
     const ir::Value* axes = node.inputs.size() > 1 ? node.input(1) : nullptr;
     if (axes) {
       info.has_axes = true;
-      const Tensor& t = *axes->constant;
-      for (std::int64_t i = 0; i < t.element_count(); ++i)
-        info.axes.push_back(static_cast<std::int64_t>(t.element_as_double(i)));
+      info.axes_from_input = true;
+    } else if (node.attrs.has("axes")) {
+      info.has_axes = true;
+      info.axes = node.attrs.get_ints("axes", {});
     }
     return std::unique_ptr<CudaKernel>(new ReduceKernel(node.describe(), std::move(info)));
   }

@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/cudnn_rnn.h"
+#include "backends/cuda/dense_common.h"
 
 namespace voxrt::backends::cuda {
 
@@ -19,6 +20,7 @@ std::string unsupported_reason(const ir::Node& node, Precision precision) {
     case ir::OpFamily::kRecurrent: return recurrent_unsupported(node);
     case ir::OpFamily::kPooling: return pooling_unsupported(node);
     case ir::OpFamily::kControlFlow: return "control flow (If) is not run on the CUDA backend";
+    case ir::OpFamily::kAttention: return attention_unsupported(node);
   }
   return "unknown op family";
 }
@@ -27,12 +29,15 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
   if (!unsupported_reason(node, precision).empty()) return {};
   switch (ir::op_family(node.op)) {
     case ir::OpFamily::kDense: {
+      if (is_grouped_conv(node)) return grouped_conv_tactics(node, precision);
+      if (node.op == ir::OpKind::kEinsum) return {{kReferenceTactic, "naive"}};
       std::vector<TacticInfo> tactics{{kReferenceTactic, "reference"}};
       for (int i = 0; i < kGemmLtCandidates; ++i)
         tactics.push_back({kGemmLtFirst + static_cast<TacticId>(i), str_cat("cublaslt_", i)});
       for (std::size_t i = 0; i < std::size(kGemmLtSplitK); ++i)
         tactics.push_back({kGemmLtFirst + static_cast<TacticId>(kGemmLtCandidates + i),
                            str_cat("cublaslt_splitk", kGemmLtSplitK[i])});
+      if (skinny_gemm_listed(node, precision)) tactics.push_back({kGemmSkinny, "skinny"});
       const bool conv = node.op == ir::OpKind::kConv || node.op == ir::OpKind::kFusedConv;
       if (conv && cudnn_api()) {
         tactics.push_back({kConvCudnnHeuristic, "cudnn_heuristic"});
@@ -110,6 +115,7 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
         tactics.push_back({kRecurrentPersistentTensorCore, "persistent_tc"});
       return tactics;
     }
+    case ir::OpFamily::kAttention: return attention_tactics(node, precision);
     default:
       // A FusedPointwise node runs the kernel NVRTC compiled for its program (fused_pointwise.cpp).
       if (node.op == ir::OpKind::kFusedPointwise) return {{kReferenceTactic, "nvrtc"}};
@@ -128,6 +134,7 @@ Expected<std::unique_ptr<CudaKernel>> create_kernel(const ir::Node& node, Tactic
     case ir::OpFamily::kDense: return make_dense_kernel(node, tactic, build);
     case ir::OpFamily::kRecurrent: return make_recurrent_kernel(node, tactic, build);
     case ir::OpFamily::kPooling: return make_pooling_kernel(node);
+    case ir::OpFamily::kAttention: return make_attention_kernel(node, tactic, build);
     default: break;
   }
   return unsupported(node.describe(), ": no CUDA kernel");

@@ -27,6 +27,7 @@ __device__ __forceinline__ float apply_unary(UnaryOp op, float x, float alpha, f
     case UnaryOp::kCeil: return ceilf(x);
     case UnaryOp::kHardSigmoid: return fmaxf(0.0f, fminf(1.0f, alpha * x + beta));
     case UnaryOp::kElu: return x >= 0.0f ? x : alpha * (expf(x) - 1.0f);
+    case UnaryOp::kSilu: return x / (1.0f + expf(-x));
   }
   return x;
 }

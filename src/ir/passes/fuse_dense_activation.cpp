@@ -175,7 +175,31 @@ std::optional<ActivationMatch> match_gelu_erf(const Graph& graph, Value* x) {
   return std::nullopt;
 }
 
-std::optional<ActivationMatch> match_activation(const Graph& graph, Value* x) {
+// x * Sigmoid(x) (SiLU / Swish, as torch exports nn.SiLU), either operand order.
+std::optional<ActivationMatch> match_silu(const Graph& graph, Value* x) {
+  if (graph.is_graph_output(x)) return std::nullopt;
+  const std::vector<Node*> x_users = graph.consumers(x);
+  if (x_users.size() != 2) return std::nullopt;
+  for (Node* sigmoid : x_users) {
+    if (sigmoid->op != OpKind::kSigmoid || sigmoid->input(0) != x) continue;
+    Node* mul = x_users[0] == sigmoid ? x_users[1] : x_users[0];
+    if (mul->op != OpKind::kMul || other_operand(*mul, x) != sigmoid->output(0) ||
+        sole_consumer(graph, sigmoid->output(0)) != mul || !mul->output(0))
+      continue;
+    ActivationMatch match;
+    match.kind = "silu";
+    match.nodes = {sigmoid, mul};
+    match.output = mul->outputs[0];
+    return match;
+  }
+  return std::nullopt;
+}
+
+std::optional<ActivationMatch> match_activation(const Graph& graph, Value* x,
+                                                const DenseActivationOptions& options) {
+  if (options.silu) {
+    if (auto silu = match_silu(graph, x)) return silu;
+  }
   if (auto simple = match_simple(graph, x)) return simple;
   return match_gelu_erf(graph, x);
 }
@@ -221,7 +245,8 @@ void take_over(Graph& graph, Node& dense, const std::vector<Node*>& fused, Value
   report.changes.push_back(str_cat("fused ", what, names, " into ", op_name(dense.op)));
 }
 
-bool fuse_conv(Graph& graph, Node& conv, PassReport& report) {
+bool fuse_conv(Graph& graph, Node& conv, PassReport& report,
+               const DenseActivationOptions& options) {
   if (conv.op == OpKind::kFusedConv && conv.attrs.get_string("activation", "none") != "none")
     return false;
   Value* y = conv.output(0);
@@ -242,7 +267,7 @@ bool fuse_conv(Graph& graph, Node& conv, PassReport& report) {
       extra_bias.reset();
     }
   }
-  std::optional<ActivationMatch> act = match_activation(graph, current);
+  std::optional<ActivationMatch> act = match_activation(graph, current, options);
   if (!extra_bias && !act) return false;
   const std::string what = conv.describe();
   if (extra_bias) {
@@ -269,12 +294,13 @@ bool fuse_conv(Graph& graph, Node& conv, PassReport& report) {
   return true;
 }
 
-bool fuse_matmul(Graph& graph, Node& mm, PassReport& report) {
+bool fuse_matmul(Graph& graph, Node& mm, PassReport& report,
+                 const DenseActivationOptions& options) {
   if (mm.op == OpKind::kFusedMatMul && mm.attrs.get_string("activation", "none") != "none")
     return false;
   Value* y = mm.output(0);
   if (!y) return false;
-  std::optional<ActivationMatch> act = match_activation(graph, y);
+  std::optional<ActivationMatch> act = match_activation(graph, y, options);
   if (!act) return false;
   const std::string what = mm.describe();
   if (mm.op == OpKind::kGemm) {
@@ -347,6 +373,8 @@ bool fuse_clamp(Graph& graph, Node& dense, PassReport& report) {
 
 class FuseDenseActivationPass final : public Pass {
  public:
+  explicit FuseDenseActivationPass(DenseActivationOptions options) : options_(options) {}
+
   std::string_view name() const override { return "fuse_dense_activation"; }
 
   Status apply(Graph& graph, PassReport& report) override {
@@ -358,10 +386,10 @@ class FuseDenseActivationPass final : public Pass {
     for (Node* node : dense) {
       switch (node->op) {
         case OpKind::kConv:
-        case OpKind::kFusedConv: fuse_conv(graph, *node, report); break;
+        case OpKind::kFusedConv: fuse_conv(graph, *node, report, options_); break;
         case OpKind::kGemm:
         case OpKind::kMatMul:
-        case OpKind::kFusedMatMul: fuse_matmul(graph, *node, report); break;
+        case OpKind::kFusedMatMul: fuse_matmul(graph, *node, report, options_); break;
         default: break;
       }
       fuse_clamp(graph, *node, report);
@@ -369,12 +397,15 @@ class FuseDenseActivationPass final : public Pass {
     graph.prune_unused_values();
     return Status::ok();
   }
+
+ private:
+  DenseActivationOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<Pass> make_fuse_dense_activation_pass() {
-  return std::make_unique<FuseDenseActivationPass>();
+std::unique_ptr<Pass> make_fuse_dense_activation_pass(DenseActivationOptions options) {
+  return std::make_unique<FuseDenseActivationPass>(options);
 }
 
 }  // namespace voxrt::ir

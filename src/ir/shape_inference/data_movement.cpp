@@ -731,6 +731,10 @@ Status infer_data_movement(const Node& node, std::span<const ValueInfo> inputs,
     case OpKind::kRange: return infer_range(node, inputs, outputs);
     case OpKind::kExpand: return infer_expand(node, inputs, outputs);
     case OpKind::kTile: return infer_tile(node, inputs, outputs);
+    case OpKind::kScatterND:
+    case OpKind::kScatterElements:
+    case OpKind::kGatherElements:
+    case OpKind::kTrilu: return infer_indexing(node, inputs, outputs);
     default: break;
   }
   return internal_error(node.describe(), ": not a data-movement op");

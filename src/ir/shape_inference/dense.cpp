@@ -349,6 +349,7 @@ Status infer_dense(const Node& node, std::span<const ValueInfo> inputs,
                                 inputs.size(), " inputs");
       }
       return infer_gemm(node, inputs, outputs);
+    case OpKind::kEinsum: return infer_einsum(node, inputs, outputs);
     default: break;
   }
   return internal_error(node.describe(), ": not a dense op");

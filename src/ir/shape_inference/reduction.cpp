@@ -369,6 +369,9 @@ Status infer_reduction(const Node& node, std::span<const ValueInfo> inputs,
     case OpKind::kLogSoftmax: return infer_softmax(node, inputs, outputs);
     case OpKind::kLayerNormalization: return infer_layer_norm(node, inputs, outputs);
     case OpKind::kBatchNormalization: return infer_batch_norm(node, inputs, outputs);
+    case OpKind::kCumSum:
+    case OpKind::kTopK:
+    case OpKind::kInstanceNormalization: return infer_scan_and_top_k(node, inputs, outputs);
     default: break;
   }
   return internal_error(node.describe(), ": not an op of the reduction family");

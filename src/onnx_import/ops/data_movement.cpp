@@ -130,6 +130,12 @@ void add_data_movement_importers(std::vector<OpImporter>& table) {
   table.push_back({"Expand", OpKind::kExpand, 8, import_as_is});
   // Tile before opset 6 took (input, tiles, axis) with different meaning.
   table.push_back({"Tile", OpKind::kTile, 6, import_as_is});
+  table.push_back({"ScatterND", OpKind::kScatterND, 11, import_as_is});
+  table.push_back({"ScatterElements", OpKind::kScatterElements, 11, import_as_is});
+  // Scatter (opsets 9-10, removed at 11) is ScatterElements without a reduction.
+  table.push_back({"Scatter", OpKind::kScatterElements, 9, import_as_is});
+  table.push_back({"GatherElements", OpKind::kGatherElements, 11, import_as_is});
+  table.push_back({"Trilu", OpKind::kTrilu, 14, import_as_is});
 }
 
 }  // namespace voxrt::onnx_import

@@ -33,6 +33,18 @@ Status import_batch_norm(NodeImport& node) {
   return import_as_is(node);
 }
 
+// TopK before opset 10 took k as an attribute.
+Status import_top_k(NodeImport& node) {
+  if (node.opset < 10) {
+    VOXRT_ASSIGN_OR_RETURN(const std::int64_t* k, typed_attribute<std::int64_t>(node, "k"));
+    if (!k)
+      return invalid_argument(node.describe(), ": opset ", node.opset, " TopK needs attribute 'k'");
+    node.set_input(1, node.add_constant("k", Tensor::from_vector<std::int64_t>({1}, {*k})));
+    node.attrs.erase("k");
+  }
+  return import_as_is(node);
+}
+
 }  // namespace
 
 void add_reduction_importers(std::vector<OpImporter>& table) {
@@ -53,6 +65,9 @@ void add_reduction_importers(std::vector<OpImporter>& table) {
   table.push_back({"LogSoftmax", OpKind::kLogSoftmax, 1, import_as_is});
   table.push_back({"LayerNormalization", OpKind::kLayerNormalization, 17, import_as_is});
   table.push_back({"BatchNormalization", OpKind::kBatchNormalization, 1, import_batch_norm});
+  table.push_back({"InstanceNormalization", OpKind::kInstanceNormalization, 6, import_as_is});
+  table.push_back({"CumSum", OpKind::kCumSum, 11, import_as_is});
+  table.push_back({"TopK", OpKind::kTopK, 1, import_top_k});
 }
 
 }  // namespace voxrt::onnx_import

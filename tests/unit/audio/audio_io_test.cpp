@@ -59,6 +59,46 @@ TEST(ReadAudioFile, TruncatedHeaderIsAnError) {
   }
 }
 
+// Issue 31: a WAV cut short decoded to whatever was there (an empty transcript, exit 0); the
+// common mistakes (no file, a folder, an empty file) said "libsndfile cannot read it".
+TEST(ReadAudioFile, TruncatedDataMissingDirectoryAndEmptyFilesSaySo) {
+  std::vector<std::int16_t> samples(16000, 100);  // 1 s at 16 kHz
+  const std::vector<std::uint8_t> bytes = make_wav_s16(samples, 16000, 1);
+  const std::vector<std::uint8_t> cut(bytes.begin(), bytes.begin() + 44 + 8000);
+  auto truncated = read_audio_file(write_file("cut_data.wav", cut));
+  ASSERT_FALSE(truncated);
+  EXPECT_NE(truncated.status().message().find("truncated WAV: its data chunk declares 32000 bytes "
+                                              "(1 s), the file holds 8000 (0.25 s)"),
+            std::string::npos)
+      << truncated.status().message();
+  const std::string as_bytes(cut.begin(), cut.end());
+  EXPECT_FALSE(read_audio_bytes(as_bytes, "upload"));
+  // A streaming writer's unknown size (0xFFFFFFFF) is not a truncation.
+  std::vector<std::uint8_t> streamed = cut;
+  for (int i = 40; i < 44; ++i) streamed[static_cast<std::size_t>(i)] = 0xFF;
+  EXPECT_TRUE(check_wav_complete(std::string(streamed.begin(), streamed.end()), streamed.size(),
+                                 "streamed"));
+  auto missing = read_audio_file("/nonexistent/voxrt.wav");
+  ASSERT_FALSE(missing);
+  EXPECT_NE(missing.status().message().find("no such file"), std::string::npos);
+  auto folder = read_audio_file(testing::scratch_dir().string());
+  ASSERT_FALSE(folder);
+  EXPECT_NE(folder.status().message().find("is a directory"), std::string::npos);
+  auto empty = read_audio_file(write_file("empty.wav", {}));
+  ASSERT_FALSE(empty);
+  EXPECT_NE(empty.status().message().find("is empty (0 bytes)"), std::string::npos);
+}
+
+TEST(ReadAudioBytes, AudioFileHeadersAreRecognised) {
+  const std::vector<std::uint8_t> wav = make_wav_s16({1, 2}, 16000, 1);
+  EXPECT_TRUE(looks_like_audio_file(wav));
+  const std::vector<std::uint8_t> flac = {'f', 'L', 'a', 'C', 0, 0};
+  EXPECT_TRUE(looks_like_audio_file(flac));
+  const std::vector<std::uint8_t> pcm = {0x00, 0x40, 0x00, 0xC0, 'R', 'I'};
+  EXPECT_FALSE(looks_like_audio_file(pcm));
+  EXPECT_FALSE(looks_like_audio_file(std::vector<std::uint8_t>{}));
+}
+
 TEST(ReadAudioFile, ZeroChannelsIsAnError) {
   const std::string path = write_file("zero_channels.wav", make_wav_s16({1, 2, 3, 4}, 16000, 0));
   auto clip = read_audio_file(path);
@@ -119,6 +159,19 @@ TEST(DecodePcm, S16AndF32) {
   auto floats = decode_pcm(f32, PcmEncoding::kF32LE, 1, "test");
   ASSERT_TRUE(floats);
   EXPECT_EQ(*floats, (std::vector<float>{0.25f, -1.5f}));
+}
+
+TEST(DecodePcm, S24) {
+  // 0x400000 = 2^22 -> 0.5; 0xC00000 -> -0.5; 0x7FFFFF -> just under 1.
+  const std::vector<std::uint8_t> s24 = {0x00, 0x00, 0x40, 0x00, 0x00, 0xC0, 0xFF, 0xFF, 0x7F};
+  auto mono = decode_pcm(s24, PcmEncoding::kS24LE, 1, "test");
+  ASSERT_TRUE(mono) << mono.status().to_string();
+  ASSERT_EQ(mono->size(), 3u);
+  EXPECT_FLOAT_EQ((*mono)[0], 0.5f);
+  EXPECT_FLOAT_EQ((*mono)[1], -0.5f);
+  EXPECT_NEAR((*mono)[2], 1.0f, 1e-6);
+  EXPECT_EQ(*parse_pcm_encoding("s24"), PcmEncoding::kS24LE);
+  EXPECT_FALSE(decode_pcm(std::vector<std::uint8_t>(4), PcmEncoding::kS24LE, 1, "test"));
 }
 
 TEST(DecodePcm, BadInputIsAnErrorThatSaysWhat) {

@@ -151,6 +151,33 @@ TEST(EnergyVad, EventsDoNotDependOnChunking) {
   EXPECT_EQ(whole, run([&] { return size(rng); }));
 }
 
+// The Recognizer routes a chunk once the VAD has decided about it: no event found later may be
+// dated before what decided_until_sample() said, whatever the piece size.
+TEST(EnergyVad, NoEventIsDatedBeforeTheDecidedPoint) {
+  if (!tools_available()) GTEST_SKIP() << "espeak-ng, flite or sox missing";
+  auto recording = make_recording("tts_decided", -45.0);
+  ASSERT_TRUE(recording);
+  auto clip = read_audio_file(recording->path);
+  ASSERT_TRUE(clip);
+  for (std::size_t piece : {std::size_t{7}, std::size_t{160}, std::size_t{16000}}) {
+    auto vad = EnergyVad::create(EnergyVadConfig{});
+    std::vector<VadEvent> events;
+    std::int64_t decided = 0;
+    for (std::size_t position = 0; position < clip->samples.size(); position += piece) {
+      const std::size_t n = std::min(piece, clip->samples.size() - position);
+      const std::size_t before = events.size();
+      vad->accept_waveform(std::span(clip->samples.data() + position, n), events);
+      for (std::size_t e = before; e < events.size(); ++e)
+        EXPECT_GE(events[e].sample, decided) << "piece " << piece << " event " << e;
+      const std::int64_t now = vad->decided_until_sample();
+      EXPECT_GE(now, decided);  // never goes back
+      EXPECT_LE(now, static_cast<std::int64_t>(position + n));
+      decided = now;
+    }
+    EXPECT_EQ(events.size(), 4u);  // two segments, each closed by its silence
+  }
+}
+
 TEST(EnergyVad, PocketsphinxRecordingsHaveSpeech) {
   const auto wavs = testing::pocketsphinx_wavs();
   ASSERT_FALSE(wavs.empty());

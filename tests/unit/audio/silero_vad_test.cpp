@@ -61,6 +61,30 @@ TEST(SpeechProbabilitySegmenter, FindsASquarePulseWithPadding) {
   EXPECT_EQ(segments[0].end_sample, 50 * kWindow + 480);
 }
 
+// No event is dated before the point decided_until_sample() gave earlier, so the Recognizer
+// can route the audio before it (random probabilities: onsets, short bursts, pauses).
+TEST(SpeechProbabilitySegmenter, NoEventIsDatedBeforeTheDecidedPoint) {
+  SileroVadConfig config;
+  auto segmenter = SpeechProbabilitySegmenter::create(config);
+  ASSERT_TRUE(segmenter);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  std::vector<VadEvent> events;
+  std::int64_t decided = 0;
+  float p = 0.0f;
+  for (int w = 0; w < 5000; ++w) {
+    if (uniform(rng) < 0.08f) p = uniform(rng);  // runs of similar probabilities
+    const std::size_t before = events.size();
+    segmenter->accept(p, events);
+    for (std::size_t e = before; e < events.size(); ++e) EXPECT_GE(events[e].sample, decided);
+    const std::int64_t now = segmenter->decided_until_sample();
+    EXPECT_GE(now, decided);
+    EXPECT_LE(now, segmenter->samples_scored());
+    decided = now;
+  }
+  EXPECT_GT(events.size(), 20u);
+}
+
 TEST(SpeechProbabilitySegmenter, ShortBurstsAreNotSpeech) {
   SileroVadConfig config;
   // 7 windows = 224 ms < 250 ms minimum speech; 8 windows = 256 ms is enough.

@@ -40,6 +40,32 @@ TEST(GreedyCtc, MergesRepeatsAndDropsBlanks) {
   EXPECT_DOUBLE_EQ(result.words[1].start_s, 13 * 0.04);
 }
 
+// Word times are moved back by the model's emission delays, never below 0, never a word's start
+// before the previous word's end and never an end before the start.
+TEST(GreedyCtc, WordTimesAreCorrectedForTheModelsDelay) {
+  auto vocabulary = english_chars();
+  auto id = [&](char c) { return vocabulary->id_of(std::string(1, c)); };
+  Frames frames(vocabulary->size());
+  // Frames of 40 ms: "ab" at frames 2-3, " " at 5, "cd" at 6-7.
+  for (int unit : {0, 0, id('a'), id('b'), 0, 1, id('c'), id('d'), 0}) frames.peak(unit);
+  TimeBase time_base{4, 10.0};
+  time_base.word_start_delay_s = 0.10;
+  time_base.word_end_delay_s = 0.01;
+  GreedyCtcDecoder decoder(vocabulary, time_base);
+  ASSERT_TRUE(decoder.accept(frames.view()));
+  const DecodingResult result = decoder.finalize();
+  ASSERT_EQ(result.words.size(), 2u);
+  EXPECT_EQ(result.words[0].start_s, 0.0);  // 0.08 - 0.10, clamped
+  EXPECT_NEAR(result.words[0].end_s, 0.16 - 0.01, 1e-9);
+  // "cd" would start at 0.24 - 0.10 = 0.14, before "ab" ends at 0.15: it starts there.
+  EXPECT_NEAR(result.words[1].start_s, 0.15, 1e-9);
+  EXPECT_NEAR(result.words[1].end_s, 0.32 - 0.01, 1e-9);
+  time_base.word_end_delay_s = 0.5;  // larger than the word: the end stays at the start
+  GreedyCtcDecoder late(vocabulary, time_base);
+  ASSERT_TRUE(late.accept(frames.view()));
+  for (const WordResult& word : late.finalize().words) EXPECT_EQ(word.end_s, word.start_s);
+}
+
 TEST(GreedyCtc, ChunkedEqualsWholeAndBatchEqualsSingle) {
   auto vocabulary = english_chars();
   std::mt19937 rng(17);

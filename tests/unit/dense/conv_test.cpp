@@ -47,7 +47,23 @@ std::vector<ConvCase> conv_cases() {
        {1, 16, 30},
        {16, 1, 15},
        attrs_of({{"group", std::int64_t{16}}, {"pads", Ints{7, 7}}})},
+      // depthwise_avx512's edges: a streaming chunk against its cached frames (no padding), a
+      // stride, a dilation with asymmetric pads, and more than 16 outputs (a partial vector).
+      {"conv1d_depthwise_cached_frames",
+       {2, 32, 46},
+       {32, 1, 31},
+       attrs_of({{"group", std::int64_t{32}}})},
+      {"conv1d_depthwise_strided_dilated",
+       {1, 8, 41},
+       {8, 1, 5},
+       attrs_of({{"group", std::int64_t{8}},
+                 {"strides", Ints{2}},
+                 {"dilations", Ints{3}},
+                 {"pads", Ints{4, 1}}})},
       {"pointwise_1x1", {2, 16, 5, 7}, {8, 16, 1, 1}, {}},
+      // pointwise_avx512: Conformer's 1-D pointwise convolutions (more than one panel of output
+      // channels, a partial one, time steps in blocks of six and a tail).
+      {"conv1d_pointwise_conformer", {2, 40, 16}, {130, 40, 1}, {}},
       {"conv3d", {1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, attrs_of({{"pads", Ints{1, 1, 1, 1, 1, 1}}})},
       {"kernel_shape_attr", {1, 3, 6, 6}, {2, 3, 3, 3}, attrs_of({{"kernel_shape", Ints{3, 3}}})},
       // direct_avx2's edges: two 32-channel blocks (the second partial), output widths 5 and 1
@@ -332,6 +348,18 @@ TEST(Conv, FusedActivationsMatchReference) {
       expect_tactics_match_reference(*one);
     }
   }
+}
+
+TEST(Conv, DepthwiseWithBiasAndSilu) {
+  // Conformer's convolution module after BatchNorm folding: depthwise conv, bias, SiLU.
+  auto one = make_node(OpKind::kFusedConv,
+                       {runtime(random_tensor({1, 24, 40}, 7)),
+                        constant(random_tensor({24, 1, 9}, 8)), constant(random_tensor({24}, 9))},
+                       attrs_of({{"group", std::int64_t{24}},
+                                 {"pads", Ints{4, 4}},
+                                 {"activation", std::string("silu")}}));
+  EXPECT_TRUE(lists_tactic(*one->node, "depthwise_avx512") || !backends::cpu::cpu_has_avx512f());
+  expect_tactics_match_reference(*one);
 }
 
 TEST(Conv, RuntimeBiasAndWeights) {

@@ -59,8 +59,9 @@ TEST(MatMul, SymbolicBatchKeepsKernelsShapeAgnostic) {
 
 TEST(FusedMatMul, TransposesBiasAndActivations) {
   // "leaky_relu+clamp": a leaky ReLU, then the clamp of a Max / Min that followed it.
-  const std::vector<std::string> activations{"none",    "relu", "leaky_relu", "clip",
-                                             "sigmoid", "tanh", "gelu_erf",   "leaky_relu+clamp"};
+  const std::vector<std::string> activations{"none",     "relu",    "leaky_relu",
+                                             "clip",     "sigmoid", "tanh",
+                                             "gelu_erf", "silu",    "leaky_relu+clamp"};
   std::uint32_t seed = 50;
   for (const std::string& activation : activations) {
     for (int trans = 0; trans < 4; ++trans) {
@@ -88,6 +89,29 @@ TEST(FusedMatMul, TransposesBiasAndActivations) {
         if (with_bias) operands.push_back(constant(random_tensor({n}, seed++)));
         auto one = make_node(OpKind::kFusedMatMul, operands, attrs);
         expect_tactics_match_reference(*one);
+      }
+    }
+  }
+}
+
+TEST(FusedMatMul, PanelTailsRowBlocksAndTwoThreads) {
+  // Rows in blocks of six and their tails, columns in panels of 64 and a partial one.
+  std::uint32_t seed = 90;
+  for (std::int64_t m : {1, 5, 13, 16}) {
+    for (std::int64_t n : {64, 130}) {
+      SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n));
+      const std::int64_t k = 37;
+      auto one =
+          make_node(OpKind::kFusedMatMul,
+                    {runtime(random_tensor({1, m, k}, seed++)),
+                     constant(random_tensor({k, n}, seed++)), constant(random_tensor({n}, seed++))},
+                    attrs_of({{"activation", std::string("silu")}}));
+      auto want = run_tactic(*one, 0, 1);
+      ASSERT_TRUE(want.has_value());
+      for (const auto& tactic : backends::cpu::tactics_for(*one->node)) {
+        auto got = run_tactic(*one, tactic.id, 2);
+        ASSERT_TRUE(got.has_value()) << tactic.name << ": " << got.status().to_string();
+        EXPECT_TRUE(all_close(*want, *got)) << tactic.name;
       }
     }
   }

@@ -31,6 +31,11 @@ std::unique_ptr<Kernel> make_shape_kernel(const ir::Node& node);
 std::unique_ptr<Kernel> make_size_kernel();
 std::unique_ptr<Kernel> make_constant_of_shape_kernel(const ir::Node& node);
 std::unique_ptr<Kernel> make_range_kernel();
+// Element indexing (indexing.cpp): reference tactic only.
+std::unique_ptr<Kernel> make_scatter_nd_kernel(const ir::Node& node);
+// ScatterElements and GatherElements.
+std::unique_ptr<Kernel> make_elements_kernel(const ir::Node& node);
+std::unique_ptr<Kernel> make_trilu_kernel(const ir::Node& node);
 
 // The node's op, name and attributes without its Value pointers, for kernels that resolve
 // attributes against run-time dims (the graph may be gone by then).

@@ -31,6 +31,13 @@ bool is_supported(const ir::Node& node) {
       return start && (start->dtype == DType::kF32 || start->dtype == DType::kI32 ||
                        start->dtype == DType::kI64);
     }
+    case ir::OpKind::kScatterND:
+    case ir::OpKind::kScatterElements:
+    case ir::OpKind::kGatherElements: {
+      const ir::Value* indices = node.input(1);
+      return indices && (indices->dtype == DType::kI64 || indices->dtype == DType::kI32);
+    }
+    case ir::OpKind::kTrilu:
     case ir::OpKind::kTranspose:
     case ir::OpKind::kReshape:
     case ir::OpKind::kFlatten:
@@ -85,6 +92,10 @@ Expected<std::unique_ptr<Kernel>> make_data_movement_kernel(const ir::Node& node
     case ir::OpKind::kSize: return make_size_kernel();
     case ir::OpKind::kConstantOfShape: return make_constant_of_shape_kernel(node);
     case ir::OpKind::kRange: return make_range_kernel();
+    case ir::OpKind::kScatterND: return make_scatter_nd_kernel(node);
+    case ir::OpKind::kScatterElements:
+    case ir::OpKind::kGatherElements: return make_elements_kernel(node);
+    case ir::OpKind::kTrilu: return make_trilu_kernel(node);
     default: break;
   }
   return unsupported(node.describe(), ": not a data-movement op");

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/cpu/avx512_math.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/dense/dense_common.h"
 #include "backends/cpu/dense/dense_kernels.h"
@@ -101,18 +102,6 @@ VOXRT_AVX2 void dot_block_avx2(const float* w, const float* fields, std::int64_t
       out[r * P + p] = _mm_cvtss_f32(_mm_add_ss(h, _mm_movehdup_ps(h)));
     }
   }
-}
-
-// The sum of the 16 lanes by in-register shuffles. The masked forms (all lanes) name their
-// pass-through operand: GCC 12's unmasked ones, _mm512_reduce_add_ps too, pass an undefined
-// vector that trips its own -Wuninitialized.
-VOXRT_AVX512 inline float sum_lanes(__m512 v) {
-  constexpr __mmask16 kAll = 0xffff;
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAll, v, v, 0x4e));  // 256-bit halves
-  v = _mm512_add_ps(v, _mm512_mask_shuffle_f32x4(v, kAll, v, v, 0xb1));  // 128-bit quarters
-  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAll, v, 0x4e));        // 64-bit pairs
-  v = _mm512_add_ps(v, _mm512_mask_permute_ps(v, kAll, v, 0xb1));        // neighbours
-  return _mm512_cvtss_f32(v);
 }
 
 // The same with 16-lane (AVX-512) vectors.

@@ -267,20 +267,11 @@ class ConvOneDnnKernel final : public Kernel {
   // dims cover OC) in `layout`, reordered once per distinct (layout, oc_begin).
   memory packed_weights(const memory::desc& layout, const memory::dims& weight_dims,
                         std::int64_t oc_begin) const {
-    for (const auto& [key, packed] : packed_) {
-      if (key.first == layout && key.second == oc_begin) return packed;
-    }
-    const dnnl::engine& engine = onednn_engine();
     const memory::desc user_md(weight_dims, memory::data_type::f32, plain_tag(weight_dims.size()));
     const std::int64_t per_channel = weights_.element_count() / weights_.dim(0);
-    memory user(user_md, engine,
-                const_cast<float*>(weights_.data<float>()) + oc_begin * per_channel);
-    memory packed(layout, engine);
-    dnnl::stream stream(engine);
-    dnnl::reorder(user, packed).execute(stream, user, packed);
-    stream.wait();
-    packed_.emplace_back(std::make_pair(layout, oc_begin), packed);
-    return packed;
+    const memory user(user_md, onednn_engine(),
+                      const_cast<float*>(weights_.data<float>()) + oc_begin * per_channel);
+    return packed_.get(layout, user, {oc_begin});
   }
 
   ir::Node node_;
@@ -289,7 +280,7 @@ class ConvOneDnnKernel final : public Kernel {
   bool blocked_;
   mutable std::mutex mutex_;
   mutable std::map<Dims, std::shared_ptr<const ConvParts>> cache_;
-  mutable std::vector<std::pair<std::pair<memory::desc, std::int64_t>, memory>> packed_;
+  mutable ReorderedWeights packed_;
 };
 
 }  // namespace

@@ -33,11 +33,13 @@ Expected<Activation> read_activation(const ir::Node& node) {
     activation.kind = ActivationKind::kTanh;
   } else if (name == "gelu_erf") {
     activation.kind = ActivationKind::kGeluErf;
+  } else if (name == "silu") {
+    activation.kind = ActivationKind::kSilu;
   } else {
-    return invalid_argument(
-        node.describe(),
-        ": activation must be none, relu, clip, leaky_relu, sigmoid, tanh or gelu_erf, found '",
-        name, "'");
+    return invalid_argument(node.describe(),
+                            ": activation must be none, relu, clip, leaky_relu, sigmoid, tanh, "
+                            "gelu_erf or silu, found '",
+                            name, "'");
   }
   if (node.attrs.has("activation_clamp_min") || node.attrs.has("activation_clamp_max")) {
     if (activation.kind == ActivationKind::kNone) {
@@ -61,6 +63,7 @@ float base_activation_value(const Activation& activation, float x) {
     case ActivationKind::kSigmoid: return 1.0f / (1.0f + std::exp(-x));
     case ActivationKind::kTanh: return std::tanh(x);
     case ActivationKind::kGeluErf: return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
+    case ActivationKind::kSilu: return x / (1.0f + std::exp(-x));
   }
   return x;
 }
@@ -277,6 +280,15 @@ bool all_inputs_f32(const ir::Node& node) {
     if (out && out->dtype != DType::kF32) return false;
   }
   return true;
+}
+
+bool is_conv1d_with_constant_weights(const ir::Node& node) {
+  const ir::Value* x = node.input(0);
+  const ir::Value* w = node.input(1);
+  const ir::Value* b = node.input(2);
+  if (!x || !w || !w->is_constant() || w->constant->rank() != 3) return false;
+  if (b && (!b->is_constant() || b->constant->element_count() != w->constant->dim(0))) return false;
+  return !x->rank_known || x->shape.size() == 3;
 }
 
 Geometry3 to_3d(const ir::ConvGeometry& g) {

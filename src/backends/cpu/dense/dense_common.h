@@ -25,8 +25,12 @@ inline constexpr TacticId kTacticFftConv = 6;            // Conv, FusedConv (2-D
 inline constexpr TacticId kTacticFftConvLargeTiles = 7;  // the same over tiles twice as long
 inline constexpr TacticId kTacticDirectConv = 8;        // Conv, FusedConv (2-D, AVX2, few channels)
 inline constexpr TacticId kTacticFewPositionsConv = 9;  // Conv, FusedConv (few output positions)
+inline constexpr TacticId kTacticPackedAvx512 = 10;     // MatMul, Gemm, FusedMatMul (constant B)
+inline constexpr TacticId kTacticDepthwiseAvx512 = 11;  // Conv, FusedConv (1-D depthwise)
+inline constexpr TacticId kTacticPointwiseAvx512 = 12;  // Conv, FusedConv (1-D, kernel 1)
+// 20 and 21 are the INT8 tactics of layers marked int8 (quantized/quantized_kernels.h).
 
-enum class ActivationKind { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kTanh, kGeluErf };
+enum class ActivationKind { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kTanh, kGeluErf, kSilu };
 
 struct Activation {
   ActivationKind kind = ActivationKind::kNone;
@@ -106,5 +110,9 @@ void set_onednn_threads(int threads);
 
 // The fp32 element type check every dense tactic list starts with.
 bool all_inputs_f32(const ir::Node& node);
+
+// A 1-D Conv / FusedConv (X of rank 3 where known) with constant weights [O, C/g, K] and a bias
+// that is absent or a constant of O values.
+bool is_conv1d_with_constant_weights(const ir::Node& node);
 
 }  // namespace voxrt::backends::cpu::dense

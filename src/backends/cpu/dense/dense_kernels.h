@@ -31,10 +31,25 @@ Expected<std::unique_ptr<Kernel>> make_conv_direct_kernel(const ir::Node& node);
 // convolution over one streaming chunk, where im2col's GEMM has only a handful of columns.
 bool conv_few_positions_applies(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_conv_few_positions_kernel(const ir::Node& node);
+// Depthwise 1-D convolution on AVX-512 (conv_depthwise.cpp): group = channels, constant weights
+// [C, 1, K]. Conformer's convolution module.
+bool conv_depthwise_applies(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_conv_depthwise_kernel(const ir::Node& node);
+// Pointwise 1-D convolution on AVX-512 over packed W^T (conv_pointwise.cpp): kernel 1, stride 1,
+// no padding, group 1, constant weights.
+bool conv_pointwise_applies(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_conv_pointwise_kernel(const ir::Node& node);
 
 // Gemm, MatMul and FusedMatMul share one implementation per tactic.
 Expected<std::unique_ptr<Kernel>> make_matmul_reference_kernel(const ir::Node& node);
+// Einsum (einsum.cpp): the reference tactic only.
+std::unique_ptr<Kernel> make_einsum_reference_kernel(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_matmul_openblas_kernel(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_matmul_onednn_kernel(const ir::Node& node);
+// Our AVX-512 kernel on B packed in 64-column panels (matmul_packed.cpp): a constant 2-D B, A not
+// transposed, C absent or one value per column, on a CPU with AVX-512. Meant for few rows
+// (decoder steps, streaming chunks), where a call's time is the time to read the weights.
+bool matmul_packed_applies(const ir::Node& node);
+Expected<std::unique_ptr<Kernel>> make_matmul_packed_kernel(const ir::Node& node);
 
 }  // namespace voxrt::backends::cpu::dense

@@ -194,25 +194,14 @@ class MatMulOneDnnKernel final : public Kernel {
     const dnnl::matmul::primitive_desc pd(desc, attr, onednn_engine());
     mm->primitive = dnnl::matmul(pd);
     mm->scratchpad_bytes = pd.scratchpad_desc().get_size();
-    if (pack_b) mm->packed_weights = packed_weights(pd.weights_desc(), mm->weights_md);
-    return std::shared_ptr<const MatMulPrimitive>(mm);
-  }
-
-  // B (times alpha) in `layout`, reordered once per distinct layout.
-  memory packed_weights(const memory::desc& layout, const memory::desc& user_md) const {
-    for (const auto& [md, packed] : packed_) {
-      if (md == layout) return packed;
+    if (pack_b) {
+      dnnl::primitive_attr scale_b;  // B times alpha
+      if (config_.alpha != 1.0f) scale_b.set_output_scales(0, {config_.alpha});
+      const memory user(mm->weights_md, onednn_engine(),
+                        const_cast<float*>(constant_b_->data<float>()));
+      mm->packed_weights = packed_.get(pd.weights_desc(), user, {}, scale_b);
     }
-    const dnnl::engine& engine = onednn_engine();
-    memory user(user_md, engine, const_cast<float*>(constant_b_->data<float>()));
-    memory packed(layout, engine);
-    dnnl::stream stream(engine);
-    dnnl::primitive_attr attr;
-    if (config_.alpha != 1.0f) attr.set_output_scales(0, {config_.alpha});
-    dnnl::reorder(dnnl::reorder::primitive_desc(user, packed, attr)).execute(stream, user, packed);
-    stream.wait();
-    packed_.emplace_back(layout, packed);
-    return packed;
+    return std::shared_ptr<const MatMulPrimitive>(mm);
   }
 
   ir::Node node_;
@@ -221,7 +210,7 @@ class MatMulOneDnnKernel final : public Kernel {
   std::optional<Tensor> bias_times_beta_;
   mutable std::mutex mutex_;
   mutable std::map<std::vector<std::int64_t>, std::shared_ptr<const MatMulPrimitive>> cache_;
-  mutable std::vector<std::pair<memory::desc, memory>> packed_;
+  mutable ReorderedWeights packed_;  // B times alpha, once per layout
 };
 
 }  // namespace

@@ -37,6 +37,9 @@ void append_base_activation(const Activation& activation, dnnl::post_ops& ops) {
     case ActivationKind::kGeluErf:
       ops.append_eltwise(1.0f, algorithm::eltwise_gelu_erf, 0.0f, 0.0f);
       return;
+    case ActivationKind::kSilu:  // x * sigmoid(alpha x)
+      ops.append_eltwise(1.0f, algorithm::eltwise_swish, 1.0f, 0.0f);
+      return;
   }
 }
 
@@ -113,6 +116,21 @@ dnnl::memory::format_tag plain_tag(std::size_t rank) {
     case 6: return tag::abcdef;
     default: return tag::undef;
   }
+}
+
+dnnl::memory ReorderedWeights::get(const dnnl::memory::desc& layout, dnnl::memory source,
+                                   const Slice& slice, const dnnl::primitive_attr& attr) {
+  for (const Held& held : held_) {
+    if (held.slice == slice && held.layout == layout) return held.memory;
+  }
+  const dnnl::engine engine = source.get_engine();
+  dnnl::memory reordered(layout, engine);
+  dnnl::stream stream(engine);
+  dnnl::reorder(dnnl::reorder::primitive_desc(source, reordered, attr))
+      .execute(stream, source, reordered);
+  stream.wait();
+  held_.push_back({layout, slice, reordered});
+  return reordered;
 }
 
 }  // namespace voxrt::backends::cpu::dense

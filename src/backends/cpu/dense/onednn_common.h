@@ -5,7 +5,9 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <array>
 #include <unordered_map>
+#include <vector>
 
 #include "backends/cpu/dense/dense_common.h"
 
@@ -32,6 +34,29 @@ void bind_argument(ArgumentMap& args, int arg, const dnnl::memory::desc& md, con
 // Re-points argument `arg` at `data` when it is bound already (then returns true): for call
 // sites that would otherwise build a descriptor on every call just to find it unused.
 bool rebind_argument(ArgumentMap& args, int arg, const void* data);
+
+// A constant weight tensor reordered into each layout that oneDNN primitives ask for, once per
+// layout. Kernels make a primitive per shape (rows, batch, sequence length), but the weight layout
+// a primitive wants almost never depends on the shape; a copy per shape grew a server by ~19 MB a
+// stream whose last chunk had a new length (docs/perf/server.md). `slice` tells apart parts of
+// one tensor (a block of output channels, a direction's columns) that may share a layout.
+// Not thread-safe: callers hold their primitive cache's lock.
+class ReorderedWeights {
+ public:
+  using Slice = std::array<std::int64_t, 3>;
+  // `source` (the caller's plain weights, read only on a miss) in `layout`, reordered with
+  // `attr` (e.g. an output scale folded into the weights).
+  dnnl::memory get(const dnnl::memory::desc& layout, dnnl::memory source, const Slice& slice = {},
+                   const dnnl::primitive_attr& attr = {});
+
+ private:
+  struct Held {
+    dnnl::memory::desc layout;
+    Slice slice;
+    dnnl::memory memory;
+  };
+  std::vector<Held> held_;
+};
 
 // Runs `primitive` on the calling thread with `threads` OpenMP threads; the scratchpad of
 // `scratchpad_bytes` comes from per-thread storage (scratch slot 7, kept for oneDNN).

@@ -10,6 +10,7 @@
 // inputs read with stride 1 are used in place, broadcast ones are filled once per block.
 #include <algorithm>
 
+#include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/elementwise/elementwise_kernels.h"
 #include "backends/cpu/elementwise/fast_math.h"
 #include "ir/pointwise_program.h"
@@ -34,8 +35,9 @@ void binary_block(float* d, const float* a, const float* b, std::int64_t n, cons
   for (std::int64_t i = 0; i < n; ++i) d[i] = op(a[i], b[i]);
 }
 
-void run_block_instruction(const PointwiseInstruction& ins, const float* constants, float* d,
-                           const float* a, const float* b, std::int64_t n) {
+VOXRT_MULTIVERSION void run_block_instruction(const PointwiseInstruction& ins,
+                                              const float* constants, float* d, const float* a,
+                                              const float* b, std::int64_t n) {
   const float* p = ins.param >= 0 ? constants + ins.param : nullptr;
   if (ins.opcode == ir::kPointwiseConstantOpcode) {
     std::fill(d, d + n, p[0]);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "backends/cpu/recurrent/recurrent_packing.h"
 #include "backends/cpu/recurrent/recurrent_spec.h"
@@ -21,11 +22,18 @@ inline constexpr TacticId kPackedDirectionsInTurnTacticId = 5;  // bidirectional
 inline constexpr TacticId kPackedFp16TacticId = 6;
 inline constexpr TacticId kPackedSingleThreadFp16TacticId = 7;
 inline constexpr TacticId kPackedDirectionsInTurnFp16TacticId = 8;  // bidirectional nodes only
+// The packed tactics with W and R stored in INT8 (AVX-512 VNNI products, FP32 gates and
+// states): offered first for a node marked int8 (recurrent_registry.cpp).
+inline constexpr TacticId kPackedInt8TacticId = 9;
+inline constexpr TacticId kPackedSingleThreadInt8TacticId = 10;
+inline constexpr TacticId kPackedDirectionsInTurnInt8TacticId = 11;  // bidirectional nodes only
 
 // Naive loops straight from the ONNX formulas: the test oracle. With kFp16, on R rounded to FP16
-// (the reference of a layer marked fp16).
+// (the reference of a layer marked fp16); with kInt8 and the layer's input quantization, on W
+// and R rounded to INT8 and every product's operands rounded as the INT8 tactics round them.
 std::unique_ptr<Kernel> make_reference_kernel(
-    const RecurrentSpec& spec, RecurrentWeightStorage r_storage = RecurrentWeightStorage::kFp32);
+    const RecurrentSpec& spec, RecurrentWeightStorage r_storage = RecurrentWeightStorage::kFp32,
+    std::optional<quantized::ActivationQuantization> int8_input = {});
 // OpenBLAS sgemm for the input projection of all steps and for each step's recurrence.
 Expected<std::unique_ptr<Kernel>> make_blas_kernel(const ir::Node& node, const RecurrentSpec& spec);
 // oneDNN RNN primitives; only for what they can express (onednn_can_run).
@@ -41,6 +49,9 @@ enum class PackedThreading {
   kDirectionsInTurn  // every thread on one direction, then on the other
 };
 bool packed_available();
+// Whether the node could run the int8 tactics (constant f32 weights, AVX-512 VNNI): the
+// builder's calibration candidates.
+bool int8_applies(const ir::Node& node);
 Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
                                                      const RecurrentSpec& spec,
                                                      PackedThreading threading,

@@ -21,6 +21,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <unordered_map>
 
+#include "backends/cpu/dense/onednn_common.h"
 #include "backends/cpu/recurrent/recurrent_kernels.h"
 #include "core/thread_pool.h"
 
@@ -196,20 +197,15 @@ class OnednnKernel final : public Kernel {
         break;
       }
     }
-    // Reorder the plain ldigo weights into whatever layout the primitive chose.
-    dnnl::stream stream(engine_);
-    auto reorder_into = [&](const std::vector<float>& plain, memory::dims dims,
-                            const memory::desc& target) {
-      memory source({dims, dt::f32, tag::ldigo}, engine_, const_cast<float*>(plain.data()));
-      memory result(target, engine_);
-      dnnl::reorder(source, result).execute(stream, source, result);
-      return result;
+    // The plain ldigo weights in whatever layout the primitive chose, shared by every shape.
+    auto plain = [&](const std::vector<float>& values, memory::dims dims) {
+      return memory({dims, dt::f32, tag::ldigo}, engine_, const_cast<float*>(values.data()));
     };
-    entry->weights_layer = reorder_into(
-        weights_layer_, {1, dirs, spec_.input_size, spec_.gates, hidden}, weights_layer_desc);
-    entry->weights_iter =
-        reorder_into(weights_iter_, {1, dirs, hidden, spec_.gates, hidden}, weights_iter_desc);
-    stream.wait();
+    entry->weights_layer = weights_layer_layouts_.get(
+        weights_layer_desc,
+        plain(weights_layer_, {1, dirs, spec_.input_size, spec_.gates, hidden}));
+    entry->weights_iter = weights_iter_layouts_.get(
+        weights_iter_desc, plain(weights_iter_, {1, dirs, hidden, spec_.gates, hidden}));
     cache_[key] = entry;
     return entry;
   }
@@ -297,6 +293,8 @@ class OnednnKernel final : public Kernel {
   std::int64_t bias_gates_ = 0;
   mutable std::mutex cache_mutex_;
   mutable std::map<std::pair<std::int64_t, std::int64_t>, std::shared_ptr<ShapeEntry>> cache_;
+  // W and R in each layout a shape's primitive has asked for (guarded by cache_mutex_).
+  mutable dense::ReorderedWeights weights_layer_layouts_, weights_iter_layouts_;
 };
 
 bool constant_or_absent(const ir::Node& node, std::size_t index) {

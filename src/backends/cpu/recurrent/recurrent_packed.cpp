@@ -28,8 +28,10 @@
 #include <mutex>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "backends/cpu/dense/onednn_common.h"
+#include "backends/cpu/recurrent/recurrent_int8_product.h"
 #include "backends/cpu/recurrent/recurrent_kernels.h"
 #include "backends/cpu/recurrent/recurrent_packing.h"
 #include "backends/cpu/recurrent/recurrent_step_schedule.h"
@@ -178,10 +180,14 @@ VOXRT_PACKED_ISA void panels_multiply_as(int gates, const float* const* a, int r
   }
 }
 
-// out[m] = a[m] . (block `block` of `panels`), every gate of the panels, for `rows` rows.
+// out[m] = a[m] . (block `block` of `panels`), every gate of the panels, for `rows` rows; INT8
+// panels read the rows as `quantized` holds them instead.
 VOXRT_PACKED_ISA void panels_multiply(const PackedPanels& panels, std::int64_t block,
-                                      const float* const* a, int rows, float* const* out) {
-  if (panels.half()) {
+                                      const float* const* a, const QuantizedRows& quantized,
+                                      int rows, float* const* out) {
+  if (panels.int8()) {
+    panels_multiply_int8(panels, block, quantized, rows, out);
+  } else if (panels.half()) {
     panels_multiply_as(panels.gates, a, rows, panels.depth, panels.panel<std::uint16_t>(block),
                        nullptr, out);
   } else {
@@ -262,12 +268,10 @@ class ProjectionCache {
         dnnl::matmul::desc(made->src_md, weights_any, made->bias_md, made->dst_md), attr, engine);
     made->primitive = dnnl::matmul(pd);
     made->scratchpad_bytes = pd.scratchpad_desc().get_size();
-    memory user(user_weights_md, engine,
-                const_cast<float*>(weights.w_kn.data<float>()) + col_begin);
-    made->weights = memory(pd.weights_desc(), engine);
-    dnnl::stream stream(engine);
-    dnnl::reorder(user, made->weights).execute(stream, user, made->weights);
-    stream.wait();
+    made->weights = weights_.get(
+        pd.weights_desc(),
+        memory(user_weights_md, engine, const_cast<float*>(weights.w_kn.data<float>()) + col_begin),
+        {d, block_begin, block_end});
     cache_.emplace(key, made);
     return made;
   }
@@ -275,6 +279,8 @@ class ProjectionCache {
  private:
   mutable std::mutex mutex_;
   mutable std::map<std::array<std::int64_t, 4>, std::shared_ptr<const ProjectionPrimitive>> cache_;
+  // W's slices {direction, block_begin, block_end}, shared by every row count's primitive.
+  mutable dense::ReorderedWeights weights_;
 };
 
 struct CallPlan {
@@ -285,6 +291,9 @@ struct CallPlan {
   std::int64_t blocks, padded_hidden, max_length;
   std::vector<DirectionScratch>* scratch;
   const ProjectionCache* projections;  // null: OpenBLAS (W known only at run time)
+  // INT8 weights: X's rows quantized with the calibrated input quantization (W's padded depth
+  // bytes each), for the INT8 projection.
+  const std::uint8_t* x_int8 = nullptr;
 };
 
 // Projection columns [block_begin, block_end) * gates * 8 of direction d, all rows:
@@ -300,6 +309,13 @@ void project_inputs(const CallPlan& plan, int d, std::int64_t block_begin, std::
   float* projection = (*plan.scratch)[static_cast<std::size_t>(d)].projection.get();
   const float* bias = weights.projection_bias.data() + col_begin;
   if (rows == 0) return;
+  if (weights.w_int8) {
+    const quantized::PackedInt8Weights& w = *weights.w_int8;
+    quantized::int8_gemm_vnni(plan.x_int8, w.padded_depth(), rows, w, weights.w_int8_epilogue,
+                              block_begin * spec.gates, block_end * spec.gates, projection,
+                              row_stride);
+    return;
+  }
   if (plan.projections && spec.input_size > 0) {
     try {
       using dnnl::memory;
@@ -363,6 +379,7 @@ VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
   std::vector<const float*> a(static_cast<std::size_t>(batch));
   std::vector<float*> out(static_cast<std::size_t>(batch));
   std::vector<std::int64_t> active, times, finished;
+  QuantizedRows quantized_rows;  // INT8 panels: this phase's rows, quantized
   // Recurrent pre-activations of the active rows for one block: [batch][gates][8].
   auto acc = std::make_unique<float[]>(static_cast<std::size_t>(batch * gates * kLanes));
   float* y = io.y ? io.y->data<float>() : nullptr;
@@ -387,6 +404,11 @@ VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
     }
     const int rows = static_cast<int>(active.size());
     const bool backwards = (step & 1) != 0;
+    if (weights.r.int8() && rows > 0) {
+      // Every thread quantizes all rows itself (a few hundred values): no hand-off needed.
+      for (int m = 0; m < rows; ++m) a[m] = h_prev + active[m] * padded;
+      quantize_state_rows(a.data(), rows, hidden, weights.r.quads() * 4, quantized_rows);
+    }
 
     // Phase 1: every gate (z and r only for GRU without linear_before_reset).
     const std::int64_t phase = step * phases_per_step;
@@ -409,7 +431,7 @@ VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
         a[m] = h_prev + active[m] * padded;
         out[m] = acc.get() + m * gates * kLanes;
       }
-      panels_multiply(weights.r, block, a.data(), rows, out.data());
+      panels_multiply(weights.r, block, a.data(), quantized_rows, rows, out.data());
       for (int m = 0; m < rows; ++m) {
         const std::int64_t b = active[m];
         const float* xp =
@@ -475,12 +497,16 @@ VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
         a[m] = scratch.reset_h.get() + active[m] * padded;
         out[m] = acc.get() + m * gates * kLanes;
       }
+      if (weights.r_candidate.int8() && rows > 0) {
+        quantize_state_rows(a.data(), rows, hidden, weights.r_candidate.quads() * 4,
+                            quantized_rows);
+      }
       std::int64_t completed2 = 0;
       for (std::optional<std::int64_t> next; (next = schedule.claim(owner, phase2, backwards));
            ++completed2) {
         if (rows == 0) continue;
         const std::int64_t block = *next;
-        panels_multiply(weights.r_candidate, block, a.data(), rows, out.data());
+        panels_multiply(weights.r_candidate, block, a.data(), quantized_rows, rows, out.data());
         const std::int64_t unit0 = block * kLanes;
         const std::int64_t count = std::min<std::int64_t>(kLanes, hidden - unit0);
         for (int m = 0; m < rows; ++m) {
@@ -523,11 +549,13 @@ VOXRT_PACKED_ISA void run_recurrence(const CallPlan& plan, int d, int owner) {
 class PackedKernel final : public Kernel {
  public:
   PackedKernel(RecurrentSpec spec, std::optional<PackedWeights> weights, PackedThreading threading,
-               RecurrentWeightStorage r_storage)
+               RecurrentWeightStorage r_storage,
+               std::optional<quantized::ActivationQuantization> input_quantization)
       : spec_(std::move(spec)),
         weights_(std::move(weights)),
         threading_(threading),
-        r_storage_(r_storage) {}
+        r_storage_(r_storage),
+        input_quantization_(input_quantization) {}
 
   Status run(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs,
              KernelContext& context) const override {
@@ -548,6 +576,15 @@ class PackedKernel final : public Kernel {
                   weights_ ? &projections_ : nullptr};
     plan.max_length = *std::max_element(io.lengths.begin(), io.lengths.end());
     if (io.batch == 0) return Status::ok();
+    std::vector<std::uint8_t> x_int8;
+    if (!weights.directions.empty() && weights.directions.front().w_int8) {
+      const std::int64_t lda = weights.directions.front().w_int8->padded_depth();
+      const std::int64_t x_rows = io.seq_length * io.batch;
+      x_int8.resize(static_cast<std::size_t>(x_rows * lda));
+      quantized::quantize_rows_padded(io.x->data<float>(), x_rows, spec_.input_size,
+                                      spec_.input_size, *input_quantization_, lda, x_int8.data());
+      plan.x_int8 = x_int8.data();
+    }
 
     // Thread plan: two groups (one per direction) when there are threads for both, else one
     // group that walks the directions in turn. Within a group, unit blocks are split evenly.
@@ -632,6 +669,7 @@ class PackedKernel final : public Kernel {
   std::optional<PackedWeights> weights_;
   PackedThreading threading_;
   RecurrentWeightStorage r_storage_;
+  std::optional<quantized::ActivationQuantization> input_quantization_;  // INT8 weights only
   ProjectionCache projections_;  // used only with constant weights_
 };
 
@@ -663,14 +701,23 @@ Expected<std::unique_ptr<Kernel>> make_packed_kernel(const ir::Node& node,
   const bool constant_weights = is_constant_input(node, 1) && is_constant_input(node, 2) &&
                                 is_constant_input(node, 3) &&
                                 (spec.cell != CellKind::kLstm || is_constant_input(node, p_index));
+  std::optional<quantized::ActivationQuantization> input_quantization;
+  if (r_storage == RecurrentWeightStorage::kInt8) {
+    if (!constant_weights || !quantized::vnni_available()) {
+      return unsupported(node.describe(), ": the int8 packed tactics need constant W, R, B ",
+                         "(and P) and a CPU with AVX-512 VNNI");
+    }
+    VOXRT_ASSIGN_OR_RETURN(input_quantization, quantized::read_input_quantization(node));
+  }
   if (constant_weights) {
     const ir::Value* b = node.input(3);
     const ir::Value* p = spec.cell == CellKind::kLstm ? node.input(p_index) : nullptr;
     weights = pack_weights(spec, *node.input(1)->constant, *node.input(2)->constant,
-                           b ? &*b->constant : nullptr, p ? &*p->constant : nullptr, r_storage);
+                           b ? &*b->constant : nullptr, p ? &*p->constant : nullptr, r_storage,
+                           input_quantization ? &*input_quantization : nullptr);
   }
-  return std::unique_ptr<Kernel>(
-      std::make_unique<PackedKernel>(spec, std::move(weights), threading, r_storage));
+  return std::unique_ptr<Kernel>(std::make_unique<PackedKernel>(spec, std::move(weights), threading,
+                                                                r_storage, input_quantization));
 }
 
 }  // namespace voxrt::backends::cpu::recurrent

@@ -16,6 +16,31 @@ PackedPanels pack_panels(const float* matrix, std::int64_t hidden, std::int64_t 
   packed.depth = depth;
   packed.blocks = blocks;
   const Dims dims{blocks * depth * packed.gates * kUnitBlock};
+  if (storage == RecurrentWeightStorage::kInt8) {
+    // Each row (gate, unit) quantized alone, then laid out in quads of k.
+    const std::int64_t quads = packed.quads();
+    packed.data = Tensor::zeros(DType::kI8, {blocks * quads * packed.gates * kUnitBlock * 4});
+    packed.int8_scales.assign(static_cast<std::size_t>(blocks * packed.gates * kUnitBlock), 0.0f);
+    packed.int8_row_sums.assign(packed.int8_scales.size(), 0);
+    std::int8_t* out = packed.data.data<std::int8_t>();
+    for (int g = 0; g < packed.gates; ++g) {
+      const quantized::RowQuantizedWeights rows =
+          quantized::quantize_rows(matrix + gates[g] * hidden * depth, hidden, depth, depth);
+      for (std::int64_t unit = 0; unit < hidden; ++unit) {
+        const std::int64_t block = unit / kUnitBlock, lane = unit % kUnitBlock;
+        const auto at = static_cast<std::size_t>((block * packed.gates + g) * kUnitBlock + lane);
+        std::int32_t sum = 0;
+        for (std::int64_t k = 0; k < depth; ++k) {
+          const std::int8_t q = rows.values[static_cast<std::size_t>(unit * depth + k)];
+          out[(((block * quads + k / 4) * packed.gates + g) * kUnitBlock + lane) * 4 + k % 4] = q;
+          sum += q;
+        }
+        packed.int8_scales[at] = rows.scales[static_cast<std::size_t>(unit)];
+        packed.int8_row_sums[at] = 128 * sum;
+      }
+    }
+    return packed;
+  }
   if (storage == RecurrentWeightStorage::kFp16) {
     // Packed in FP32 first, then rounded once (to nearest even); padding stays +0.
     const PackedPanels wide =
@@ -45,7 +70,8 @@ PackedPanels pack_panels(const float* matrix, std::int64_t hidden, std::int64_t 
 }  // namespace
 
 PackedWeights pack_weights(const RecurrentSpec& spec, const Tensor& w, const Tensor& r,
-                           const Tensor* b, const Tensor* p, RecurrentWeightStorage r_storage) {
+                           const Tensor* b, const Tensor* p, RecurrentWeightStorage r_storage,
+                           const quantized::ActivationQuantization* input_quantization) {
   const std::int64_t hidden = spec.hidden_size;
   const std::int64_t input = spec.input_size;
   const std::int64_t gate_rows = spec.gates * hidden;
@@ -100,6 +126,20 @@ PackedWeights pack_weights(const RecurrentSpec& spec, const Tensor& w, const Ten
               p->data<float>()[d * 3 * hidden + g * hidden + unit];
         }
       }
+    }
+    if (r_storage == RecurrentWeightStorage::kInt8 && input_quantization) {
+      // W's rows in the projection's column order (block, gate, lane); padded units get zero
+      // rows. Quantized per row as every INT8 weight is.
+      const std::int64_t columns = blocks * spec.gates * kUnitBlock;
+      std::vector<float> by_column(static_cast<std::size_t>(columns * input), 0.0f);
+      for (std::int64_t k = 0; k < input; ++k) {
+        for (std::int64_t col = 0; col < columns; ++col)
+          by_column[static_cast<std::size_t>(col * input + k)] = w_kn[k * columns + col];
+      }
+      dir.w_int8 = quantized::pack_int8_weights(
+          quantized::quantize_rows(by_column.data(), columns, input, input));
+      dir.w_int8_epilogue = quantized::make_int8_epilogue(*dir.w_int8, *input_quantization, 1.0f,
+                                                          dir.projection_bias.data());
     }
     packed.directions.push_back(std::move(dir));
   }

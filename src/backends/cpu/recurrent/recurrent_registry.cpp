@@ -1,5 +1,7 @@
 // The recurrent family (GRU, LSTM, RNN): which tactics can run a node, and their kernels.
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/quantized/int8_gemm.h"
+#include "backends/cpu/quantized/quantized_kernels.h"
 #include "backends/cpu/recurrent/recurrent_kernels.h"
 #include "backends/layer_precision.h"
 
@@ -22,7 +24,43 @@ bool marked_fp16(const ir::Node& node) {
   return layer_precision(node, Precision::kFp32) == Precision::kFp16;
 }
 
+// The FP32 tactics after the reference.
+std::vector<TacticInfo> recurrent_fp32_tactics(const ir::Node& node,
+                                               const recurrent::RecurrentSpec& spec) {
+  std::vector<TacticInfo> tactics{{recurrent::kBlasTacticId, "blas"}};
+  if (recurrent::onednn_can_run(node, spec)) {
+    tactics.push_back({recurrent::kOnednnTacticId, "onednn"});
+  }
+  if (recurrent::packed_available()) {
+    tactics.push_back({recurrent::kPackedTacticId, "packed"});
+    tactics.push_back({recurrent::kPackedSingleThreadTacticId, "packed_single_thread"});
+    if (spec.num_directions == 2)
+      tactics.push_back({recurrent::kPackedDirectionsInTurnTacticId, "packed_directions_in_turn"});
+  }
+  return tactics;
+}
+
+// The builder marked this node int8 (with its calibrated input quantization) and the int8
+// tactics can run it.
+bool marked_int8(const ir::Node& node) {
+  return quantized::marked_int8(node) && recurrent::int8_applies(node);
+}
+
 }  // namespace
+
+namespace recurrent {
+
+bool int8_applies(const ir::Node& node) {
+  const auto constant = [&](std::size_t i) {
+    return !node.input(i) || node.input(i)->is_constant();
+  };
+  auto spec = parse_recurrent_spec(node);
+  return spec && all_f32(node) && packed_available() && quantized::vnni_available() &&
+         constant(1) && constant(2) && constant(3) &&
+         (spec->cell != CellKind::kLstm || constant(7));
+}
+
+}  // namespace recurrent
 
 bool recurrent_fp16_available(const ir::Node& node) {
   return recurrent::parse_recurrent_spec(node).has_value() && all_f32(node) &&
@@ -33,6 +71,19 @@ std::vector<TacticInfo> recurrent_tactics(const ir::Node& node) {
   auto spec = recurrent::parse_recurrent_spec(node);
   if (!spec || !all_f32(node)) return {};
   const bool fp16 = marked_fp16(node) && recurrent::packed_available();
+  if (marked_int8(node)) {
+    // As fp16: INT8 allowed, not imposed; the FP32 tactics follow.
+    std::vector<TacticInfo> tactics = {
+        {recurrent::kReferenceTacticId, "reference_int8"},
+        {recurrent::kPackedInt8TacticId, "packed_int8"},
+        {recurrent::kPackedSingleThreadInt8TacticId, "packed_single_thread_int8"}};
+    if (spec->num_directions == 2) {
+      tactics.push_back(
+          {recurrent::kPackedDirectionsInTurnInt8TacticId, "packed_directions_in_turn_int8"});
+    }
+    for (const TacticInfo& fp32 : recurrent_fp32_tactics(node, *spec)) tactics.push_back(fp32);
+    return tactics;
+  }
   // A layer marked fp16 may use FP16 weights, as TensorRT's FP16 flag allows rather than
   // demands: its FP16 kernels come first (the reference on rounded R, then the packed ones),
   // and the FP32 ones stay candidates, which timing picks where they are faster (the
@@ -47,16 +98,7 @@ std::vector<TacticInfo> recurrent_tactics(const ir::Node& node) {
           {recurrent::kPackedDirectionsInTurnFp16TacticId, "packed_directions_in_turn_fp16"});
     }
   }
-  tactics.push_back({recurrent::kBlasTacticId, "blas"});
-  if (recurrent::onednn_can_run(node, *spec)) {
-    tactics.push_back({recurrent::kOnednnTacticId, "onednn"});
-  }
-  if (recurrent::packed_available()) {
-    tactics.push_back({recurrent::kPackedTacticId, "packed"});
-    tactics.push_back({recurrent::kPackedSingleThreadTacticId, "packed_single_thread"});
-    if (spec->num_directions == 2)
-      tactics.push_back({recurrent::kPackedDirectionsInTurnTacticId, "packed_directions_in_turn"});
-  }
+  for (const TacticInfo& fp32 : recurrent_fp32_tactics(node, *spec)) tactics.push_back(fp32);
   return tactics;
 }
 
@@ -74,10 +116,29 @@ Expected<std::unique_ptr<Kernel>> make_recurrent_kernel(const ir::Node& node, Ta
     }
     return recurrent::make_packed_kernel(node, spec, PackedThreading::kDirectionsInTurn, storage);
   };
+  const auto packed_int8 = [&](PackedThreading threading) -> Expected<std::unique_ptr<Kernel>> {
+    if (!marked_int8(node)) {
+      return unsupported(node.describe(), ": the int8 tactics are for layers the builder ",
+                         "calibrated and marked int8");
+    }
+    if (threading == PackedThreading::kDirectionsInTurn)
+      return packed_in_turn(RecurrentWeightStorage::kInt8);
+    return recurrent::make_packed_kernel(node, spec, threading, RecurrentWeightStorage::kInt8);
+  };
   switch (tactic) {
     case recurrent::kReferenceTacticId:
+      if (marked_int8(node)) {
+        VOXRT_ASSIGN_OR_RETURN(quantized::ActivationQuantization input,
+                               quantized::read_input_quantization(node));
+        return recurrent::make_reference_kernel(spec, RecurrentWeightStorage::kInt8, input);
+      }
       return recurrent::make_reference_kernel(
           spec, marked_fp16(node) ? RecurrentWeightStorage::kFp16 : RecurrentWeightStorage::kFp32);
+    case recurrent::kPackedInt8TacticId: return packed_int8(PackedThreading::kDirectionGroups);
+    case recurrent::kPackedSingleThreadInt8TacticId:
+      return packed_int8(PackedThreading::kSingleThread);
+    case recurrent::kPackedDirectionsInTurnInt8TacticId:
+      return packed_int8(PackedThreading::kDirectionsInTurn);
     case recurrent::kBlasTacticId: return recurrent::make_blas_kernel(node, spec);
     case recurrent::kOnednnTacticId:
       if (!recurrent::onednn_can_run(node, spec)) {

@@ -1,5 +1,6 @@
 // Private interface of the CPU reduction family (Reduce*, ArgMax, Softmax/LogSoftmax,
-// LayerNormalization, BatchNormalization): the registry picks a factory per op and tactic.
+// LayerNormalization, BatchNormalization, CumSum, TopK, InstanceNormalization): the registry
+// picks a factory per op and tactic.
 #pragma once
 
 #include <memory>
@@ -45,6 +46,9 @@ bool reduce_supports(const ir::Node& node);
 bool softmax_supports(const ir::Node& node);
 bool layer_norm_supports(const ir::Node& node);
 bool batch_norm_supports(const ir::Node& node);
+// CumSum, TopK and InstanceNormalization have the reference tactic only.
+bool scan_and_top_k_supports(const ir::Node& node);
+bool instance_norm_supports(const ir::Node& node);
 
 // Reduce* and ArgMax.
 std::unique_ptr<Kernel> make_reference_reduce_kernel(const ir::Node& node);
@@ -53,5 +57,7 @@ std::unique_ptr<Kernel> make_vectorized_reduce_kernel(const ir::Node& node);
 std::unique_ptr<Kernel> make_softmax_kernel(const ir::Node& node, TacticId tactic);
 std::unique_ptr<Kernel> make_layer_norm_kernel(const ir::Node& node, TacticId tactic);
 std::unique_ptr<Kernel> make_batch_norm_kernel(const ir::Node& node, TacticId tactic);
+std::unique_ptr<Kernel> make_scan_or_top_k_kernel(const ir::Node& node);
+std::unique_ptr<Kernel> make_instance_norm_kernel(const ir::Node& node);
 
 }  // namespace voxrt::backends::cpu::reduction

@@ -7,14 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
-// The default build targets baseline x86-64 (SSE2); hot loops also get an AVX2+FMA clone picked
-// at load time, so a portable build still runs at AVX2 speed where the CPU has it.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && \
-    !defined(VOXRT_NO_MULTIVERSION)
-#define VOXRT_MULTIVERSION __attribute__((target_clones("arch=haswell", "default")))
-#else
-#define VOXRT_MULTIVERSION
-#endif
+#include "backends/cpu/cpu_backend.h"
 
 namespace voxrt::backends::cpu::reduction {
 

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# bench/server/hostile_soak.sh [DURATION_S] [STREAMS]: a soak of `voxrt serve` with real-time
+# canary streams under periodic attacks (docs/security.md). Default: 3600 s, 32 streams, on the
+# CPU engine of the default model (what this 2-core machine carries in real time).
+#   1. the server starts (--max-streams STREAMS+8), the clips of bench/server/make_wavs.sh are
+#      streamed once with no attack: each file's text is the reference;
+#   2. `voxrt loadgen --realtime --streams STREAMS --duration DURATION_S` runs the canaries (each
+#      stream starts the next clip when one ends: thousands of reconnects);
+#   3. meanwhile bench/server/attacker.py runs every attack in turn, then waits ATTACK_PERIOD_S
+#      (60), over and over: deep JSON, an empty-frame flood from a client that never reads, 200
+#      silent connections, malformed HTTP, invalid UTF-8, a 200-client disconnect storm, and an
+#      upload of an hour of silence;
+#   4. RSS, descriptors, connections and slots are sampled every second into soak.csv.
+# Pass: every canary text equals its reference, no canary error, and RSS and descriptors at the
+# end within a margin of their level after warm-up (summary.txt says which failed).
+# Environment: VOXRT_VOXRT (binary, default build/bin/voxrt), VOXRT_ENGINE (default
+# build/default.engine, from scripts/run-default.sh), OUT (default /tmp/voxrt_soak), ATTACK_PERIOD_S,
+# VOXRT_SERVE_ARGS (more `voxrt serve` flags: a GPU engine wants e.g. "--max-batch 1024
+# --front-end-threads 8 --threads 8"), VOXRT_LOADGEN_THREADS (2), VOXRT_STORM (200: clients of
+# the disconnect storm; 2000 on the GPU machine). With nvidia-smi present, soak.csv also has the
+# GPU's memory in use, and the pass condition includes it.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+duration=${1:-3600}
+streams=${2:-32}
+voxrt=${VOXRT_VOXRT:-build/bin/voxrt}
+engine=${VOXRT_ENGINE:-build/default.engine}
+OUT=${OUT:-/tmp/voxrt_soak}
+period=${ATTACK_PERIOD_S:-60}
+mkdir -p "$OUT"
+[ -x "$voxrt" ] || { echo "no $voxrt: build first (scripts/run-default.sh)" >&2; exit 1; }
+[ -f "$engine" ] || { echo "no $engine: scripts/run-default.sh builds it" >&2; exit 1; }
+wavs=$OUT/wavs
+[ -f "$wavs/clip7.wav" ] || [ -n "${VOXRT_WAVS:-}" ] || bash bench/server/make_wavs.sh "$wavs" >/dev/null
+wavs=${VOXRT_WAVS:-$wavs}
+flac=$OUT/silence_1h.flac
+# The upload bomb needs sox to make its FLAC; without sox that attack is skipped.
+[ -f "$flac" ] || sox -n -D -r 16000 -c 1 -b 16 "$flac" trim 0 3600 2>/dev/null || flac=""
+
+port=$(${PY:-python3} -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+# shellcheck disable=SC2086  # VOXRT_SERVE_ARGS is a list of flags
+"$voxrt" serve --engine "$engine" --port "$port" --max-streams $((streams + 8)) \
+  --max-upload-audio-s 7200 ${VOXRT_SERVE_ARGS:-} > "$OUT/serve.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; kill $sampler 2>/dev/null; kill $attacks 2>/dev/null' EXIT
+for _ in $(seq 100); do
+  curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
+  ${PY:-python3} -c 'import time; time.sleep(0.1)'
+done
+
+# 1. references, attack-free.
+"$voxrt" loadgen --url "ws://127.0.0.1:$port/" --streams 8 --wav-dir "$wavs" --json \
+  > "$OUT/reference.json"
+
+# 4. samples.
+(
+  gpu=$(command -v nvidia-smi >/dev/null && echo 1 || echo 0)
+  echo "t_s,rss_mib,descriptors,tcp_connections,active_streams,slots_in_use,gpu_mib"
+  start=$SECONDS
+  while kill -0 $server 2>/dev/null; do
+    rss=$(awk '/VmRSS/ {print int($2/1024)}' /proc/$server/status 2>/dev/null)
+    fds=$(ls /proc/$server/fd 2>/dev/null | wc -l)
+    m=$(curl -s "http://127.0.0.1:$port/metrics")
+    get() { echo "$m" | awk -v k="$1" '$1 == k {print $2}'; }
+    gpu_mib=""
+    [ "$gpu" = 1 ] && gpu_mib=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
+    echo "$((SECONDS - start)),$rss,$fds,$(get voxrt_tcp_connections),$(get voxrt_active_streams),$(get voxrt_state_slots_in_use),$gpu_mib"
+    sleep 1
+  done
+) > "$OUT/soak.csv" &
+sampler=$!
+
+# 3. attacks, periodically, until the canaries are done.
+(
+  end=$((SECONDS + duration - 30))
+  while [ $SECONDS -lt $end ]; do
+    ${PY:-python3} bench/server/attacker.py --port "$port" --flac "$flac" --storm "${VOXRT_STORM:-200}"
+    sleep "$period"
+  done
+) > "$OUT/attacks.jsonl" 2>&1 &
+attacks=$!
+
+# 2. canaries.
+"$voxrt" loadgen --url "ws://127.0.0.1:$port/" --streams "$streams" --wav-dir "$wavs" \
+  --realtime --duration "$duration" --threads "${VOXRT_LOADGEN_THREADS:-2}" --json \
+  > "$OUT/canaries.json"
+wait $attacks 2>/dev/null
+curl -s "http://127.0.0.1:$port/metrics" > "$OUT/metrics_end.txt"
+kill -TERM $server
+wait $server
+server_rc=$?
+sleep 1
+kill $sampler 2>/dev/null
+
+${PY:-python3} - "$OUT" "$server_rc" <<'EOF' | tee "$OUT/summary.txt"
+import csv, json, sys
+out, server_rc = sys.argv[1], int(sys.argv[2])
+reference = {o["file"]: o["text"] for o in json.load(open(f"{out}/reference.json"))["results"]}
+canaries = json.load(open(f"{out}/canaries.json"))
+wrong = [o for o in canaries["results"] if not o["error"] and not o["refused"] and o["whole"]
+         and o["text"] != reference.get(o["file"])]
+rows = [r for r in csv.DictReader(open(f"{out}/soak.csv")) if r["rss_mib"]]
+rss = [int(r["rss_mib"]) for r in rows]
+fds = [int(r["descriptors"]) for r in rows]
+warm = min(60, len(rows) // 10)
+attacks = [json.loads(l) for l in open(f"{out}/attacks.jsonl") if l.startswith("{")]
+print(f"duration {len(rows)} s, canary sessions {canaries['sessions']}, completed "
+      f"{canaries['completed']}, errors {canaries['errors']}, refused {canaries['refused']}, "
+      f"texts differing from the attack-free run {len(wrong)}")
+print(f"chunk latency p50 {canaries['chunk_latency']['p50_ms']:.1f} ms, p99 "
+      f"{canaries['chunk_latency']['p99_ms']:.1f} ms, max {canaries['chunk_latency']['max_ms']:.1f} ms")
+print(f"RSS MiB: after warm-up {rss[warm]}, max {max(rss)}, end {rss[-1]}; "
+      f"descriptors: after warm-up {fds[warm]}, max {max(fds)}, end {fds[-1]}")
+gpu = [int(r["gpu_mib"]) for r in rows if r.get("gpu_mib")]
+if gpu:
+    print(f"GPU memory MiB: after warm-up {gpu[warm]}, max {max(gpu)}, end {gpu[-1]}")
+print(f"attack rounds {sum(1 for a in attacks if a['attack'] == 'deep_json')}, attacks that "
+      f"failed to run {sum(1 for a in attacks if 'failed' in a['outcome'])}")
+ok = (not wrong and canaries["errors"] == 0 and rss[-1] <= rss[warm] + 64 and
+      fds[-1] <= fds[warm] + 16 and server_rc == 0 and (not gpu or gpu[-1] <= gpu[warm] + 256))
+print("PASS" if ok else "FAIL", f"(server exit {server_rc})")
+for o in wrong[:5]:
+    print(f"  {o['file']}: '{o['text']}' vs '{reference.get(o['file'])}'")
+EOF

@@ -1,0 +1,103 @@
+#include "backends/cpu/dense/packed_panels.h"
+
+#include <algorithm>
+
+#include "backends/cpu/dense/activation_avx512.h"
+
+namespace voxrt::backends::cpu::dense {
+namespace {
+
+constexpr int kMaxRows = 6;  // rows per register block: 24 accumulators
+
+// Y[r][col0 + 0, cols) for `Rows` rows of A against one panel.
+template <int Rows>
+VOXRT_AVX512 void panel_block(const PanelProblem& p, std::int64_t row0, const float* panel,
+                              std::int64_t k, const float* bias, const Activation& act,
+                              std::int64_t col0, std::int64_t cols) {
+  __m512 acc[Rows][4];
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < 4; ++v) acc[r][v] = _mm512_setzero_ps();
+  const float* a = p.a + row0 * p.a_row;
+  for (std::int64_t kk = 0; kk < k; ++kk) {
+    const float* b = panel + kk * kPanelColumns;
+    _mm_prefetch(reinterpret_cast<const char*>(b + 16 * kPanelColumns), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(b + 16 * kPanelColumns + 32), _MM_HINT_T0);
+    const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16),
+                 b2 = _mm512_loadu_ps(b + 32), b3 = _mm512_loadu_ps(b + 48);
+    for (int r = 0; r < Rows; ++r) {
+      const __m512 x = _mm512_set1_ps(a[r * p.a_row + kk * p.a_depth]);
+      acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(x, b2, acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(x, b3, acc[r][3]);
+    }
+  }
+  const __m512i lanes = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i column_step =
+      _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int>(p.y_col)));
+  for (int v = 0; v < 4; ++v) {
+    const std::int64_t left = cols - 16 * v;
+    if (left <= 0) break;
+    const __mmask16 mask =
+        left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+    const __m512 b = bias ? _mm512_loadu_ps(bias + col0 + 16 * v) : _mm512_setzero_ps();
+    for (int r = 0; r < Rows; ++r) {
+      const __m512 out = activate(act, _mm512_add_ps(acc[r][v], b));
+      float* y = p.y + (row0 + r) * p.y_row + (col0 + 16 * v) * p.y_col;
+      if (p.y_col == 1) {
+        _mm512_mask_storeu_ps(y, mask, out);
+      } else {  // a channels-first output (pointwise convolution): one column a lane
+        _mm512_mask_i32scatter_ps(y, mask, column_step, out, 4);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+PackedPanels pack_panels(const float* b, std::int64_t k, std::int64_t n, bool transposed,
+                         float alpha, const float* bias) {
+  PackedPanels packed;
+  packed.k = k;
+  packed.n = n;
+  const std::int64_t panels = packed.panels();
+  packed.data.assign(static_cast<std::size_t>(panels * k * kPanelColumns), 0.0f);
+  for (std::int64_t p = 0; p < panels; ++p) {
+    for (std::int64_t kk = 0; kk < k; ++kk) {
+      float* dst = packed.data.data() + (p * k + kk) * kPanelColumns;
+      for (std::int64_t j = 0; j < kPanelColumns && p * kPanelColumns + j < n; ++j) {
+        const std::int64_t col = p * kPanelColumns + j;
+        dst[j] = alpha * (transposed ? b[col * k + kk] : b[kk * n + col]);
+      }
+    }
+  }
+  if (bias) {
+    packed.bias.assign(static_cast<std::size_t>(panels * kPanelColumns), 0.0f);
+    std::copy(bias, bias + n, packed.bias.begin());
+  }
+  return packed;
+}
+
+VOXRT_AVX512 void run_panels(const PanelProblem& problem, const PackedPanels& b,
+                             const Activation& act, std::int64_t panel_begin,
+                             std::int64_t panel_end) {
+  const float* bias = b.bias.empty() ? nullptr : b.bias.data();
+  for (std::int64_t p = panel_begin; p < panel_end; ++p) {
+    const float* panel = b.data.data() + p * b.k * kPanelColumns;
+    const std::int64_t col0 = p * kPanelColumns;
+    const std::int64_t cols = std::min(kPanelColumns, b.n - col0);
+    std::int64_t r = 0;
+    for (; r + kMaxRows <= problem.rows; r += kMaxRows)
+      panel_block<kMaxRows>(problem, r, panel, b.k, bias, act, col0, cols);
+    switch (problem.rows - r) {
+      case 5: panel_block<5>(problem, r, panel, b.k, bias, act, col0, cols); break;
+      case 4: panel_block<4>(problem, r, panel, b.k, bias, act, col0, cols); break;
+      case 3: panel_block<3>(problem, r, panel, b.k, bias, act, col0, cols); break;
+      case 2: panel_block<2>(problem, r, panel, b.k, bias, act, col0, cols); break;
+      case 1: panel_block<1>(problem, r, panel, b.k, bias, act, col0, cols); break;
+      default: break;
+    }
+  }
+}
+
+}  // namespace voxrt::backends::cpu::dense

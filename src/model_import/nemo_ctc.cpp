@@ -1,0 +1,437 @@
+// NeMo Conformer-CTC / FastConformer-CTC exports (NeMo's Exportable for EncDecCTCModel(BPE) and
+// the CTC branch of the hybrid models): inputs audio_signal [B, n_mels, T] float and length [B]
+// int64, output logprobs [B, T', vocab + 1] (log-softmax), the blank the LAST class. NeMo's
+// front end normalises over the utterance, so the bundle's family is ctc_offline
+// (stream/ctc/offline_ctc_model.h) with the front end's settings as voxrt.nemo.* keys.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "audio/nemo_features.h"
+#include "ir/shape_inference.h"
+#include "model_import/icefall_encoder.h"
+#include "model_import/nemo_layouts.h"
+#include "model_import/nemo_model_config.h"
+#include "onnx_import/importer.h"
+#include "stream/bundle_manifest.h"
+
+namespace voxrt::model_import {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kFeaturesInput = "audio_signal";
+constexpr const char* kLengthInput = "length";
+constexpr const char* kOutput = "logprobs";
+// Hops (10 ms) per segment: NeMo's offline models are trained on utterances up to ~20-30 s.
+constexpr int kMaxSegmentHops = 3000;
+
+struct NemoGraph {
+  std::unique_ptr<ir::Graph> graph;
+  int n_mels = 0;
+  int classes = 0;  // vocabulary + blank
+};
+
+// Checks the exporter's names and shapes; errors name the file and what was found.
+Expected<NemoGraph> read_nemo_graph(const std::string& file) {
+  NemoGraph g;
+  VOXRT_ASSIGN_OR_RETURN(g.graph, onnx_import::import_model_file(file));
+  ir::Graph& graph = *g.graph;
+  for (const ir::Value* input : graph.inputs) {
+    if (input->name != kFeaturesInput && input->name != kLengthInput) {
+      return invalid_argument(file, ": unexpected input '", input->name,
+                              "': a NeMo CTC export takes audio_signal [B, n_mels, T] and length "
+                              "[B] (cache-aware streaming exports, with cache inputs, are not "
+                              "supported)");
+    }
+  }
+  ir::Value* signal = graph.find_value(kFeaturesInput);
+  ir::Value* length = graph.find_value(kLengthInput);
+  auto is_input = [&](const ir::Value* v) {
+    return v != nullptr &&
+           std::find(graph.inputs.begin(), graph.inputs.end(), v) != graph.inputs.end();
+  };
+  if (!is_input(signal) || !is_input(length)) {
+    return invalid_argument(file,
+                            ": expected inputs audio_signal and length (NeMo's export names)");
+  }
+  if (signal->shape.size() != 3 || !signal->shape[1].is_known()) {
+    return invalid_argument(file, ": audio_signal must be [B, n_mels, T] with n_mels known, found ",
+                            ir::sym_shape_to_string(signal->shape));
+  }
+  if (length->dtype != DType::kI64 || length->shape.size() != 1) {
+    return invalid_argument(file, ": length must be int64 [B], found ",
+                            ir::sym_shape_to_string(length->shape));
+  }
+  g.n_mels = static_cast<int>(signal->shape[1].value);
+  ir::Value* out = graph.find_value(kOutput);
+  if (out == nullptr || !graph.is_graph_output(out)) {
+    std::string found;
+    for (const ir::Value* o : graph.outputs) found += (found.empty() ? "" : ", ") + o->name;
+    return invalid_argument(file, ": expected an output 'logprobs' (NeMo's CTC export), found ",
+                            found);
+  }
+  VOXRT_RETURN_IF_ERROR(ir::infer_graph(graph).with_context(file));
+  if (out->shape.size() != 3 || !out->shape[2].is_known()) {
+    return invalid_argument(file, ": logprobs must be [B, T, classes] with classes known, found ",
+                            ir::sym_shape_to_string(out->shape));
+  }
+  g.classes = static_cast<int>(out->shape[2].value);
+  // Encoded lengths (a second output of some exports) are not needed: the family computes them.
+  graph.outputs = {out};
+  return g;
+}
+
+// The family's contract keys common to both layouts.
+std::map<std::string, std::string> offline_contract(const audio::NemoFeatureConfig& front_end,
+                                                    int subsampling) {
+  std::map<std::string, std::string> m = front_end.to_metadata();
+  m["voxrt.model_family"] = "ctc_offline";
+  m["voxrt.subsampling"] = std::to_string(subsampling);
+  m["voxrt.offline.max_frames"] = std::to_string(kMaxSegmentHops);
+  m["voxrt.offline.features_input"] = kFeaturesInput;
+  m["voxrt.offline.length_input"] = kLengthInput;
+  m["voxrt.offline.output"] = kOutput;
+  return m;
+}
+
+Status build_nemo_engine(NemoGraph g, const std::string& file,
+                         const audio::NemoFeatureConfig& front_end,
+                         const ModelDirImportOptions& options) {
+  BuilderConfig config = options.build;
+  config.states.clear();
+  const std::int64_t opt_rows = std::min(options.max_batch, 4);
+  const std::int64_t max_frames =
+      front_end.frames_for(static_cast<std::int64_t>(kMaxSegmentHops) * front_end.hop_samples()) +
+      front_end.pad_to;
+  const std::int64_t opt_frames = std::min<std::int64_t>(max_frames, 500);
+  config.profiles = {
+      OptimizationProfile{"utterances",
+                          {{kFeaturesInput, ShapeRange{{1, g.n_mels, 1},
+                                                       {opt_rows, g.n_mels, opt_frames},
+                                                       {options.max_batch, g.n_mels, max_frames}}},
+                           {kLengthInput, ShapeRange{{1}, {opt_rows}, {options.max_batch}}}}}};
+  config.profiling_values[kLengthInput] = Tensor::from_vector<std::int64_t>(
+      {opt_rows}, std::vector<std::int64_t>(static_cast<std::size_t>(opt_rows), opt_frames));
+  return build_bundle_engine(std::move(g.graph), file, config, options.bundle_dir, "model.engine",
+                             options);
+}
+
+Status check_classes(const NemoGraph& g, const std::string& file, std::size_t pieces,
+                     const std::string& vocabulary_file) {
+  if (static_cast<std::size_t>(g.classes) != pieces) {
+    return invalid_argument(file, ": logprobs has ", g.classes, " classes, but ", vocabulary_file,
+                            " gives ", pieces, " with the blank (NeMo's blank is the last class, ",
+                            "after the tokenizer's pieces)");
+  }
+  return Status::ok();
+}
+
+// ---- model_config.yaml -----------------------------------------------------------------------
+
+Expected<double> yaml_number(const YamlNode* node, const std::string& key, const std::string& file,
+                             double fallback) {
+  if (node == nullptr || node->is_null()) return fallback;
+  if (node->kind != YamlNode::Kind::kScalar)
+    return invalid_argument(file, ": ", key, " must be a number");
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(node->scalar, &used);
+    if (used != node->scalar.size()) throw std::invalid_argument("trailing");
+    return v;
+  } catch (...) {
+    return invalid_argument(file, ": ", key, ": expected a number, found '", node->scalar, "'");
+  }
+}
+
+std::string yaml_text(const YamlNode* node, const std::string& fallback) {
+  if (node == nullptr || node->is_null() || node->kind != YamlNode::Kind::kScalar) return fallback;
+  return node->scalar;
+}
+
+bool yaml_bool(const YamlNode* node, bool fallback) {
+  const std::string t = yaml_text(node, fallback ? "true" : "false");
+  return t == "true" || t == "True" || t == "1";
+}
+
+// preprocessor: AudioToMelSpectrogramPreprocessor's arguments (its defaults where absent).
+Expected<audio::NemoFeatureConfig> front_end_from_yaml(const YamlNode& root,
+                                                       const std::string& file) {
+  const YamlNode* p = root.get("preprocessor");
+  if (p == nullptr || p->kind != YamlNode::Kind::kMap)
+    return invalid_argument(file, ": no 'preprocessor' section");
+  const std::string target = yaml_text(p->get("_target_"), "");
+  if (!target.empty() && target.find("AudioToMelSpectrogramPreprocessor") == std::string::npos) {
+    return unsupported(file, ": preprocessor._target_ '", target,
+                       "': only AudioToMelSpectrogramPreprocessor is supported");
+  }
+  audio::NemoFeatureConfig c;
+  auto num = [&](const char* key, double fallback) {
+    return yaml_number(p->get(key), std::string("preprocessor.") + key, file, fallback);
+  };
+  VOXRT_ASSIGN_OR_RETURN(const double rate, num("sample_rate", 16000));
+  c.sample_rate_hz = static_cast<int>(rate);
+  VOXRT_ASSIGN_OR_RETURN(c.window_size_s, num("window_size", 0.02));
+  VOXRT_ASSIGN_OR_RETURN(c.window_stride_s, num("window_stride", 0.01));
+  VOXRT_ASSIGN_OR_RETURN(const double n_fft, num("n_fft", 0));
+  c.n_fft = static_cast<int>(n_fft);
+  const YamlNode* mels = p->get("features") != nullptr ? p->get("features") : p->get("nfilt");
+  VOXRT_ASSIGN_OR_RETURN(const double n_mels, yaml_number(mels, "preprocessor.features", file, 64));
+  c.n_mels = static_cast<int>(n_mels);
+  VOXRT_ASSIGN_OR_RETURN(c.preemphasis, num("preemph", 0.97));
+  if (p->get("preemph") != nullptr && p->get("preemph")->is_null()) c.preemphasis = 0.0;
+  c.log = yaml_bool(p->get("log"), true);
+  const std::string guard_type = yaml_text(p->get("log_zero_guard_type"), "add");
+  if (guard_type != "add" && guard_type != "clamp")
+    return invalid_argument(file, ": preprocessor.log_zero_guard_type '", guard_type,
+                            "': expected add or clamp");
+  c.log_guard = guard_type == "add" ? audio::NemoLogGuard::kAdd : audio::NemoLogGuard::kClamp;
+  const std::string guard = yaml_text(p->get("log_zero_guard_value"), "");
+  if (guard == "tiny") {
+    c.log_zero_guard_value = std::numeric_limits<float>::min();
+  } else if (guard == "eps") {
+    c.log_zero_guard_value = std::numeric_limits<float>::epsilon();
+  } else {
+    VOXRT_ASSIGN_OR_RETURN(c.log_zero_guard_value, num("log_zero_guard_value", 1.0 / 16777216.0));
+  }
+  VOXRT_ASSIGN_OR_RETURN(c.low_freq_hz, num("lowfreq", 0));
+  VOXRT_ASSIGN_OR_RETURN(c.high_freq_hz, num("highfreq", 0));
+  VOXRT_ASSIGN_OR_RETURN(c.mag_power, num("mag_power", 2.0));
+  const YamlNode* mel_norm = p->get("mel_norm");
+  c.mel_norm_slaney = mel_norm == nullptr || yaml_text(mel_norm, "") == "slaney";
+  VOXRT_ASSIGN_OR_RETURN(
+      c.normalize, audio::nemo_normalize_from_name(yaml_text(p->get("normalize"), "per_feature")));
+  const std::string pad_to = yaml_text(p->get("pad_to"), "16");
+  if (pad_to == "max")
+    return unsupported(file,
+                       ": preprocessor.pad_to 'max' (padding to max_duration) is not supported");
+  VOXRT_ASSIGN_OR_RETURN(const double pad, num("pad_to", 16));
+  c.pad_to = static_cast<int>(pad);
+  VOXRT_ASSIGN_OR_RETURN(c.pad_value, num("pad_value", 0));
+  const std::string window = yaml_text(p->get("window"), "hann");
+  if (window != "hann")
+    return unsupported(file, ": preprocessor.window '", window, "': only hann is supported");
+  VOXRT_ASSIGN_OR_RETURN(const double splicing, num("frame_splicing", 1));
+  if (splicing != 1)
+    return unsupported(file, ": preprocessor.frame_splicing ", splicing, " (only 1 is supported)");
+  if (yaml_bool(p->get("exact_pad"), false))
+    return unsupported(file, ": preprocessor.exact_pad true is not supported");
+  VOXRT_RETURN_IF_ERROR(c.validate().with_context(file));
+  return c;
+}
+
+}  // namespace
+
+// ---- sherpa-onnx's layout --------------------------------------------------------------------
+
+bool is_nemo_sherpa_ctc_dir(const std::string& dir) {
+  return has_file(dir, "model", ".onnx") && fs::exists(fs::path(dir) / "tokens.txt") &&
+         !fs::exists(fs::path(dir) / "model_config.yaml");
+}
+
+Expected<ModelDirImportReport> import_nemo_sherpa_ctc(const ModelDirImportOptions& options) {
+  const std::string& dir = options.model_dir;
+  ModelDirImportReport report;
+  report.layout = "nemo-sherpa-onnx-ctc";
+  report.family = "ctc_offline";
+  VOXRT_ASSIGN_OR_RETURN(std::string model_file,
+                         find_one_file(dir, "model", ".onnx", "NeMo CTC model"));
+  const std::string tokens_file = (fs::path(dir) / "tokens.txt").string();
+  VOXRT_ASSIGN_OR_RETURN(std::vector<std::string> pieces, read_tokens_txt(tokens_file));
+  VOXRT_ASSIGN_OR_RETURN(NemoGraph g, read_nemo_graph(model_file));
+  const auto& meta = g.graph->metadata;
+  auto normalize = meta.find("normalize_type");
+  if (normalize == meta.end()) {
+    return invalid_argument(model_file,
+                            ": metadata_props has no 'normalize_type' (sherpa-onnx's NeMo export "
+                            "scripts write it; was the file exported by one?)");
+  }
+  VOXRT_ASSIGN_OR_RETURN(const int vocab_size, exporter_int(*g.graph, "vocab_size", model_file));
+  VOXRT_ASSIGN_OR_RETURN(const int subsampling,
+                         exporter_int(*g.graph, "subsampling_factor", model_file));
+  if (vocab_size != static_cast<int>(pieces.size())) {
+    return invalid_argument(model_file, ": metadata vocab_size ", vocab_size, " but ", tokens_file,
+                            " has ", pieces.size(), " tokens");
+  }
+  if (pieces.back() != "<blk>") {
+    return invalid_argument(tokens_file, ": the last token is '", pieces.back(),
+                            "', expected <blk> (NeMo's blank is the last class)");
+  }
+  VOXRT_RETURN_IF_ERROR(check_classes(g, model_file, pieces.size(), tokens_file));
+  // sherpa-onnx keeps no preprocessor settings: NeMo's Conformer/FastConformer defaults
+  // (16 kHz, 25/10 ms hann frames, n_fft 512, pre-emphasis 0.97, Slaney mel, log + 2^-24).
+  audio::NemoFeatureConfig front_end;
+  front_end.window_size_s = 0.025;
+  front_end.n_fft = 512;
+  front_end.n_mels = g.n_mels;
+  VOXRT_ASSIGN_OR_RETURN(front_end.normalize, audio::nemo_normalize_from_name(normalize->second));
+  auto model_type = meta.find("model_type");
+  report.notes.push_back(
+      str_cat("model_type ", model_type == meta.end() ? "(none)" : model_type->second, ", ",
+              g.n_mels, " mel bins, normalize ", audio::nemo_normalize_name(front_end.normalize),
+              ", subsampling ", subsampling, ", ", pieces.size(), " tokens (blank last)"));
+  report.notes.push_back(
+      "front end: NeMo's defaults (the layout keeps no preprocessor settings): 16 kHz, 25/10 ms, "
+      "n_fft 512, preemph 0.97");
+  stream::BundleManifest manifest;
+  manifest.family = "ctc_offline";
+  manifest.engines = {{"model", "model.engine"}};
+  manifest.metadata = offline_contract(front_end, subsampling);
+  manifest.metadata["voxrt.vocabulary"] = vocabulary_lines(pieces);
+  manifest.metadata["voxrt.unit"] = "pieces";
+  manifest.metadata["voxrt.blank_id"] = std::to_string(pieces.size() - 1);
+  manifest.source = {{"layout", report.layout},
+                     {"model", fs::path(model_file).filename().string()},
+                     {"tokens", "tokens.txt"}};
+  VOXRT_RETURN_IF_ERROR(build_nemo_engine(std::move(g), model_file, front_end, options));
+  VOXRT_RETURN_IF_ERROR(manifest.write(options.bundle_dir));
+  return report;
+}
+
+// ---- NeMo's own export with the .nemo archive's files -----------------------------------------
+
+bool is_nemo_export_ctc_dir(const std::string& dir) {
+  return fs::exists(fs::path(dir) / "model_config.yaml") && has_file(dir, "", ".onnx");
+}
+
+namespace {
+
+// The .nemo archive stores artifacts as <hash>_<name> and model_config.yaml points at them as
+// "nemo:<hash>_<name>".
+std::string artifact_path(const std::string& dir, const std::string& reference) {
+  std::string name = reference.starts_with("nemo:") ? reference.substr(5) : reference;
+  name = fs::path(name).filename().string();
+  return (fs::path(dir) / name).string();
+}
+
+// SentencePiece's text vocabulary (<piece>\t<score> per line, in id order).
+Expected<std::vector<std::string>> read_spe_vocab(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return not_found(path, ": cannot read the SentencePiece vocabulary");
+  std::vector<std::string> pieces;
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto tab = line.find('\t');
+    if (tab == std::string::npos || tab == 0) {
+      return invalid_argument(path, ":", number, ": expected '<piece>\\t<score>', found '", line,
+                              "'");
+    }
+    pieces.push_back(line.substr(0, tab));
+  }
+  if (pieces.empty()) return invalid_argument(path, ": no pieces");
+  return pieces;
+}
+
+struct NemoVocabulary {
+  std::vector<std::string> units;  // without the blank
+  std::string unit_type;           // "pieces" or "char"
+  std::string source;              // the file or config key read
+};
+
+Expected<NemoVocabulary> vocabulary_from_export(const std::string& dir, const YamlNode& root,
+                                                const std::string& config_file) {
+  NemoVocabulary v;
+  // Character models (EncDecCTCModel) list their labels in the decoder's config.
+  for (const char* key : {"decoder.vocabulary", "labels"}) {
+    const YamlNode* labels = root.at(key);
+    if (labels != nullptr && labels->kind == YamlNode::Kind::kList && !labels->list.empty()) {
+      for (const auto& item : labels->list) {
+        if (item->kind != YamlNode::Kind::kScalar)
+          return invalid_argument(config_file, ": ", key, " holds a non-scalar item");
+        v.units.push_back(item->scalar);
+      }
+      v.unit_type = "char";
+      v.source = config_file + ":" + key;
+      return v;
+    }
+  }
+  // BPE models (EncDecCTCModelBPE): the SentencePiece tokenizer's piece list in id order.
+  const YamlNode* tokenizer = root.get("tokenizer");
+  std::string vocab_file;
+  if (tokenizer != nullptr) {
+    const std::string named = yaml_text(tokenizer->get("spe_tokenizer_vocab"), "");
+    if (!named.empty()) vocab_file = artifact_path(dir, named);
+    const std::string type = yaml_text(tokenizer->get("type"), "bpe");
+    if (type != "bpe") {
+      return unsupported(config_file, ": tokenizer.type '", type,
+                         "': only SentencePiece (bpe) tokenizers and character labels are "
+                         "supported");
+    }
+  }
+  if (vocab_file.empty() || !fs::exists(vocab_file)) {
+    auto found = find_one_file(dir, "", "tokenizer.vocab", "SentencePiece vocabulary");
+    if (!found) {
+      const bool has_model = has_file(dir, "", "tokenizer.model");
+      return not_found(dir, ": no character labels (decoder.vocabulary) in ", config_file,
+                       " and no SentencePiece vocabulary (*tokenizer.vocab",
+                       vocab_file.empty() ? "" : ", or " + vocab_file, ")",
+                       has_model ? "; tokenizer.model alone is not read (the .nemo archive's "
+                                   "tokenizer.vocab is: extract it too)"
+                                 : "");
+    }
+    vocab_file = *found;
+  }
+  VOXRT_ASSIGN_OR_RETURN(v.units, read_spe_vocab(vocab_file));
+  v.unit_type = "pieces";
+  v.source = fs::path(vocab_file).filename().string();
+  return v;
+}
+
+}  // namespace
+
+Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOptions& options) {
+  const std::string& dir = options.model_dir;
+  ModelDirImportReport report;
+  report.layout = "nemo-export-ctc";
+  report.family = "ctc_offline";
+  const std::string config_file = (fs::path(dir) / "model_config.yaml").string();
+  VOXRT_ASSIGN_OR_RETURN(auto root, read_yaml_subset_file(config_file));
+  VOXRT_ASSIGN_OR_RETURN(std::string model_file, find_one_file(dir, "", ".onnx", "ONNX model"));
+  VOXRT_ASSIGN_OR_RETURN(audio::NemoFeatureConfig front_end,
+                         front_end_from_yaml(*root, config_file));
+  VOXRT_ASSIGN_OR_RETURN(NemoVocabulary vocabulary,
+                         vocabulary_from_export(dir, *root, config_file));
+  VOXRT_ASSIGN_OR_RETURN(NemoGraph g, read_nemo_graph(model_file));
+  if (g.n_mels != front_end.n_mels) {
+    return invalid_argument(model_file, ": audio_signal has ", g.n_mels, " mel bins but ",
+                            config_file, " preprocessor.features is ", front_end.n_mels);
+  }
+  std::vector<std::string> units = vocabulary.units;
+  units.push_back("<blk>");
+  VOXRT_RETURN_IF_ERROR(check_classes(g, model_file, units.size(), vocabulary.source));
+  const std::string encoder = yaml_text(root->at("encoder._target_"), "");
+  const std::string subsampling_type = yaml_text(root->at("encoder.subsampling"), "striding");
+  if (subsampling_type != "striding" && subsampling_type != "dw_striding") {
+    return unsupported(config_file, ": encoder.subsampling '", subsampling_type,
+                       "': voxrt computes output lengths for striding and dw_striding only");
+  }
+  VOXRT_ASSIGN_OR_RETURN(const double subsampling,
+                         yaml_number(root->at("encoder.subsampling_factor"),
+                                     "encoder.subsampling_factor", config_file, 4));
+  report.notes.push_back(str_cat(
+      "encoder ", encoder.empty() ? "(unnamed)" : encoder, ", ", g.n_mels, " mel bins, normalize ",
+      audio::nemo_normalize_name(front_end.normalize), ", subsampling ", subsampling, ", ",
+      units.size(), " classes from ", vocabulary.source, " (blank last)"));
+  const auto dither = yaml_number(root->at("preprocessor.dither"), "dither", config_file, 0);
+  if (dither.has_value() && *dither != 0)
+    report.notes.push_back("preprocessor.dither is a training setting: off at inference");
+  stream::BundleManifest manifest;
+  manifest.family = "ctc_offline";
+  manifest.engines = {{"model", "model.engine"}};
+  manifest.metadata = offline_contract(front_end, static_cast<int>(subsampling));
+  manifest.metadata["voxrt.vocabulary"] = vocabulary_lines(units);
+  manifest.metadata["voxrt.unit"] = vocabulary.unit_type;
+  if (vocabulary.unit_type == "char") manifest.metadata["voxrt.word_boundary"] = " ";
+  manifest.metadata["voxrt.blank_id"] = std::to_string(units.size() - 1);
+  manifest.source = {{"layout", report.layout},
+                     {"model", fs::path(model_file).filename().string()},
+                     {"config", "model_config.yaml"},
+                     {"vocabulary", vocabulary.source}};
+  VOXRT_RETURN_IF_ERROR(build_nemo_engine(std::move(g), model_file, front_end, options));
+  VOXRT_RETURN_IF_ERROR(manifest.write(options.bundle_dir));
+  return report;
+}
+
+}  // namespace voxrt::model_import

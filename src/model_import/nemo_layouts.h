@@ -1,0 +1,21 @@
+// NeMo's CTC exports (one file per layout, nemo_ctc.cpp): what sherpa-onnx's
+// scripts/nemo/*/export-onnx-ctc*.py leave, and what NeMo's own model.export() leaves next to the
+// unpacked .nemo archive. Both are offline, whole-utterance models (family ctc_offline).
+#pragma once
+
+#include <string>
+
+#include "model_import/model_dir_import.h"
+
+namespace voxrt::model_import {
+
+// model.onnx (or model*.onnx) and tokens.txt, the ONNX file's metadata_props naming it a NeMo
+// export (normalize_type, subsampling_factor, vocab_size).
+bool is_nemo_sherpa_ctc_dir(const std::string& dir);
+Expected<ModelDirImportReport> import_nemo_sherpa_ctc(const ModelDirImportOptions& options);
+
+// model_config.yaml (a .nemo archive's) and one *.onnx.
+bool is_nemo_export_ctc_dir(const std::string& dir);
+Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOptions& options);
+
+}  // namespace voxrt::model_import

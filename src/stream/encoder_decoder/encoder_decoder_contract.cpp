@@ -1,0 +1,126 @@
+#include "stream/encoder_decoder/encoder_decoder_contract.h"
+
+#include <charconv>
+#include <cmath>
+
+#include "stream/model_metadata.h"
+
+namespace voxrt::stream {
+namespace {
+
+constexpr const char* kPrefix = "voxrt.encoder_decoder.";
+
+std::string key(const char* name) {
+  return std::string(kPrefix) + name;
+}
+
+std::string join_ids(const std::vector<int>& ids) {
+  std::string out;
+  for (int id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out;
+}
+
+Expected<std::vector<int>> parse_ids(const std::map<std::string, std::string>& metadata,
+                                     const std::string& name, bool required, int vocab_size,
+                                     const std::string& where) {
+  std::vector<int> ids;
+  auto it = metadata.find(name);
+  if (it == metadata.end()) {
+    if (required) return invalid_argument(where, ": key '", name, "' is missing");
+    return ids;
+  }
+  const std::string& text = it->second;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    int value = -1;
+    auto [ptr, ec] = std::from_chars(text.data() + start, text.data() + comma, value);
+    if (ec != std::errc() || ptr != text.data() + comma || value < 0 || value >= vocab_size) {
+      return invalid_argument(where, ": '", name, "' must be token ids 0..", vocab_size - 1,
+                              " separated by commas, found '", text, "'");
+    }
+    ids.push_back(value);
+    start = comma + 1;
+  }
+  if (required && ids.empty()) return invalid_argument(where, ": '", name, "' is empty");
+  return ids;
+}
+
+Expected<double> parse_double(const std::map<std::string, std::string>& metadata,
+                              const std::string& name, double fallback, const std::string& where) {
+  auto it = metadata.find(name);
+  if (it == metadata.end()) return fallback;
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
+  if (ec != std::errc() || ptr != it->second.data() + it->second.size() || !std::isfinite(value))
+    return invalid_argument(where, ": '", name, "' must be a number, found '", it->second, "'");
+  return value;
+}
+
+}  // namespace
+
+Expected<EncoderDecoderContract> EncoderDecoderContract::from_metadata(
+    const std::map<std::string, std::string>& metadata, const std::string& where) {
+  EncoderDecoderContract c;
+  VOXRT_ASSIGN_OR_RETURN(c.mel_bins,
+                         metadata_int(metadata, "voxrt.feature.num_bins", 80, false, where));
+  VOXRT_ASSIGN_OR_RETURN(c.decoder_layers,
+                         metadata_int(metadata, key("decoder_layers"), 0, true, where));
+  VOXRT_ASSIGN_OR_RETURN(c.vocab_size, metadata_int(metadata, key("vocab_size"), 0, true, where));
+  if (c.vocab_size > kMaxVocabSize) {
+    return invalid_argument(where, ": '", key("vocab_size"), "' is ", c.vocab_size, ", above ",
+                            kMaxVocabSize);
+  }
+  VOXRT_ASSIGN_OR_RETURN(c.max_target_positions,
+                         metadata_int(metadata, key("max_target_positions"), 0, true, where));
+  VOXRT_ASSIGN_OR_RETURN(c.prompt, parse_ids(metadata, key("prompt"), true, c.vocab_size, where));
+  if (static_cast<int>(c.prompt.size()) >= c.max_target_positions) {
+    return invalid_argument(where, ": the prompt (", c.prompt.size(),
+                            " tokens) leaves no room under max_target_positions ",
+                            c.max_target_positions);
+  }
+  VOXRT_ASSIGN_OR_RETURN(auto eos, parse_ids(metadata, key("eos_id"), true, c.vocab_size, where));
+  if (eos.size() != 1) return invalid_argument(where, ": '", key("eos_id"), "' must be one id");
+  c.eos_id = eos[0];
+  VOXRT_ASSIGN_OR_RETURN(auto no_speech,
+                         parse_ids(metadata, key("no_speech_id"), false, c.vocab_size, where));
+  if (no_speech.size() > 1)
+    return invalid_argument(where, ": '", key("no_speech_id"), "' must be one id");
+  c.no_speech_id = no_speech.empty() ? -1 : no_speech[0];
+  VOXRT_ASSIGN_OR_RETURN(c.no_speech_threshold,
+                         parse_double(metadata, key("no_speech_threshold"), 0.6, where));
+  VOXRT_ASSIGN_OR_RETURN(c.logprob_threshold,
+                         parse_double(metadata, key("logprob_threshold"), -1.0, where));
+  VOXRT_ASSIGN_OR_RETURN(c.suppress_tokens,
+                         parse_ids(metadata, key("suppress_tokens"), false, c.vocab_size, where));
+  VOXRT_ASSIGN_OR_RETURN(c.begin_suppress_tokens, parse_ids(metadata, key("begin_suppress_tokens"),
+                                                            false, c.vocab_size, where));
+  VOXRT_ASSIGN_OR_RETURN(c.vocab_file, metadata_string(metadata, key("vocab_file"), where));
+  auto added = metadata.find(key("added_tokens_file"));
+  if (added != metadata.end()) c.added_tokens_file = added->second;
+  return c;
+}
+
+std::map<std::string, std::string> EncoderDecoderContract::to_metadata() const {
+  std::map<std::string, std::string> m;
+  m["voxrt.model_family"] = "encoder_decoder";
+  m["voxrt.feature.type"] = "whisper_log_mel";
+  m["voxrt.feature.num_bins"] = std::to_string(mel_bins);
+  m[key("decoder_layers")] = std::to_string(decoder_layers);
+  m[key("vocab_size")] = std::to_string(vocab_size);
+  m[key("max_target_positions")] = std::to_string(max_target_positions);
+  m[key("prompt")] = join_ids(prompt);
+  m[key("eos_id")] = std::to_string(eos_id);
+  if (no_speech_id >= 0) m[key("no_speech_id")] = std::to_string(no_speech_id);
+  m[key("no_speech_threshold")] = std::to_string(no_speech_threshold);
+  m[key("logprob_threshold")] = std::to_string(logprob_threshold);
+  if (!suppress_tokens.empty()) m[key("suppress_tokens")] = join_ids(suppress_tokens);
+  if (!begin_suppress_tokens.empty())
+    m[key("begin_suppress_tokens")] = join_ids(begin_suppress_tokens);
+  m[key("vocab_file")] = vocab_file;
+  if (!added_tokens_file.empty()) m[key("added_tokens_file")] = added_tokens_file;
+  return m;
+}
+
+}  // namespace voxrt::stream

@@ -1,0 +1,52 @@
+// The encoder_decoder family's contract keys (docs/model_contract.md "encoder_decoder"): what the
+// importer (model_import/optimum_whisper.cpp) read from config.json, generation_config.json and
+// the tokenizer files, written once into bundle.json's metadata so the Recognizer never reads the
+// Hugging Face files again.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "voxrt/status.h"
+
+namespace voxrt::stream {
+
+struct EncoderDecoderContract {
+  // Whisper has 51865 (v3: 51866); the bound keeps a bad file from sizing huge tables.
+  static constexpr int kMaxVocabSize = 1 << 20;
+  int mel_bins = 80;
+  int decoder_layers = 0;
+  int vocab_size = 0;
+  // Tokens a window may hold, prompt included (config.json max_target_positions).
+  int max_target_positions = 0;
+  // The prompt fed to decoder_model: <|startoftranscript|> [<|lang|> <|task|>] <|notimestamps|>.
+  std::vector<int> prompt;
+  int eos_id = -1;
+  // <|nospeech|> / <|nocaptions|>; -1: the model has none (no-speech check off).
+  int no_speech_id = -1;
+  // A window is silence when P(no_speech) after the prompt's first token exceeds this and the
+  // mean log-probability of its tokens is below logprob_threshold (OpenAI Whisper's rule).
+  double no_speech_threshold = 0.6;
+  double logprob_threshold = -1.0;
+  std::vector<int> suppress_tokens;
+  std::vector<int> begin_suppress_tokens;
+  // Tokenizer files inside the bundle folder.
+  std::string vocab_file = "vocab.json";
+  std::string added_tokens_file;
+
+  static Expected<EncoderDecoderContract> from_metadata(
+      const std::map<std::string, std::string>& metadata, const std::string& where);
+  // The voxrt.encoder_decoder.* keys (and voxrt.feature.*).
+  std::map<std::string, std::string> to_metadata() const;
+};
+
+// The window search's repetition guard: a window stops when its last kRepeatCopies * n tokens
+// are one n-token sequence (1 <= n <= kMaxRepeatTokens) said kRepeatCopies times; one copy stays.
+inline constexpr int kMaxRepeatTokens = 16;
+inline constexpr int kRepeatCopies = 4;
+// A window with fewer frames of audio than this is not decoded (no text): only the tail of a
+// stream whose audio ends within 12.5 ms after a window boundary can be that short.
+inline constexpr int kMinWindowAudioFrames = 3;
+
+}  // namespace voxrt::stream

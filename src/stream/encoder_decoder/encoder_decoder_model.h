@@ -1,0 +1,95 @@
+// The encoder_decoder family (Whisper architecture as Hugging Face optimum exports it,
+// docs/model_contract.md "encoder_decoder"): the driver cuts a stream's Whisper log-mel frames
+// (audio/whisper_log_mel.h) into 30 s windows of 3000 frames (a last window padded with
+// silence); each window is normalised as Whisper does, goes through the encoder once, and is
+// decoded greedily with the KV cache: decoder_model on the prompt, then decoder_with_past one
+// token per step, the past kept between steps (window_search.h says how a token is chosen and
+// when a window ends). The windows of every stream in one run_batch share one encoder call and
+// one decoder call per step; a row leaves the batch when its window ends, so a stream's tokens do
+// not depend on its batch mates. A stream's text is the text of its windows in order.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "decode/byte_level_bpe.h"
+#include "decode/vocabulary.h"
+#include "stream/bundle_manifest.h"
+#include "stream/encoder_decoder/window_search.h"
+#include "stream/model_family.h"
+#include "voxrt/engine.h"
+
+namespace voxrt::stream {
+
+class EncoderDecoderModel final : public ModelFamily,
+                                  public std::enable_shared_from_this<EncoderDecoderModel> {
+ public:
+  static Expected<std::shared_ptr<EncoderDecoderModel>> create(const BundleManifest& manifest,
+                                                               const std::string& folder,
+                                                               const RecognizerConfig& config);
+
+  std::string_view name() const override { return "encoder_decoder"; }
+  const audio::FeatureConfig& feature_config() const override { return feature_config_; }
+  const ChunkLayout& chunk_layout() const override { return layout_; }
+  const decode::TimeBase& time_base() const override { return time_base_; }
+  const std::map<std::string, std::string>& metadata() const override { return metadata_; }
+  int vocab_size() const override { return contract_.vocab_size; }
+  const decode::Vocabulary& vocabulary() const override { return *vocabulary_; }
+  DeviceKind device() const override;
+  int streams_open() const override { return streams_open_; }
+  int max_batch() const override { return max_batch_; }
+  bool hotwords_need_beam_search() const override { return false; }
+  bool has_lm() const override { return false; }
+  Expected<std::unique_ptr<FamilyStream>> open_stream(const StreamOptions& options,
+                                                      const ResolvedDecoding& decoding) override;
+  Status run_batch(std::span<const ChunkInput> batch, int frames) override;
+
+  // Engine calls since creation (tests and benchmarks).
+  struct Calls {
+    long long encoder = 0;
+    long long decoder = 0;
+    long long decoder_with_past = 0;
+  };
+  const Calls& calls() const { return calls_; }
+
+ private:
+  friend class EncoderDecoderStream;
+  EncoderDecoderModel() = default;
+  // Greedy search of `searches.size()` windows whose encoder states are `hidden` [B, S, d].
+  Status decode_windows(const Tensor& hidden, std::vector<WindowSearch>& searches);
+
+  std::shared_ptr<const Engine> encoder_;
+  std::shared_ptr<const Engine> decoder_;
+  std::shared_ptr<const Engine> decoder_with_past_;
+  std::unique_ptr<ExecutionContext> encoder_context_;
+  std::unique_ptr<ExecutionContext> decoder_context_;
+  std::unique_ptr<ExecutionContext> step_context_;
+  EncoderDecoderContract contract_;
+  std::shared_ptr<const WindowRules> rules_;
+  std::shared_ptr<const decode::ByteLevelBpeDecoder> tokenizer_;
+  std::shared_ptr<const decode::Vocabulary> vocabulary_;
+  audio::FeatureConfig feature_config_;
+  ChunkLayout layout_;
+  decode::TimeBase time_base_;
+  std::map<std::string, std::string> metadata_;
+  int max_batch_ = 1;
+  int max_streams_ = 1;
+  int streams_open_ = 0;
+  // The decoder engines' outputs by position: logits, then the presents the step engine takes.
+  int decoder_logits_ = -1;
+  int step_logits_ = -1;
+  // decoder_with_past's inputs: input_ids's position; for each past input, where its value
+  // comes from: the decoder's output (prompt) and the step engine's output (self-attention)
+  // or -1 (cross-attention: kept from the decoder's present.N.encoder.*).
+  int step_ids_input_ = -1;
+  struct PastSource {
+    int step_input = -1;
+    int decoder_output = -1;
+    int step_output = -1;
+  };
+  std::vector<PastSource> past_;
+  Calls calls_;
+};
+
+}  // namespace voxrt::stream

@@ -1,0 +1,357 @@
+#include "stream/transducer/transducer_model.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "decode/context_graph.h"
+#include "runtime/engine_impl.h"
+#include "stream/batch_limit.h"
+#include "stream/model_metadata.h"
+#include "stream/recognizer.h"
+
+namespace voxrt::stream {
+namespace {
+
+std::string metadata_or(const std::map<std::string, std::string>& metadata, const std::string& key,
+                        const std::string& fallback) {
+  auto it = metadata.find(key);
+  return it == metadata.end() ? fallback : it->second;
+}
+
+int index_of(const std::vector<TensorInfo>& infos, const std::string& name) {
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    if (infos[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string names_of(const std::vector<TensorInfo>& infos) {
+  std::string out;
+  for (const auto& info : infos) out += (out.empty() ? "" : ", ") + info.name;
+  return out;
+}
+
+}  // namespace
+
+// ---- the decoder and joiner engines -----------------------------------------------------------
+
+Expected<std::unique_ptr<EngineTransducerNetworks>> EngineTransducerNetworks::create(
+    std::shared_ptr<const Engine> decoder, std::shared_ptr<const Engine> joiner,
+    const std::map<std::string, std::string>& metadata, int blank_id, int threads,
+    const std::string& where) {
+  auto n = std::unique_ptr<EngineTransducerNetworks>(new EngineTransducerNetworks());
+  n->decoder_ = std::move(decoder);
+  n->joiner_ = std::move(joiner);
+  n->blank_id_ = blank_id;
+  VOXRT_ASSIGN_OR_RETURN(n->context_size_,
+                         metadata_int(metadata, "voxrt.transducer.context_size", 0, true, where));
+  if (n->decoder_->inputs().size() != 1 || n->decoder_->outputs().size() != 1 ||
+      n->decoder_->inputs()[0].dtype != DType::kI64) {
+    return invalid_argument(where, ": the decoder engine must take one int64 input [N, ",
+                            n->context_size_, "] and give one output [N, dim]; it takes (",
+                            names_of(n->decoder_->inputs()), ") and gives (",
+                            names_of(n->decoder_->outputs()), ")");
+  }
+  if (n->joiner_->inputs().size() != 2 || n->joiner_->outputs().size() != 1) {
+    return invalid_argument(where,
+                            ": the joiner engine must take two inputs (encoder_out, "
+                            "decoder_out) and give one output (logit); it takes (",
+                            names_of(n->joiner_->inputs()), ")");
+  }
+  const std::string joiner_encoder =
+      metadata_or(metadata, "voxrt.transducer.joiner_encoder_input", "encoder_out");
+  const int encoder_at = index_of(n->joiner_->inputs(), joiner_encoder);
+  if (encoder_at < 0) {
+    return invalid_argument(where, ": the joiner has no input '", joiner_encoder,
+                            "' (voxrt.transducer.joiner_encoder_input); it has ",
+                            names_of(n->joiner_->inputs()));
+  }
+  n->joiner_encoder_first_ = encoder_at == 0;
+  const auto& joiner_inputs = n->joiner_->inputs();
+  n->encoder_dim_ =
+      static_cast<int>(joiner_inputs[static_cast<std::size_t>(encoder_at)].dims.back());
+  n->decoder_dim_ =
+      static_cast<int>(joiner_inputs[static_cast<std::size_t>(1 - encoder_at)].dims.back());
+  n->vocab_size_ = static_cast<int>(n->joiner_->outputs()[0].dims.back());
+  if (n->encoder_dim_ <= 0 || n->decoder_dim_ <= 0 || n->vocab_size_ <= 0) {
+    return invalid_argument(where, ": the joiner's input widths and vocabulary must be static; ",
+                            "found encoder ", n->encoder_dim_, ", decoder ", n->decoder_dim_,
+                            ", vocabulary ", n->vocab_size_);
+  }
+  // Rows per call: what the profiles admit (unbounded: pieces of 65536 rows).
+  constexpr std::int64_t kUnboundedRows = 1 << 16;
+  n->decoder_max_rows_ =
+      largest_profile_batch(*n->decoder_, n->decoder_->inputs()[0].name).value_or(kUnboundedRows);
+  n->joiner_max_rows_ =
+      std::min(largest_profile_batch(*n->joiner_, joiner_inputs[0].name).value_or(kUnboundedRows),
+               largest_profile_batch(*n->joiner_, joiner_inputs[1].name).value_or(kUnboundedRows));
+  VOXRT_ASSIGN_OR_RETURN(n->decoder_context_, n->decoder_->create_context(threads));
+  VOXRT_ASSIGN_OR_RETURN(n->joiner_context_, n->joiner_->create_context(threads));
+  return n;
+}
+
+Status EngineTransducerNetworks::run_decoder(std::span<const std::int64_t> contexts, int rows,
+                                             std::vector<float>& decoder_out) {
+  decoder_out.clear();
+  decoder_out.reserve(static_cast<std::size_t>(rows) * decoder_dim_);
+  for (std::int64_t begin = 0; begin < rows; begin += decoder_max_rows_) {
+    const std::int64_t n = std::min<std::int64_t>(decoder_max_rows_, rows - begin);
+    Tensor y = Tensor::uninitialized(DType::kI64, {n, context_size_});
+    std::copy(contexts.begin() + begin * context_size_,
+              contexts.begin() + (begin + n) * context_size_, y.data<std::int64_t>());
+    // icefall's decoder embeds -1 ("no unit yet") as zeros after clamping; so does ours.
+    VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                           decoder_context_->run(std::span<const Tensor>(&y, 1)));
+    ++decoder_calls_;
+    const Tensor& d = out[0];
+    if (d.element_count() != n * decoder_dim_) {
+      return invalid_argument("transducer decoder output is ", dims_to_string(d.dims()),
+                              ", expected [", n, ", ", decoder_dim_, "]");
+    }
+    decoder_out.insert(decoder_out.end(), d.data<float>(), d.data<float>() + d.element_count());
+  }
+  return Status::ok();
+}
+
+Status EngineTransducerNetworks::run_joiner(std::span<const float> encoder_frames,
+                                            std::span<const float> decoder_out, int rows,
+                                            std::vector<float>& logits) {
+  logits.clear();
+  logits.reserve(static_cast<std::size_t>(rows) * vocab_size_);
+  for (std::int64_t begin = 0; begin < rows; begin += joiner_max_rows_) {
+    const std::int64_t n = std::min<std::int64_t>(joiner_max_rows_, rows - begin);
+    Tensor enc = Tensor::uninitialized(DType::kF32, {n, encoder_dim_});
+    Tensor dec = Tensor::uninitialized(DType::kF32, {n, decoder_dim_});
+    std::copy(encoder_frames.begin() + begin * encoder_dim_,
+              encoder_frames.begin() + (begin + n) * encoder_dim_, enc.data<float>());
+    std::copy(decoder_out.begin() + begin * decoder_dim_,
+              decoder_out.begin() + (begin + n) * decoder_dim_, dec.data<float>());
+    std::vector<Tensor> inputs;
+    if (joiner_encoder_first_) {
+      inputs = {std::move(enc), std::move(dec)};
+    } else {
+      inputs = {std::move(dec), std::move(enc)};
+    }
+    VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, joiner_context_->run(inputs));
+    ++joiner_calls_;
+    const Tensor& l = out[0];
+    if (l.element_count() != n * vocab_size_) {
+      return invalid_argument("transducer joiner output is ", dims_to_string(l.dims()),
+                              ", expected [", n, ", ", vocab_size_, "]");
+    }
+    logits.insert(logits.end(), l.data<float>(), l.data<float>() + l.element_count());
+  }
+  return Status::ok();
+}
+
+// ---- one stream ---------------------------------------------------------------------------
+
+class TransducerStream final : public FamilyStream {
+ public:
+  TransducerStream(std::shared_ptr<TransducerModel> model, int slot,
+                   decode::TransducerStreamSearch search)
+      : model_(std::move(model)), slot_(slot), search_(std::move(search)) {}
+  ~TransducerStream() override { (void)model_->pool_->release(slot_); }
+
+  Status accept_skipped_frames(int output_frames) override {
+    search_.accept_skipped_frames(output_frames);
+    return Status::ok();
+  }
+  DecoderProgress progress() const override {
+    return {search_.utterance_frames(), search_.trailing_blank_frames(), search_.has_tokens()};
+  }
+  decode::DecodingResult partial() const override { return search_.partial(); }
+  decode::DecodingResult finalize() override { return search_.finalize(); }
+  void reset_utterance() override { search_.reset_utterance(); }
+  // Fresh encoder caches and a fresh decoder context: the next utterance is decoded as if it
+  // had been cut out of the stream.
+  Status reset_state() override {
+    processed_frames_ = 0;
+    search_.reset_context();
+    return model_->pool_->reset(slot_);
+  }
+
+ private:
+  friend class TransducerModel;
+  std::shared_ptr<TransducerModel> model_;
+  int slot_ = -1;
+  decode::TransducerStreamSearch search_;
+  // Feature frames the encoder has consumed (icefall's processed_lens, as sherpa-onnx counts).
+  std::int64_t processed_frames_ = 0;
+};
+
+// ---- the model ----------------------------------------------------------------------------
+
+Expected<std::shared_ptr<TransducerModel>> TransducerModel::create(const BundleManifest& manifest,
+                                                                   const std::string& folder,
+                                                                   const RecognizerConfig& config) {
+  auto m = std::shared_ptr<TransducerModel>(new TransducerModel());
+  const auto& metadata = manifest.metadata;
+  const std::string where = folder + "/" + BundleManifest::kFileName;
+  if (!config.lm_path.empty()) {
+    return unsupported(where, ": an LM (", config.lm_path,
+                       ") is not supported with transducer models yet (CTC beam search only)");
+  }
+  VOXRT_ASSIGN_OR_RETURN(m->layout_.chunk_frames,
+                         metadata_int(metadata, "voxrt.chunk_frames", 0, true, where));
+  VOXRT_ASSIGN_OR_RETURN(m->layout_.shift_frames,
+                         metadata_int(metadata, "voxrt.shift_frames", 0, true, where));
+  VOXRT_ASSIGN_OR_RETURN(m->layout_.subsampling,
+                         metadata_int(metadata, "voxrt.subsampling", 0, true, where));
+  if (m->layout_.shift_frames > m->layout_.chunk_frames ||
+      m->layout_.shift_frames % m->layout_.subsampling != 0) {
+    return invalid_argument(where, ": voxrt.shift_frames ", m->layout_.shift_frames,
+                            " must be at most voxrt.chunk_frames ", m->layout_.chunk_frames,
+                            " and a multiple of voxrt.subsampling ", m->layout_.subsampling);
+  }
+  // The encoder takes whole chunks only (its chunk length is fixed at export).
+  m->layout_.min_chunk_frames = m->layout_.chunk_frames;
+  VOXRT_ASSIGN_OR_RETURN(m->feature_config_, audio::FeatureConfig::from_metadata(metadata));
+  m->feature_dim_ = m->feature_config_.output_dim();
+  VOXRT_ASSIGN_OR_RETURN(m->layout_.pad_frame,
+                         chunk_pad_frame(metadata, m->feature_config_, where));
+  VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::from_metadata(metadata, folder));
+  m->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
+  VOXRT_ASSIGN_OR_RETURN(m->time_base_,
+                         time_base_from_metadata(metadata, m->layout_.subsampling,
+                                                 m->feature_config_.frame_shift_ms, where));
+  m->metadata_ = metadata;
+
+  VOXRT_ASSIGN_OR_RETURN(std::string encoder_path, manifest.engine_path(folder, "encoder"));
+  VOXRT_ASSIGN_OR_RETURN(std::string decoder_path, manifest.engine_path(folder, "decoder"));
+  VOXRT_ASSIGN_OR_RETURN(std::string joiner_path, manifest.engine_path(folder, "joiner"));
+  VOXRT_ASSIGN_OR_RETURN(m->encoder_, Engine::load_file(encoder_path));
+  VOXRT_ASSIGN_OR_RETURN(auto decoder, Engine::load_file(decoder_path));
+  VOXRT_ASSIGN_OR_RETURN(auto joiner, Engine::load_file(joiner_path));
+  const DeviceKind device = m->encoder_->impl().contents.target.device;
+  if (decoder->impl().contents.target.device != device ||
+      joiner->impl().contents.target.device != device) {
+    return invalid_argument(where,
+                            ": the encoder, decoder and joiner engines were built for "
+                            "different devices; rebuild the bundle with one --device");
+  }
+  VOXRT_ASSIGN_OR_RETURN(m->networks_, EngineTransducerNetworks::create(
+                                           std::move(decoder), std::move(joiner), metadata,
+                                           m->vocabulary_->blank_id(), config.threads, where));
+  if (m->networks_->vocab_size() != m->vocabulary_->size()) {
+    return invalid_argument(where, ": the joiner gives ", m->networks_->vocab_size(),
+                            " logits but the vocabulary has ", m->vocabulary_->size(), " units");
+  }
+  VOXRT_ASSIGN_OR_RETURN(m->encoder_context_, m->encoder_->create_context(config.threads));
+  VOXRT_ASSIGN_OR_RETURN(m->pool_, StatePool::create(m->encoder_, config.max_streams));
+  const auto& inputs = m->pool_->stream_inputs();
+  const std::string features_name =
+      metadata_or(metadata, "voxrt.transducer.encoder_features_input", "x");
+  m->features_input_ = index_of(inputs, features_name);
+  if (m->features_input_ < 0) {
+    return invalid_argument(encoder_path, ": the encoder has no non-state input '", features_name,
+                            "' (voxrt.transducer.encoder_features_input); its non-state inputs "
+                            "are: ",
+                            names_of(inputs));
+  }
+  const std::string processed =
+      metadata_or(metadata, "voxrt.transducer.encoder_processed_input", "");
+  if (!processed.empty()) m->processed_frames_input_ = index_of(inputs, processed);
+  const std::size_t expected_inputs = processed.empty() ? 1 : 2;
+  if (inputs.size() != expected_inputs || (!processed.empty() && m->processed_frames_input_ < 0)) {
+    return invalid_argument(encoder_path, ": the encoder's non-state inputs are (",
+                            names_of(inputs), "), expected '", features_name, "'",
+                            processed.empty() ? "" : " and '" + processed + "'",
+                            "; every other input must be a state paired with an output");
+  }
+  const std::string output_name =
+      metadata_or(metadata, "voxrt.transducer.encoder_output", "encoder_out");
+  m->encoder_output_ = index_of(m->pool_->stream_outputs(), output_name);
+  if (m->encoder_output_ < 0) {
+    return invalid_argument(encoder_path, ": the encoder has no non-state output '", output_name,
+                            "'; its non-state outputs are: ", names_of(m->pool_->stream_outputs()));
+  }
+  VOXRT_ASSIGN_OR_RETURN(m->max_batch_,
+                         resolve_max_batch(*m->encoder_, features_name, config.max_batch,
+                                           RecognizerConfig::kDefaultMaxBatch, encoder_path));
+  if (m->pool_->states_on_device()) {
+    // Every batch size the server will use gets its plan and CUDA graph now, not in the middle
+    // of serving (StatePool::warm_up).
+    std::vector<Tensor> one_row(inputs.size());
+    one_row[static_cast<std::size_t>(m->features_input_)] =
+        Tensor::zeros(DType::kF32, {1, m->layout_.chunk_frames, m->feature_dim_});
+    if (m->processed_frames_input_ >= 0)
+      one_row[static_cast<std::size_t>(m->processed_frames_input_)] =
+          Tensor::zeros(DType::kI64, {1});
+    VOXRT_RETURN_IF_ERROR(m->pool_->warm_up(*m->encoder_context_, one_row, m->max_batch_));
+  }
+  return m;
+}
+
+DeviceKind TransducerModel::device() const {
+  return encoder_->impl().contents.target.device;
+}
+
+Expected<std::unique_ptr<FamilyStream>> TransducerModel::open_stream(
+    const StreamOptions& options, const ResolvedDecoding& decoding) {
+  // A stream's beam width may be above what this search takes (1..64).
+  VOXRT_RETURN_IF_ERROR(decoding.transducer.validate());
+  std::shared_ptr<const decode::ContextGraph> hotwords;
+  if (!options.hotwords.empty()) {
+    VOXRT_ASSIGN_OR_RETURN(auto graph, decode::ContextGraph::from_phrases(
+                                           *vocabulary_, options.hotwords, decoding.hotword_bonus));
+    hotwords = std::make_shared<const decode::ContextGraph>(std::move(graph));
+  }
+  const auto kind = decoding.decoder == DecoderKind::kBeam
+                        ? decode::TransducerSearchKind::kModifiedBeam
+                        : decode::TransducerSearchKind::kGreedy;
+  decode::TransducerStreamSearch search(vocabulary_, time_base_, kind, decoding.transducer,
+                                        networks_->context_size(), std::move(hotwords));
+  VOXRT_ASSIGN_OR_RETURN(int slot, pool_->acquire());
+  return std::unique_ptr<FamilyStream>(
+      std::make_unique<TransducerStream>(shared_from_this(), slot, std::move(search)));
+}
+
+Status TransducerModel::run_batch(std::span<const ChunkInput> batch, int frames) {
+  const auto batch_size = static_cast<std::int64_t>(batch.size());
+  std::vector<Tensor> inputs(pool_->stream_inputs().size());
+  Tensor& features = inputs[static_cast<std::size_t>(features_input_)];
+  features = Tensor::uninitialized(DType::kF32, {batch_size, frames, feature_dim_});
+  const std::size_t chunk_values = static_cast<std::size_t>(frames) * feature_dim_;
+  std::vector<int> slots;
+  std::vector<TransducerStream*> streams;
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    std::copy(batch[b].features, batch[b].features + chunk_values,
+              features.data<float>() + b * chunk_values);
+    streams.push_back(static_cast<TransducerStream*>(batch[b].stream));
+    slots.push_back(streams.back()->slot_);
+  }
+  if (processed_frames_input_ >= 0) {
+    Tensor processed = Tensor::uninitialized(DType::kI64, {batch_size});
+    for (std::size_t b = 0; b < batch.size(); ++b)
+      processed.data<std::int64_t>()[b] = streams[b]->processed_frames_;
+    inputs[static_cast<std::size_t>(processed_frames_input_)] = std::move(processed);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
+                         pool_->run_batch(*encoder_context_, slots, inputs));
+  const auto encoded = std::chrono::steady_clock::now();
+  const Tensor& encoder_out = outputs[static_cast<std::size_t>(encoder_output_)];
+  if (encoder_out.rank() != 3 || encoder_out.dim(0) != batch_size ||
+      encoder_out.dim(2) != networks_->encoder_dim()) {
+    return invalid_argument("encoder_out is ", dims_to_string(encoder_out.dims()), ", expected [",
+                            batch_size, ", T, ", networks_->encoder_dim(), "]");
+  }
+  std::vector<decode::TransducerStreamSearch*> searches;
+  std::vector<int> valid;
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    searches.push_back(&streams[b]->search_);
+    valid.push_back(batch[b].valid_output_frames);
+    streams[b]->processed_frames_ += layout_.shift_frames;
+  }
+  VOXRT_RETURN_IF_ERROR(
+      decode::transducer_search_chunk(*networks_, searches, encoder_out.data<float>(),
+                                      static_cast<int>(encoder_out.dim(1)), valid));
+  const auto searched = std::chrono::steady_clock::now();
+  timings_.encoder_seconds += std::chrono::duration<double>(encoded - start).count();
+  timings_.search_seconds += std::chrono::duration<double>(searched - encoded).count();
+  ++timings_.batches;
+  return Status::ok();
+}
+
+}  // namespace voxrt::stream

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# A tiny Whisper-architecture model in Hugging Face optimum's layout (made from code by
+# tests/models/optimum_whisper.py), through the CLI and the server: `voxrt build --model-dir`
+# with no metadata written by hand, then `voxrt transcribe` and `voxrt serve` (an OpenAI-style
+# upload) must give the text of the Python reference greedy decoder over the same torch modules,
+# for a 2.1 s clip and a 40 s one (two 30 s windows); and a 128-mel-bin export (Whisper v3's).
+set -euo pipefail
+voxrt=$1
+src=${VOXRT_SOURCE_DIR:?}
+work=$(mktemp -d)
+source "$(dirname "$0")/serve_for_test.sh"
+trap 'stop_server; rm -rf "$work"' EXIT
+py=/usr/bin/python3
+script="$src/tests/models/optimum_whisper.py"
+short="$src/samples/play_music.wav"
+long="$work/long.wav"
+"$py" "$script" export "$work/model" > "$work/export.log" 2>&1 || { cat "$work/export.log"; exit 1; }
+"$voxrt" build --model-dir "$work/model" --engine "$work/bundle" --no-autotune --max-batch 4
+test -f "$work/bundle/bundle.json"
+# 40 s: the sample, then a quieter copy, then silence, repeated.
+"$py" - "$short" "$long" <<'PY'
+import sys, wave
+import numpy as np
+with wave.open(sys.argv[1]) as w:
+    x = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float64)
+out = []
+while sum(len(p) for p in out) < 40 * 16000:
+    out += [x, 0.4 * x[::-1], np.zeros(4000)]
+y = np.concatenate(out)[: 40 * 16000].astype(np.int16)
+with wave.open(sys.argv[2], "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000); w.writeframes(y.tobytes())
+PY
+
+reference() {  # wav: the reference's text
+  "$py" "$script" reference "$work/model" "$1" 2>/dev/null |
+    "$py" -c 'import json,sys; print(json.loads(sys.stdin.readline())["text"])'
+}
+final_text() {  # the last final of voxrt transcribe --json
+  "$py" -c 'import json,sys; print([j for j in map(json.loads, sys.stdin) if j["is_final"]][-1]["text"])'
+}
+check() {  # name expected got
+  if [ "$2" != "$3" ]; then
+    echo "FAIL: $1: expected '$2', got '$3'"
+    exit 1
+  fi
+  echo "ok: $1: $3"
+}
+
+short_text=$(reference "$short")
+long_text=$(reference "$long")
+[ -n "$short_text" ] && [ -n "$long_text" ] || { echo "FAIL: the reference decoded nothing"; exit 1; }
+check "transcribe short" "$short_text" \
+  "$("$voxrt" transcribe --engine "$work/bundle" --vad off --json "$short" 2>/dev/null | final_text)"
+check "transcribe long" "$long_text" \
+  "$("$voxrt" transcribe --engine "$work/bundle" --vad off --json "$long" 2>/dev/null | final_text)"
+start_server "$voxrt" "$work/serve.log" --engine "$work/bundle" --vad off --max-batch 4
+check "serve upload short" "$short_text" "$(upload_text "$short")"
+check "serve upload long" "$long_text" "$(upload_text "$long")"
+stop_server
+
+# --language picks the prompt's language token (the export's lang_to_id has <|en|> and <|de|>).
+"$voxrt" build --model-dir "$work/model" --engine "$work/bundle_de" --no-autotune --max-batch 1 --language de
+en=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["lang_to_id"]["<|en|>"])' "$work/model/generation_config.json")
+de=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["lang_to_id"]["<|de|>"])' "$work/model/generation_config.json")
+prompt() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["voxrt.encoder_decoder.prompt"])' "$1/bundle.json"; }
+check "prompt language en" "en $en" "en $(prompt "$work/bundle" | cut -d, -f2)"
+check "prompt language de" "de $de" "de $(prompt "$work/bundle_de" | cut -d, -f2)"
+if "$voxrt" build --model-dir "$work/model" --engine "$work/bundle_fr" --no-autotune --language fr 2> "$work/fr.log"; then
+  echo "FAIL: --language fr (not in lang_to_id) was accepted"
+  exit 1
+fi
+grep -q "generation_config.json: lang_to_id has no '<|fr|>'" "$work/fr.log" || { cat "$work/fr.log"; echo "FAIL: the error does not name lang_to_id"; exit 1; }
+echo "ok: --language fr refused: $(cat "$work/fr.log")"
+
+# Whisper v3's 128 mel bins (config.json num_mel_bins): the front end and the import follow it.
+"$py" "$script" export "$work/model128" --mels 128 > "$work/export128.log" 2>&1 || { cat "$work/export128.log"; exit 1; }
+"$voxrt" build --model-dir "$work/model128" --engine "$work/bundle128" --no-autotune --max-batch 2
+grep -q '"voxrt.feature.num_bins": "128"' "$work/bundle128/bundle.json" || { echo "FAIL: 128 bins not in the bundle"; exit 1; }
+text128=$("$py" "$script" reference "$work/model128" "$short" 2>/dev/null |
+  "$py" -c 'import json,sys; print(json.loads(sys.stdin.readline())["text"])')
+check "transcribe short, 128 mel bins" "$text128" \
+  "$("$voxrt" transcribe --engine "$work/bundle128" --vad off --json "$short" 2>/dev/null | final_text)"
+echo PASS

@@ -1,0 +1,278 @@
+"""A tiny Whisper-architecture model exported as Hugging Face optimum does it, and a plain
+reference greedy decoder over the same torch modules (for tests/models/whisper_test.cpp).
+
+  optimum_whisper.py export DIR [--tokenizer-json] [--mels N] [--size tiny|base]
+      writes encoder_model.onnx, decoder_model.onnx, decoder_with_past_model.onnx (the modules of
+      transformer_models.py, optimum's names and dynamic axes), config.json,
+      generation_config.json, vocab.json (GPT-2 byte-level tokens and a few merges),
+      added_tokens.json or tokenizer.json, and torch_model.pt (the weights, for the reference).
+  optimum_whisper.py reference DIR WAV...
+      prints one JSON line per WAV: {"wav", "windows": [{"tokens", "text", "no_speech", "avg_logprob",
+      "silence"}], "text"}.
+
+The reference decodes without a KV cache (the whole sequence through the decoder at every step)
+and follows the window rules of docs/model_contract.md: suppress_tokens and every special token
+but end-of-text never chosen, begin_suppress_tokens not first, stop at end-of-text, at
+max_target_positions, or when one n-gram (n <= 16) ends the window 4 times (one copy kept);
+silence when P(no_speech) at the first prompt position > 0.6 and the mean log-probability of the
+chosen tokens (end-of-text included) < -1; a window with under 3 frames of audio (frame f holds
+samples 160 f - 200 .. 160 f + 199) is not decoded. The features are tests/unit/audio's
+reference."""
+import json
+import math
+import os
+import sys
+import wave
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "unit", "audio"))
+import transformer_models as tm  # noqa: E402
+from whisper_mel_reference import whisper_features  # noqa: E402
+
+MERGES = ["Ġthe", "Ġvox", "Ġhello", "Ġworld", "ing", "Ġspeech", "Ġ30", "Ġsec", "ond", "Ġwindow", "Ġö", "é"]
+SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|de|>", "<|translate|>", "<|transcribe|>",
+            "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>", "<|notimestamps|>", "<|0.00|>", "<|0.02|>"]
+# "tiny" for the tests; "base" (Whisper-base's sizes: 512 wide, 6 + 6 layers, 51865 tokens, 448
+# positions) for timings.
+SIZES = {"tiny": dict(d=64, heads=4, layers=2, ffn=128, target=32, vocab=None),
+         "base": dict(d=512, heads=8, layers=6, ffn=2048, target=448, vocab=51865)}
+REPEAT_NGRAM, REPEAT_COPIES = 16, 4
+MIN_WINDOW_AUDIO_FRAMES = 3  # a window with less audio is not decoded
+
+
+def bytes_to_unicode():
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return dict(zip(bs, (chr(c) for c in cs)))
+
+
+def vocabulary(size="tiny"):
+    table = bytes_to_unicode()
+    tokens = [table[b] for b in range(256)] + MERGES
+    if SIZES[size]["vocab"]:
+        # Filler merges (two byte stand-ins each) up to the model's vocabulary.
+        known = set(tokens)
+        for a in range(256):
+            for b in range(256):
+                if len(tokens) + len(SPECIALS) >= SIZES[size]["vocab"]:
+                    break
+                if table[a] + table[b] not in known:
+                    tokens.append(table[a] + table[b])
+    specials = {name: len(tokens) + i for i, name in enumerate(SPECIALS)}
+    return tokens, specials
+
+
+def config(mels, size="tiny"):
+    tokens, specials = vocabulary(size)
+    vocab = len(tokens) + len(specials)
+    z = SIZES[size]
+    return tm.WhisperConfig(d=z["d"], heads=z["heads"], encoder_layers=z["layers"], decoder_layers=z["layers"],
+                            ffn=z["ffn"], vocab=vocab, mels=mels, source_positions=1500, target_positions=z["target"])
+
+
+def build_modules(c, size):
+    tokens, specials = vocabulary(size)
+    encoder = tm.randomize(tm.WhisperEncoder(c), 21)
+    decoder = tm.randomize(tm.WhisperDecoder(c), 22)
+    with torch.no_grad():
+        torch.manual_seed(23)
+        decoder.embed_positions.uniform_(-0.5, 0.5)
+        # A model that says something and listens: small token embeddings and a stronger
+        # cross-attention (the tokens follow the positions and the audio, not the last token), and
+        # end-of-text pushed away before position 14 and drawn in after it, so windows end after
+        # several tokens (tuned by hand: 1 to 23 tokens a window on the test clips).
+        decoder.embed_tokens.weight.mul_(0.3)
+        for layer in decoder.layers:
+            layer.encoder_attn.out_proj.weight.mul_(4.0)
+        eos = specials["<|endoftext|>"]
+        direction = decoder.embed_tokens.weight[eos] / decoder.embed_tokens.weight[eos].norm()
+        ramp = (torch.arange(c.target_positions, dtype=torch.float32) - 14.0) * 0.5
+        decoder.embed_positions.add_(ramp[:, None] * direction[None, :])
+    return encoder.eval(), decoder.eval()
+
+
+def export(out, tokenizer_json, mels, size):
+    os.makedirs(out, exist_ok=True)
+    c = config(mels, size)
+    encoder, decoder = build_modules(c, size)
+    torch.save({"encoder": encoder.state_dict(), "decoder": decoder.state_dict(), "mels": mels, "size": size},
+               os.path.join(out, "torch_model.pt"))
+
+    def onnx(model, args, name, inputs, outputs, axes):
+        with torch.no_grad():
+            torch.onnx.export(model, tuple(args), os.path.join(out, name), input_names=inputs,
+                              output_names=outputs, dynamic_axes=axes, opset_version=14, do_constant_folding=True)
+
+    onnx(encoder, (torch.randn(1, c.mels, 2 * c.source_positions),), "encoder_model.onnx", ["input_features"],
+         ["last_hidden_state"], {"input_features": {0: "batch_size"}, "last_hidden_state": {0: "batch_size"}})
+    hidden = torch.randn(1, c.source_positions, c.d)
+    present = tm.whisper_past_names(c.decoder_layers, "present")
+    onnx(tm.OptimumDecoder(decoder), (torch.tensor([[1, 2, 3, 4]]), hidden), "decoder_model.onnx",
+         ["input_ids", "encoder_hidden_states"], ["logits", *present],
+         {"input_ids": {0: "batch_size", 1: "decoder_sequence_length"},
+          "encoder_hidden_states": {0: "batch_size", 1: "encoder_sequence_length / 2"},
+          "logits": {0: "batch_size", 1: "decoder_sequence_length"},
+          **{n: {0: "batch_size", 2: "past_decoder_sequence_length + 1" if ".decoder." in n
+                 else "encoder_sequence_length_out"} for n in present}})
+    past_names = tm.whisper_past_names(c.decoder_layers, "past_key_values")
+    hd = c.d // c.heads
+    past = [torch.randn(1, c.heads, 5 if ".decoder." in n else c.source_positions, hd) for n in past_names]
+    present_decoder = tm.whisper_past_names(c.decoder_layers, "present", ("decoder",))
+    onnx(tm.OptimumDecoderWithPast(decoder), (torch.tensor([[7]]), *past), "decoder_with_past_model.onnx",
+         ["input_ids", *past_names], ["logits", *present_decoder],
+         {"input_ids": {0: "batch_size"},
+          **{n: {0: "batch_size", 2: "past_decoder_sequence_length" if ".decoder." in n
+                 else "encoder_sequence_length_out"} for n in past_names},
+          "logits": {0: "batch_size"},
+          **{n: {0: "batch_size", 2: "past_decoder_sequence_length + 1"} for n in present_decoder}})
+
+    tokens, specials = vocabulary(size)
+    vocab = {t: i for i, t in enumerate(tokens)}
+    vocab["<|endoftext|>"] = specials["<|endoftext|>"]  # GPT-2's vocab.json holds it
+    with open(os.path.join(out, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    if tokenizer_json:
+        added = [{"id": i, "content": n, "special": True, "single_word": False, "lstrip": False, "rstrip": False,
+                  "normalized": False} for n, i in specials.items()]
+        with open(os.path.join(out, "tokenizer.json"), "w", encoding="utf-8") as f:
+            json.dump({"version": "1.0", "added_tokens": added, "model": {"type": "BPE", "vocab": vocab}}, f)
+    else:
+        with open(os.path.join(out, "added_tokens.json"), "w", encoding="utf-8") as f:
+            json.dump({n: i for n, i in specials.items() if n != "<|endoftext|>"}, f)
+    with open(os.path.join(out, "config.json"), "w") as f:
+        json.dump({"model_type": "whisper", "d_model": c.d, "encoder_layers": c.encoder_layers,
+                   "decoder_layers": c.decoder_layers, "encoder_attention_heads": c.heads,
+                   "decoder_attention_heads": c.heads, "encoder_ffn_dim": c.ffn, "decoder_ffn_dim": c.ffn,
+                   "num_mel_bins": c.mels, "vocab_size": c.vocab, "max_source_positions": c.source_positions,
+                   "max_target_positions": c.target_positions, "eos_token_id": specials["<|endoftext|>"]}, f,
+                  indent=1)
+    space = vocab[bytes_to_unicode()[ord(" ")]]
+    with open(os.path.join(out, "generation_config.json"), "w") as f:
+        json.dump({"decoder_start_token_id": specials["<|startoftranscript|>"],
+                   "eos_token_id": specials["<|endoftext|>"],
+                   "no_timestamps_token_id": specials["<|notimestamps|>"],
+                   "lang_to_id": {"<|en|>": specials["<|en|>"], "<|de|>": specials["<|de|>"]},
+                   "task_to_id": {"translate": specials["<|translate|>"], "transcribe": specials["<|transcribe|>"]},
+                   "suppress_tokens": [1, 2, 3, 200, 201],
+                   "begin_suppress_tokens": [space, specials["<|endoftext|>"]],
+                   "max_length": c.target_positions}, f, indent=1)
+    print("exported", out, "vocab", c.vocab)
+
+
+# ---------------------------------------------------------------------------------- reference
+def read_wav(path):
+    with wave.open(path) as w:
+        assert w.getsampwidth() == 2 and w.getnchannels() == 1 and w.getframerate() == 16000, path
+        data = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
+    return data.astype(np.float64) / 32768.0
+
+
+def repeats_at_end(tokens):
+    for n in range(1, REPEAT_NGRAM + 1):
+        if n * REPEAT_COPIES > len(tokens):
+            break
+        if all(tokens[i] == tokens[i - n] for i in range(len(tokens) - n * (REPEAT_COPIES - 1), len(tokens))):
+            return n
+    return 0
+
+
+def decode_window(decoder, hidden, gen, specials_ids, vocab_size):
+    prompt = [gen["decoder_start_token_id"], gen["lang_to_id"]["<|en|>"], gen["task_to_id"]["transcribe"],
+              gen["no_timestamps_token_id"]]
+    eos = gen["eos_token_id"]
+    suppressed = torch.zeros(vocab_size, dtype=torch.bool)
+    suppressed[sorted(specials_ids.values())] = True
+    suppressed[gen["suppress_tokens"]] = True
+    suppressed[eos] = False
+    begin = suppressed.clone()
+    begin[gen["begin_suppress_tokens"]] = True
+    no_speech_id = specials_ids.get("<|nospeech|>", specials_ids.get("<|nocaptions|>", -1))
+    tokens, choices, sum_logprob, no_speech = [], 0, 0.0, 0.0
+    while True:
+        ids = torch.tensor([prompt + tokens])
+        with torch.no_grad():
+            logits, _ = decoder(ids, hidden, None)
+        logits = logits[0].double()
+        if not tokens and choices == 0 and no_speech_id >= 0:
+            no_speech = torch.softmax(logits[0], -1)[no_speech_id].item()
+        last = logits[-1].clone()
+        last[begin if not tokens else suppressed] = -math.inf
+        chosen = int(torch.argmax(last))
+        sum_logprob += torch.log_softmax(last, -1)[chosen].item()
+        choices += 1
+        if chosen == eos:
+            break
+        tokens.append(chosen)
+        n = repeats_at_end(tokens)
+        if n:
+            del tokens[len(tokens) - (REPEAT_COPIES - 1) * n:]
+            break
+        if len(prompt) + len(tokens) >= decoder.embed_positions.shape[0]:
+            break
+    avg = sum_logprob / choices
+    return {"tokens": tokens, "no_speech": no_speech, "avg_logprob": avg,
+            "silence": no_speech_id >= 0 and no_speech > 0.6 and avg < -1.0}
+
+
+def detokenize(tokens, id_to_token, specials_ids):
+    inverse = {v: k for k, v in bytes_to_unicode().items()}
+    data = bytearray()
+    for t in tokens:
+        if t in specials_ids.values():
+            continue
+        data += bytes(inverse[ch] for ch in id_to_token[t])
+    return data.decode("utf-8", errors="replace")
+
+
+def reference(folder, wavs):
+    torch.set_num_threads(1)
+    state = torch.load(os.path.join(folder, "torch_model.pt"))
+    size = state.get("size", "tiny")
+    c = config(state["mels"], size)
+    encoder, decoder = tm.WhisperEncoder(c).eval(), tm.WhisperDecoder(c).eval()
+    encoder.load_state_dict(state["encoder"])
+    decoder.load_state_dict(state["decoder"])
+    with open(os.path.join(folder, "generation_config.json")) as f:
+        gen = json.load(f)
+    with open(os.path.join(folder, "vocab.json"), encoding="utf-8") as f:
+        vocab = json.load(f)
+    _, specials = vocabulary(size)
+    id_to_token = {i: t for t, i in vocab.items()}
+    for wav in wavs:
+        samples = read_wav(wav)
+        features = whisper_features(samples, c.mels).astype(np.float32)
+        frames_with_audio = -(-(len(samples) + 200) // 160)
+        windows = []
+        for w in range(features.shape[0] // 3000):
+            if frames_with_audio - w * 3000 < MIN_WINDOW_AUDIO_FRAMES:
+                windows.append({"tokens": [], "text": "", "silence": True, "too_short": True})
+                continue
+            x = torch.from_numpy(features[w * 3000:(w + 1) * 3000].T.copy())[None]
+            with torch.no_grad():
+                hidden = encoder(x)
+            result = decode_window(decoder, hidden, gen, specials, c.vocab)
+            result["text"] = "" if result["silence"] else detokenize(result["tokens"], id_to_token, specials)
+            windows.append(result)
+        text = "".join(w["text"] for w in windows).strip(" ")
+        print(json.dumps({"wav": wav, "windows": windows, "text": text}, ensure_ascii=False), flush=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "export":
+        mels = int(sys.argv[sys.argv.index("--mels") + 1]) if "--mels" in sys.argv else 80
+        size = sys.argv[sys.argv.index("--size") + 1] if "--size" in sys.argv else "tiny"
+        export(sys.argv[2], "--tokenizer-json" in sys.argv, mels, size)
+    elif sys.argv[1] == "reference":
+        reference(sys.argv[2], sys.argv[3:])
+    else:
+        sys.exit(__doc__)

@@ -1,0 +1,569 @@
+// The encoder_decoder family end to end on a tiny Whisper-architecture model exported the way
+// Hugging Face optimum does it (tests/models/optimum_whisper.py, random weights tuned so that a
+// window says 1 to 23 tokens on the test clips): `voxrt build --model-dir` imports it without
+// hand-written metadata; the bundle's three engines match onnxruntime on the exported ONNX; the
+// Recognizer (and the `voxrt transcribe` program) give exactly the tokens and text of the Python
+// reference greedy decoder (torch, the same modules, no KV cache) on a short clip and on a 68 s
+// clip (3 windows); a stream's text does not depend on which streams share its batch or how its
+// audio is cut; the driver's VAD gives no text for a silent stream; import errors name the file and
+// key; and the window rules (window_search.h) on hand-made logits; and the family batches three
+// streams' windows into one encoder call and one prompt call.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "audio/audio_io.h"
+#include "audio/feature_extractor.h"
+#include "audio/whisper_log_mel.h"
+#include "model_import/model_dir_import.h"
+#include "model_test_files.h"
+#include "ort_compare.h"
+#include "stream/bundle_manifest.h"
+#include "stream/encoder_decoder/encoder_decoder_model.h"
+#include "stream/encoder_decoder/window_search.h"
+#include "stream/recognizer.h"
+#include "stream_feeding.h"
+
+namespace voxrt {
+namespace {
+namespace fs = std::filesystem;
+using model_test::all_close;
+using model_test::random_f32;
+using model_test::run_capture;
+using model_test::write_wav;
+
+fs::path work_dir() {
+  return model_test::process_work_dir("voxrt_whisper_test");
+}
+
+std::string script() {
+  return (model_test::source_dir() / "tests/models/optimum_whisper.py").string();
+}
+
+struct Reference {
+  std::vector<int> tokens;  // of the windows that are not silence, in order
+  std::string text;
+  int windows = 0;
+  int too_short = 0;  // windows not decoded
+  std::vector<std::string> window_texts;
+};
+
+class WhisperTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    fs::remove_all(work_dir());
+    fs::create_directories(work_dir());
+    export_dir_ = work_dir() / "export";
+    bundle_ = work_dir() / "bundle";
+    auto clip =
+        audio::read_audio_file((model_test::source_dir() / "samples/play_music.wav").string());
+    ASSERT_TRUE(clip.has_value()) << clip.status().to_string();
+    // A short clip, and a 68 s one (3 windows): the clip reversed, louder and quieter, with
+    // pauses, over and over.
+    wavs_ = {(model_test::source_dir() / "samples/play_music.wav").string(),
+             (work_dir() / "long.wav").string()};
+    std::vector<float> long_clip;
+    for (int k = 0; long_clip.size() < 68 * 16000; ++k) {
+      const float gain = 0.3f + 0.2f * static_cast<float>(k % 4);
+      if (k % 2 == 0) {
+        for (float s : clip->samples) long_clip.push_back(gain * s);
+      } else {
+        for (auto it = clip->samples.rbegin(); it != clip->samples.rend(); ++it)
+          long_clip.push_back(gain * *it);
+      }
+      long_clip.resize(long_clip.size() + 1600 * static_cast<std::size_t>(k % 5), 0.0f);
+    }
+    long_clip.resize(68 * 16000);
+    write_wav(wavs_[1], long_clip);
+    // 30 s less 6.25 ms: its last frame reaches over the window boundary, so a second window
+    // holds one frame of audio, which is not decoded.
+    wavs_.push_back((work_dir() / "edge.wav").string());
+    long_clip.resize(480000 - 100);
+    write_wav(wavs_[2], long_clip);
+    const std::string cmd = "/usr/bin/python3 '" + script() + "' export '" + export_dir_.string() +
+                            "' > '" + (work_dir() / "export.log").string() + "' 2>&1";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << "export failed: " << cmd;
+    model_import::ModelDirImportOptions options;
+    options.model_dir = export_dir_.string();
+    options.bundle_dir = bundle_.string();
+    options.build.autotune = false;
+    options.max_batch = 4;
+    auto imported = model_import::import_model_dir(options);
+    ASSERT_TRUE(imported.has_value()) << imported.status().to_string();
+    EXPECT_EQ(imported->family, "encoder_decoder");
+    EXPECT_EQ(imported->layout, "optimum-whisper");
+    // The reference decoder's tokens and text per clip.
+    std::string ref =
+        "/usr/bin/python3 '" + script() + "' reference '" + export_dir_.string() + "'";
+    for (const std::string& wav : wavs_) ref += " '" + wav + "'";
+    ref += " 2>/dev/null";
+    std::istringstream lines(run_capture(ref));
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      ASSERT_FALSE(j.is_discarded()) << line;
+      Reference r;
+      r.text = j["text"].get<std::string>();
+      for (const auto& window : j["windows"]) {
+        ++r.windows;
+        if (window.contains("too_short")) ++r.too_short;
+        r.window_texts.push_back(window["text"].get<std::string>());
+        if (window["silence"].get<bool>()) continue;
+        for (const auto& t : window["tokens"]) r.tokens.push_back(t.get<int>());
+      }
+      references_.push_back(r);
+    }
+    ASSERT_EQ(references_.size(), wavs_.size()) << "the reference decoder failed: " << ref;
+    ready_ = true;
+  }
+
+  void SetUp() override { ASSERT_TRUE(ready_) << "set-up failed; see " << work_dir(); }
+
+  static std::shared_ptr<stream::Recognizer> make(int max_batch, stream::VadKind vad) {
+    stream::RecognizerConfig config;
+    config.engine_path = bundle_.string();
+    config.vad = vad;
+    config.max_batch = max_batch;
+    config.max_streams = 8;
+    auto r = stream::Recognizer::create(config);
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : nullptr;
+  }
+
+  struct Output {
+    std::string text;
+    std::vector<int> tokens;
+    int finals = 0;
+    std::vector<std::string> partials;
+  };
+
+  // Runs each file as a stream fed in pieces of `pieces[i]` samples, all advanced together.
+  static std::vector<Output> run(stream::Recognizer& r, const std::vector<std::string>& files,
+                                 const std::vector<std::size_t>& pieces) {
+    std::vector<Output> out(files.size());
+    model_test::feed_files_as_streams(r, files, pieces, {},
+                                      [&](std::size_t i, const stream::StreamResult& result) {
+                                        if (!result.result.is_final) {
+                                          out[i].partials.push_back(result.result.text);
+                                          return;
+                                        }
+                                        ++out[i].finals;
+                                        out[i].text = result.result.text;
+                                        out[i].tokens.clear();
+                                        for (const auto& t : result.result.tokens)
+                                          out[i].tokens.push_back(t.id);
+                                      });
+    return out;
+  }
+
+  static inline fs::path export_dir_;
+  static inline fs::path bundle_;
+  static inline std::vector<std::string> wavs_;
+  static inline std::vector<Reference> references_;
+  static inline bool ready_ = false;
+};
+
+std::string tokens_string(const std::vector<int>& tokens) {
+  std::string out;
+  for (int t : tokens) out += (out.empty() ? "" : " ") + std::to_string(t);
+  return out;
+}
+
+// The bundle's engines (as the Recognizer runs them) against onnxruntime on the exported files.
+TEST_F(WhisperTest, BundleEnginesMatchOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  std::mt19937 rng(27);
+  auto check = [&](const char* role, const char* onnx, const std::vector<model_test::Input>& in) {
+    SCOPED_TRACE(role);
+    auto manifest = stream::BundleManifest::read(bundle_.string());
+    ASSERT_TRUE(manifest.has_value());
+    auto path = manifest->engine_path(bundle_.string(), role);
+    ASSERT_TRUE(path.has_value());
+    auto engine = Engine::load_file(*path);
+    ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+    auto context = (*engine)->create_context(1);
+    ASSERT_TRUE(context.has_value());
+    auto ours = (*context)->run(model_test::engine_inputs(**engine, in));
+    ASSERT_TRUE(ours.has_value()) << ours.status().to_string();
+    std::vector<std::string> names, output_names;
+    std::vector<Tensor> values;
+    for (const auto& i : in) {
+      names.push_back(i.name);
+      values.push_back(i.value);
+    }
+    for (const auto& o : (*engine)->outputs()) output_names.push_back(o.name);
+    auto reference =
+        ort::run_onnxruntime((export_dir_ / onnx).string(), names, values, output_names);
+    ASSERT_TRUE(reference.has_value()) << reference.status().to_string();
+    ASSERT_EQ(ours->size(), reference->outputs.size());
+    for (std::size_t o = 0; o < ours->size(); ++o) {
+      EXPECT_TRUE(all_close((*ours)[o], reference->outputs[o], 1e-4, 1e-4,
+                            std::string(onnx) + " " + output_names[o]));
+    }
+  };
+  check("encoder", "encoder_model.onnx", {{"input_features", random_f32({2, 80, 3000}, rng)}});
+  check("decoder", "decoder_model.onnx",
+        {{"input_ids", model_test::i64_tensor({2, 4}, {269, 270, 273, 277, 269, 271, 273, 277})},
+         {"encoder_hidden_states", random_f32({2, 1500, 64}, rng)}});
+  std::vector<model_test::Input> step = {
+      {"input_ids", model_test::i64_tensor({3, 1}, {42, 7, 260})}};
+  for (int layer = 0; layer < 2; ++layer) {
+    for (const char* side : {"decoder", "encoder"}) {
+      for (const char* kv : {"key", "value"}) {
+        const std::int64_t length = std::string(side) == "decoder" ? 9 : 1500;
+        step.push_back({"past_key_values." + std::to_string(layer) + "." + side + "." + kv,
+                        random_f32({3, 4, length, 16}, rng)});
+      }
+    }
+  }
+  check("decoder_with_past", "decoder_with_past_model.onnx", step);
+}
+
+TEST_F(WhisperTest, RecognizerGivesTheReferenceTokensAndText) {
+  auto r = make(4, stream::VadKind::kOff);
+  ASSERT_TRUE(r);
+  // The reference model says something, and the long clip has its three windows.
+  EXPECT_GE(references_[0].tokens.size(), 5u);
+  EXPECT_EQ(references_[1].windows, 3);
+  EXPECT_EQ(references_[2].windows, 2);
+  EXPECT_EQ(references_[2].too_short, 1);
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    const auto out = run(*r, {wavs_[i]}, {3200});
+    SCOPED_TRACE(wavs_[i]);
+    EXPECT_EQ(out[0].finals, 1);
+    EXPECT_EQ(tokens_string(out[0].tokens), tokens_string(references_[i].tokens));
+    EXPECT_EQ(out[0].text, references_[i].text);
+  }
+  // Partial results: the text of the windows decoded so far, one more window each time.
+  const auto out = run(*r, {wavs_[1]}, {3200});
+  const auto& windows = references_[1].window_texts;
+  ASSERT_EQ(windows.size(), 3u);
+  auto trimmed = [](std::string t) {
+    t.erase(0, t.find_first_not_of(' '));
+    t.erase(t.find_last_not_of(' ') + 1);
+    return t;
+  };
+  const std::vector<std::string> expected = {trimmed(windows[0]), trimmed(windows[0] + windows[1])};
+  // The third window's text changes the partial only where it adds something.
+  ASSERT_GE(out[0].partials.size(), 2u);
+  EXPECT_EQ(out[0].partials[0], expected[0]);
+  EXPECT_EQ(out[0].partials[1], expected[1]);
+}
+
+TEST_F(WhisperTest, TextDoesNotDependOnBatchMatesOrPieces) {
+  auto batched = make(4, stream::VadKind::kOff);
+  auto alone = make(1, stream::VadKind::kOff);
+  ASSERT_TRUE(batched && alone);
+  // The long clip beside two others (its first window batched with theirs, its later windows
+  // alone or not), fed in other piece sizes.
+  const std::vector<std::string> files = {wavs_[1], wavs_[0], wavs_[1]};
+  const auto together = run(*batched, files, {4000, 1111, 16000});
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto single = run(*alone, {files[i]}, {7777});
+    EXPECT_EQ(together[i].text, single[0].text) << "stream " << i;
+    EXPECT_EQ(tokens_string(together[i].tokens), tokens_string(single[0].tokens)) << i;
+  }
+  EXPECT_EQ(together[0].text, references_[1].text);
+  EXPECT_EQ(together[1].text, references_[0].text);
+}
+
+TEST_F(WhisperTest, TheVadGivesNoTextForSilence) {
+  const fs::path silence = work_dir() / "silence.wav";
+  write_wav(silence, std::vector<float>(16000 * 5, 0.0f));
+  auto r = make(4, stream::VadKind::kEnergy);
+  ASSERT_TRUE(r);
+  const auto out = run(*r, {silence.string(), wavs_[0]}, {1600, 1600});
+  EXPECT_EQ(out[0].text, "");
+  EXPECT_EQ(out[0].finals, 1);
+  // Speech still goes through the VAD into the model.
+  EXPECT_EQ(out[1].text, references_[0].text);
+}
+
+TEST_F(WhisperTest, TranscribeProgramGivesTheReferenceText) {
+  const char* cli = std::getenv("VOXRT_CLI");
+  if (cli == nullptr) GTEST_SKIP() << "VOXRT_CLI (the voxrt program) is not set";
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    const std::string cmd = std::string("'") + cli + "' transcribe --json --engine '" +
+                            bundle_.string() + "' --vad off '" + wavs_[i] + "' 2>/dev/null";
+    std::istringstream lines(run_capture(cmd));
+    int finals = 0;
+    std::string text;
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      ASSERT_FALSE(j.is_discarded()) << cmd << ": " << line;
+      if (!j.value("is_final", false)) continue;
+      ++finals;
+      text = j["text"].get<std::string>();
+    }
+    EXPECT_EQ(finals, 1) << cmd;
+    EXPECT_EQ(text, references_[i].text) << cmd;
+  }
+}
+
+// A copy of the export with one change, imported: the error must name `file` and `key`.
+void expect_import_error(const std::function<void(const fs::path&)>& change,
+                         const std::vector<std::string>& expected_in_message) {
+  static int n = 0;
+  const fs::path dir = work_dir() / ("broken_" + std::to_string(n++));
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(work_dir() / "export")) {
+    if (entry.path().extension() == ".json" || entry.path().filename() == "encoder_model.onnx" ||
+        entry.path().filename().string().starts_with("decoder"))
+      fs::copy_file(entry.path(), dir / entry.path().filename());
+  }
+  change(dir);
+  model_import::ModelDirImportOptions options;
+  options.model_dir = dir.string();
+  options.bundle_dir = (dir / "bundle").string();
+  options.build.autotune = false;
+  auto imported = model_import::import_model_dir(options);
+  ASSERT_FALSE(imported.has_value()) << "imported " << dir;
+  for (const std::string& part : expected_in_message) {
+    EXPECT_NE(imported.status().message().find(part), std::string::npos)
+        << "'" << part << "' not in: " << imported.status().message();
+  }
+}
+
+void edit_json(const fs::path& path, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j;
+  std::ifstream(path) >> j;
+  edit(j);
+  std::ofstream(path) << j.dump();
+}
+
+TEST_F(WhisperTest, ImportErrorsNameTheFileAndKey) {
+  expect_import_error([](const fs::path& d) { fs::remove(d / "generation_config.json"); },
+                      {"generation_config.json", "missing"});
+  expect_import_error([](const fs::path& d) { fs::remove(d / "vocab.json"); }, {"vocab.json"});
+  expect_import_error([](const fs::path& d) { fs::remove(d / "decoder_with_past_model.onnx"); },
+                      {"decoder_with_past_model.onnx"});
+  expect_import_error(
+      [](const fs::path& d) {
+        edit_json(d / "generation_config.json",
+                  [](nlohmann::json& j) { j.erase("no_timestamps_token_id"); });
+      },
+      {"generation_config.json", "no_timestamps_token_id"});
+  expect_import_error(
+      [](const fs::path& d) {
+        edit_json(d / "config.json", [](nlohmann::json& j) { j["d_model"] = "wide"; });
+      },
+      {"config.json", "d_model", "\"wide\""});
+  expect_import_error(
+      [](const fs::path& d) {
+        edit_json(d / "generation_config.json", [](nlohmann::json& j) {
+          j["suppress_tokens"] = {1, 99999};
+        });
+      },
+      {"generation_config.json", "suppress_tokens", "99999"});
+  expect_import_error(
+      [](const fs::path& d) {
+        edit_json(d / "generation_config.json",
+                  [](nlohmann::json& j) { j["lang_to_id"].erase("<|en|>"); });
+      },
+      {"generation_config.json", "lang_to_id", "<|en|>"});
+  expect_import_error(
+      [](const fs::path& d) {
+        fs::rename(d / "decoder_model.onnx", d / "decoder_model_merged.onnx");
+        fs::remove(d / "decoder_with_past_model.onnx");
+      },
+      {"decoder_model_merged.onnx", "not imported"});
+}
+
+// The family itself: three streams' windows in one run_batch go through one encoder call, one
+// decoder call and at most max_target_positions - prompt decoder_with_past calls, and each
+// stream's text equals its window decoded alone.
+TEST_F(WhisperTest, OneEncoderCallPerBatchOfWindows) {
+  stream::RecognizerConfig config;
+  config.engine_path = bundle_.string();
+  config.max_batch = 4;
+  auto loaded = stream::load_model_family(config);
+  ASSERT_TRUE(loaded.has_value()) << loaded.status().to_string();
+  auto* model = dynamic_cast<stream::EncoderDecoderModel*>(loaded->get());
+  ASSERT_NE(model, nullptr);
+  // Three windows of the clips' log-mel frames: the short clip's, the long clip's first and
+  // third.
+  std::vector<std::vector<float>> windows;
+  for (const auto& [wav, window] : {std::pair{0, 0}, std::pair{1, 0}, std::pair{1, 2}}) {
+    auto clip = audio::read_audio_file(wavs_[static_cast<std::size_t>(wav)]);
+    ASSERT_TRUE(clip.has_value());
+    auto frames = audio::compute_features(model->feature_config(), clip->samples);
+    ASSERT_TRUE(frames.has_value());
+    frames->resize(3 * 3000 * 80, audio::kWhisperSilenceLogMel);
+    windows.emplace_back(frames->begin() + window * 3000 * 80,
+                         frames->begin() + (window + 1) * 3000 * 80);
+  }
+  const stream::ResolvedDecoding greedy;
+  auto decode = [&](const std::vector<std::size_t>& which) {
+    std::vector<std::unique_ptr<stream::FamilyStream>> streams;
+    std::vector<stream::ChunkInput> batch;
+    for (std::size_t i : which) {
+      auto s = model->open_stream(stream::StreamOptions{}, greedy);
+      EXPECT_TRUE(s.has_value()) << s.status().to_string();
+      streams.push_back(std::move(*s));
+      // The third window holds 802 frames with audio (68 s: 6802 frames touch it).
+      batch.push_back({streams.back().get(), windows[i].data(), i == 2 ? 802 : 3000});
+    }
+    EXPECT_TRUE(model->run_batch(batch, 3000).is_ok());
+    std::vector<std::string> texts;
+    for (auto& s : streams)
+      texts.push_back(tokens_string([&] {
+        std::vector<int> ids;
+        for (const auto& t : s->finalize().tokens) ids.push_back(t.id);
+        return ids;
+      }()));
+    return texts;
+  };
+  const auto before = model->calls();
+  const auto together = decode({0, 1, 2});
+  const auto after = model->calls();
+  EXPECT_EQ(after.encoder - before.encoder, 1);
+  EXPECT_EQ(after.decoder - before.decoder, 1);
+  EXPECT_LE(after.decoder_with_past - before.decoder_with_past, 32 - 4);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_FALSE(together[i].empty()) << "window " << i << " said nothing";
+    EXPECT_EQ(together[i], decode({i})[0]) << "window " << i;
+  }
+  EXPECT_NE(together[0], together[1]);
+}
+
+// The special tokens from tokenizer.json's added_tokens instead of added_tokens.json: the same
+// bundle contract, the same text.
+TEST_F(WhisperTest, ImportsTokenizerJsonInsteadOfAddedTokens) {
+  const fs::path dir = work_dir() / "tokenizer_json";
+  fs::create_directories(dir);
+  for (const auto& entry : fs::directory_iterator(export_dir_)) {
+    if (entry.path().filename() != "added_tokens.json" && entry.path().extension() != ".pt")
+      fs::copy_file(entry.path(), dir / entry.path().filename(),
+                    fs::copy_options::overwrite_existing);
+  }
+  nlohmann::json added;
+  std::ifstream(export_dir_ / "added_tokens.json") >> added;
+  nlohmann::json tokenizer = {{"version", "1.0"}, {"added_tokens", nlohmann::json::array()}};
+  for (const auto& [content, id] : added.items())
+    tokenizer["added_tokens"].push_back({{"id", id}, {"content", content}, {"special", true}});
+  std::ofstream(dir / "tokenizer.json") << tokenizer.dump();
+  model_import::ModelDirImportOptions options;
+  options.model_dir = dir.string();
+  options.bundle_dir = (dir / "bundle").string();
+  options.build.autotune = false;
+  options.max_batch = 2;
+  auto imported = model_import::import_model_dir(options);
+  ASSERT_TRUE(imported.has_value()) << imported.status().to_string();
+  auto manifest = stream::BundleManifest::read(options.bundle_dir);
+  ASSERT_TRUE(manifest.has_value());
+  auto reference_manifest = stream::BundleManifest::read(bundle_.string());
+  ASSERT_TRUE(reference_manifest.has_value());
+  EXPECT_EQ(manifest->metadata.at("voxrt.encoder_decoder.added_tokens_file"), "tokenizer.json");
+  for (const char* key : {"voxrt.encoder_decoder.prompt", "voxrt.encoder_decoder.eos_id",
+                          "voxrt.encoder_decoder.no_speech_id"}) {
+    EXPECT_EQ(manifest->metadata.at(key), reference_manifest->metadata.at(key)) << key;
+  }
+  stream::RecognizerConfig config;
+  config.engine_path = options.bundle_dir;
+  config.vad = stream::VadKind::kOff;
+  auto r = stream::Recognizer::create(config);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  EXPECT_EQ(run(**r, {wavs_[0]}, {1600})[0].text, references_[0].text);
+}
+
+// ---- the window rules alone (window_search.h), on hand-made logits ----
+
+stream::EncoderDecoderContract small_contract() {
+  stream::EncoderDecoderContract c;
+  c.vocab_size = 10;
+  c.decoder_layers = 1;
+  c.max_target_positions = 12;
+  c.prompt = {7, 8};
+  c.eos_id = 9;
+  c.no_speech_id = 6;
+  c.suppress_tokens = {1};
+  c.begin_suppress_tokens = {2, 9};
+  return c;
+}
+
+// Logits favouring `best`, then `second`.
+std::vector<float> logits_for(int best, int second = -1) {
+  std::vector<float> l(10, 0.0f);
+  l[static_cast<std::size_t>(best)] = 5.0f;
+  if (second >= 0) l[static_cast<std::size_t>(second)] = 4.0f;
+  return l;
+}
+
+std::shared_ptr<const stream::WindowRules> rules(const stream::EncoderDecoderContract& c) {
+  // 6, 7 and 8 are special (9 = eos is special too, but end-of-text stays choosable).
+  const std::vector<std::uint8_t> special = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1};
+  return std::make_shared<const stream::WindowRules>(stream::WindowRules::create(c, special));
+}
+
+TEST(WindowSearch, SuppressesAndStopsAtEndOfText) {
+  stream::WindowSearch search(rules(small_contract()));
+  EXPECT_EQ(search.last_token(), 8);  // the prompt's last
+  EXPECT_EQ(search.past_length(), 1);
+  auto l = logits_for(2, 3);  // 2 is begin-suppressed: 3 wins
+  EXPECT_TRUE(search.accept_logits(l.data()));
+  l = logits_for(2, 3);  // now 2 may come
+  EXPECT_TRUE(search.accept_logits(l.data()));
+  l = logits_for(1, 4);  // 1 is always suppressed
+  EXPECT_TRUE(search.accept_logits(l.data()));
+  l = logits_for(6, 5);  // a special token never wins
+  EXPECT_TRUE(search.accept_logits(l.data()));
+  EXPECT_EQ(search.past_length(), 5);
+  l = logits_for(9);
+  EXPECT_FALSE(search.accept_logits(l.data()));
+  EXPECT_TRUE(search.done());
+  EXPECT_EQ(search.text_tokens(), (std::vector<int>{3, 2, 4, 5}));
+}
+
+TEST(WindowSearch, StopsAtMaxTargetPositions) {
+  stream::WindowSearch search(rules(small_contract()));
+  int chosen = 0;
+  for (int step = 0; step < 20; ++step) {
+    auto l = logits_for(3 + step % 3);  // 3 4 5 3 4 5 ...: a 3-gram, but only 3 copies fit
+    ++chosen;
+    if (!search.accept_logits(l.data())) break;
+  }
+  // prompt 2 + 10 tokens = max_target_positions 12.
+  EXPECT_EQ(search.text_tokens().size(), 10u);
+  EXPECT_EQ(chosen, 10);
+}
+
+TEST(WindowSearch, RepetitionGuardKeepsOneCopy) {
+  auto c = small_contract();
+  c.max_target_positions = 40;
+  stream::WindowSearch search(rules(c));
+  const std::vector<int> said = {0, 3, 4, 3, 4, 3, 4, 3, 4, 5};
+  std::size_t step = 0;
+  for (; step < said.size(); ++step) {
+    auto l = logits_for(said[step]);
+    if (!search.accept_logits(l.data())) break;
+  }
+  EXPECT_EQ(step, 8u);  // the 4th copy of "3 4" ends the window
+  EXPECT_EQ(search.text_tokens(), (std::vector<int>{0, 3, 4}));
+}
+
+TEST(WindowSearch, NoSpeechNeedsHighProbabilityAndLowConfidence) {
+  auto silent = [](float no_speech_logit, float margin) {
+    stream::WindowSearch search(rules(small_contract()));
+    std::vector<float> first(10, 0.0f);
+    first[6] = no_speech_logit;
+    search.observe_first_position(first.data());
+    std::vector<float> l(10, 0.0f);
+    l[3] = margin;  // a confident or an unsure first token
+    search.accept_logits(l.data());
+    l.assign(10, 0.0f);
+    l[9] = 0.5f;  // end-of-text, barely: log P ~ -1.4
+    search.accept_logits(l.data());
+    return search.is_silence();
+  };
+  EXPECT_TRUE(silent(10.0f, 0.0f));    // P(no_speech) ~1, tokens unsure
+  EXPECT_FALSE(silent(10.0f, 20.0f));  // the tokens are confident: speech after all
+  EXPECT_FALSE(silent(-10.0f, 0.0f));  // no_speech unlikely
+}
+
+}  // namespace
+}  // namespace voxrt
