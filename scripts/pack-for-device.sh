@@ -27,6 +27,11 @@ done
 plugin="$build/lib/libvoxrt_cuda.so"
 [[ -f $plugin ]] || { echo "missing $plugin: build it first (cmake --build $build --target voxrt_cuda_plugin)" >&2; exit 1; }
 cp "$plugin" "$out/lib/"
+# The transducer benchmark (bench/transducer/run.sh) when it was built: optional.
+if [[ -x $build/bin/transducer_bench ]]; then
+  cp "$build/bin/transducer_bench" "$out/bin/"
+  bins+=("$build/bin/transducer_bench")
+fi
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libresolv\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libnvidia|libcudart|libcublas|libcublasLt|libnvrtc|libcudnn|libnvJitLink)'
 for b in "${bins[@]}" "$plugin"; do
   ldd "$b" | awk '/=> \//{print $1, $3}' | while read -r name path; do

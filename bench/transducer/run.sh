@@ -5,6 +5,7 @@
 # thread count it runs with), then transducer_bench at 1, 16 and 256 streams, greedy and modified
 # beam search (beam 4).
 #   bench/transducer/run.sh [BUILD_DIR] [THREADS] [DEVICE]     DEVICE: cpu (default) or cuda
+# PY: the Python with torch and onnx that exports the model (default /usr/bin/python3, Debian's).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build}
@@ -14,7 +15,7 @@ work=${VOXRT_BENCH_DIR:-$(mktemp -d)}
 precision=fp32
 [ "$device" = cuda ] && precision=fp16
 if [ ! -f "$work/model/encoder-epoch-99-avg-1.onnx" ]; then
-  /usr/bin/python3 "$root/tests/models/icefall_transducer.py" export "$work/model" --type conformer \
+  "${PY:-/usr/bin/python3}" "$root/tests/models/icefall_transducer.py" export "$work/model" --type conformer \
     --layers 12 --dim 256 --vocab 500 > "$work/export.log" 2>&1
 fi
 "$build/bin/voxrt" build --model-dir "$work/model" --engine "$work/bundle_$device" --device "$device" \
