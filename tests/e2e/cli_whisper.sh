@@ -3,7 +3,8 @@
 # tests/models/optimum_whisper.py), through the CLI and the server: `voxrt build --model-dir`
 # with no metadata written by hand, then `voxrt transcribe` and `voxrt serve` (an OpenAI-style
 # upload) must give the text of the Python reference greedy decoder over the same torch modules,
-# for a 2.1 s clip and a 40 s one (two 30 s windows); and a 128-mel-bin export (Whisper v3's).
+# for a 2.1 s clip and a 40 s one (two 30 s windows), the language detected or built in; and a
+# 128-mel-bin export (Whisper v3's).
 set -euo pipefail
 voxrt=$1
 src=${VOXRT_SOURCE_DIR:?}
@@ -58,13 +59,23 @@ check "serve upload short" "$short_text" "$(upload_text "$short")"
 check "serve upload long" "$long_text" "$(upload_text "$long")"
 stop_server
 
-# --language picks the prompt's language token (the export's lang_to_id has <|en|> and <|de|>).
+# Without --language each stream's language is detected from its first window (the reference
+# does the same); --language picks the prompt's language token (the export's lang_to_id has <|en|>
+# and <|de|>).
+ref_language=$("$py" "$script" reference "$work/model" "$short" 2>/dev/null |
+  "$py" -c 'import json,sys; print(json.loads(sys.stdin.readline())["language"])')
+check "detected language short" "$ref_language" \
+  "$("$voxrt" transcribe --engine "$work/bundle" --vad off --json "$short" 2>/dev/null |
+     "$py" -c 'import json,sys; print([j for j in map(json.loads, sys.stdin) if j["is_final"]][-1]["language"])')"
 "$voxrt" build --model-dir "$work/model" --engine "$work/bundle_de" --no-autotune --max-batch 1 --language de
-en=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["lang_to_id"]["<|en|>"])' "$work/model/generation_config.json")
 de=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["lang_to_id"]["<|de|>"])' "$work/model/generation_config.json")
-prompt() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["voxrt.encoder_decoder.prompt"])' "$1/bundle.json"; }
-check "prompt language en" "en $en" "en $(prompt "$work/bundle" | cut -d, -f2)"
-check "prompt language de" "de $de" "de $(prompt "$work/bundle_de" | cut -d, -f2)"
+language_id() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"].get("voxrt.encoder_decoder.language_id", "detected"))' "$1/bundle.json"; }
+check "prompt language (none given)" "detected" "$(language_id "$work/bundle")"
+check "prompt language de" "$de" "$(language_id "$work/bundle_de")"
+de_text=$("$py" "$script" reference "$work/model" --language de "$long" 2>/dev/null |
+  "$py" -c 'import json,sys; print(json.loads(sys.stdin.readline())["text"])')
+check "transcribe long, --language de" "$de_text" \
+  "$("$voxrt" transcribe --engine "$work/bundle_de" --vad off --json "$long" 2>/dev/null | final_text)"
 if "$voxrt" build --model-dir "$work/model" --engine "$work/bundle_fr" --no-autotune --language fr 2> "$work/fr.log"; then
   echo "FAIL: --language fr (not in lang_to_id) was accepted"
   exit 1
