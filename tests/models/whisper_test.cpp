@@ -1,13 +1,17 @@
 // The encoder_decoder family end to end on a tiny Whisper-architecture model exported the way
 // Hugging Face optimum does it (tests/models/optimum_whisper.py, random weights tuned so that a
-// window says 1 to 23 tokens on the test clips): `voxrt build --model-dir` imports it without
-// hand-written metadata; the bundle's three engines match onnxruntime on the exported ONNX; the
-// Recognizer (and the `voxrt transcribe` program) give exactly the tokens and text of the Python
-// reference greedy decoder (torch, the same modules, no KV cache) on a short clip and on a 68 s
-// clip (3 windows); a stream's text does not depend on which streams share its batch or how its
-// audio is cut; the driver's VAD gives no text for a silent stream; import errors name the file and
-// key; and the window rules (window_search.h) on hand-made logits; and the family batches three
-// streams' windows into one encoder call and one prompt call.
+// window says 16 to 21 tokens on the test clips and the two clips detect different languages):
+// `voxrt build --model-dir` imports it without hand-written metadata; the bundle's three engines
+// match onnxruntime on the exported ONNX; the Recognizer (and the `voxrt transcribe` program)
+// give exactly the tokens, text, language and segments of the Python reference decoder (torch,
+// the same modules, no KV cache) on a short clip, a 68 s clip (3 windows) and a clip whose second
+// window is not decoded: greedy and beam 3, with and without timestamp tokens, the language
+// detected per stream or built in; a stream's text does not depend on which streams share its
+// batch or how its audio is cut; the driver's VAD gives no text for a silent stream; import
+// errors name the file and key; the window rules (window_search.h), the timestamp rules and
+// segments (timestamp_rules.h) and the beam search (beam_search.h) on hand-made logits; and the
+// family batches three streams' windows into one encoder call, one detection call and one prompt
+// call.
 #include <gtest/gtest.h>
 
 #include <cmath>

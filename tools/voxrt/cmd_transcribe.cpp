@@ -173,7 +173,9 @@ int run_transcribe(const TranscribeArgs& args) {
   }
   if (auto decoding = (*recognizer)->decoding_for(options);
       decoding && decoding->decoder == stream::DecoderKind::kBeam) {
-    const bool transducer = (*recognizer)->model_family() == "transducer";
+    // Transducers and encoder_decoder models take the transducer's beam (default 4).
+    const bool transducer = (*recognizer)->model_family() == "transducer" ||
+                            (*recognizer)->model_family() == "encoder_decoder";
     std::cerr << "[voxrt] beam search: beam "
               << (transducer ? decoding->transducer.beam_width : decoding->beam.beam_width);
     if (decoding->use_lm) {
