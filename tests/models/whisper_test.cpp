@@ -779,6 +779,56 @@ TEST(WindowSearch, NoSpeechNeedsHighProbabilityAndLowConfidence) {
   EXPECT_FALSE(silent(-10.0f, 0.0f));  // no_speech unlikely
 }
 
+// ---- the contract's prompt keys (encoder_decoder_contract.h) ----
+
+TEST(EncoderDecoderContract, PromptKeysRoundTripAndOldBundlesStillLoad) {
+  auto c = small_contract();
+  c.vocab_size = 20;
+  c.max_target_positions = 12;
+  c.languages = {{"en", 10}, {"de", 11}};
+  c.task_id = 12;
+  c.timestamp_begin_id = 14;
+  auto read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
+  ASSERT_TRUE(read.has_value()) << read.status().to_string();
+  EXPECT_EQ(read->language_id, -1);  // detected per stream
+  EXPECT_EQ(read->language_code(11), "de");
+  EXPECT_EQ(read->timestamp_begin_id, 14);
+  EXPECT_EQ(read->prompt(11, false), (std::vector<int>{7, 11, 12, 8}));
+  EXPECT_EQ(read->prompt(10, true), (std::vector<int>{7, 10, 12}));
+  c.language_id = 10;
+  read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->language_id, 10);
+  // English-only: no language, no task.
+  auto english = small_contract();
+  read = stream::EncoderDecoderContract::from_metadata(english.to_metadata(), "test");
+  ASSERT_TRUE(read.has_value());
+  EXPECT_FALSE(read->multilingual());
+  EXPECT_EQ(read->prompt(-1, false), (std::vector<int>{7, 8}));
+  // A bundle written before these keys: `prompt` alone, a fixed language without timestamps.
+  auto old = english.to_metadata();
+  for (const char* key : {"sot_id", "no_timestamps_id"})
+    old.erase(std::string("voxrt.encoder_decoder.") + key);
+  old["voxrt.encoder_decoder.prompt"] = "7,5,4,8";
+  read = stream::EncoderDecoderContract::from_metadata(old, "test");
+  ASSERT_TRUE(read.has_value()) << read.status().to_string();
+  EXPECT_EQ(read->prompt(read->language_id, false), (std::vector<int>{7, 5, 4, 8}));
+  EXPECT_EQ(read->timestamp_begin_id, -1);
+  // Errors name the key and what was found.
+  auto bad = c.to_metadata();
+  bad["voxrt.encoder_decoder.languages"] = "en:10,de";
+  read = stream::EncoderDecoderContract::from_metadata(bad, "bundle.json");
+  ASSERT_FALSE(read.has_value());
+  EXPECT_NE(read.status().message().find("voxrt.encoder_decoder.languages"), std::string::npos);
+  EXPECT_NE(read.status().message().find("'de'"), std::string::npos) << read.status().message();
+  bad = c.to_metadata();
+  bad["voxrt.encoder_decoder.language_id"] = "13";
+  read = stream::EncoderDecoderContract::from_metadata(bad, "bundle.json");
+  ASSERT_FALSE(read.has_value());
+  EXPECT_NE(read.status().message().find("none of the languages"), std::string::npos)
+      << read.status().message();
+}
+
 // ---- the timestamp rules and segments alone (timestamp_rules.h) ----
 
 // Text 0..5, end-of-text 6, a special 7, timestamps 8.. (<|0.00|> = 8): 0.02 s apart, 61 of them.
