@@ -44,8 +44,16 @@ using model_test::random_f32;
 using model_test::run_capture;
 using model_test::write_wav;
 
+// VOXRT_TEST_DEVICE=cuda (ctest's gpu_models_whisper) builds every engine for the GPU, through
+// the CUDA plugin that libvoxrt.so opens; the CPU and GPU runs each in a folder of their own.
+DeviceKind test_device() {
+  const char* device = std::getenv("VOXRT_TEST_DEVICE");
+  return device != nullptr && std::string(device) == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu;
+}
+
 fs::path work_dir() {
-  return model_test::process_work_dir("voxrt_whisper_test");
+  return model_test::process_work_dir(test_device() == DeviceKind::kCuda ? "voxrt_whisper_test_cuda"
+                                                                         : "voxrt_whisper_test");
 }
 
 std::string script() {
@@ -142,8 +150,15 @@ class WhisperTest : public ::testing::Test {
     options.model_dir = export_dir_.string();
     options.bundle_dir = bundle_.string();
     options.build.autotune = false;
+    options.build.device = test_device();
     options.max_batch = 4;
     auto imported = model_import::import_model_dir(options);
+    // Without a GPU the CUDA run skips; any other failure to build for it fails.
+    if (test_device() == DeviceKind::kCuda && !imported.has_value() &&
+        imported.status().message().find("no CUDA device") != std::string::npos) {
+      skip_reason_ = "no CUDA engines (" + imported.status().message() + ")";
+      return;
+    }
     ASSERT_TRUE(imported.has_value()) << imported.status().to_string();
     EXPECT_EQ(imported->family, "encoder_decoder");
     EXPECT_EQ(imported->layout, "optimum-whisper");
@@ -154,7 +169,10 @@ class WhisperTest : public ::testing::Test {
     ready_ = true;
   }
 
-  void SetUp() override { ASSERT_TRUE(ready_) << "set-up failed; see " << work_dir(); }
+  void SetUp() override {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    ASSERT_TRUE(ready_) << "set-up failed; see " << work_dir();
+  }
 
   // `beam_width` 0: greedy.
   static std::shared_ptr<stream::Recognizer> make(int max_batch, stream::VadKind vad,
@@ -211,6 +229,7 @@ class WhisperTest : public ::testing::Test {
   static inline std::vector<std::string> wavs_;
   static inline std::vector<Reference> references_;
   static inline bool ready_ = false;
+  static inline std::string skip_reason_;
 };
 
 std::string tokens_string(const std::vector<int>& tokens) {
@@ -389,6 +408,7 @@ TEST_F(WhisperTest, ABuiltInLanguageSkipsDetection) {
   options.model_dir = export_dir_.string();
   options.bundle_dir = bundle.string();
   options.build.autotune = false;
+  options.build.device = test_device();
   options.max_batch = 2;
   options.language = "en";
   auto imported = model_import::import_model_dir(options);
@@ -661,6 +681,7 @@ TEST_F(WhisperTest, ImportsTokenizerJsonInsteadOfAddedTokens) {
   options.model_dir = dir.string();
   options.bundle_dir = (dir / "bundle").string();
   options.build.autotune = false;
+  options.build.device = test_device();
   options.max_batch = 2;
   auto imported = model_import::import_model_dir(options);
   ASSERT_TRUE(imported.has_value()) << imported.status().to_string();
