@@ -86,6 +86,39 @@ int gpt2_byte_to_code_point(std::uint8_t byte) {
   return byte_table()[byte];
 }
 
+namespace {
+
+// The bytes at `at` that start a well-formed sequence but do not finish it (at least 1): the
+// "maximal subpart" one U+FFFD replaces, as Python's bytes.decode(errors="replace") (which
+// Hugging Face's tokenizers use) and WHATWG decoders do.
+std::size_t malformed_length(const std::string& s, std::size_t at) {
+  const auto lead = static_cast<unsigned char>(s[at]);
+  std::size_t length = 0;
+  unsigned char low = 0x80;  // the second byte's range; later bytes are 80..BF
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // no overlong forms
+    if (lead == 0xED) high = 0x9F;  // no surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;   // no overlong forms
+    if (lead == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return 1;
+  }
+  std::size_t i = 1;
+  for (; i < length && at + i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[at + i]);
+    if (c < (i == 1 ? low : 0x80) || c > (i == 1 ? high : 0xBF)) break;
+  }
+  return i;
+}
+
+}  // namespace
+
 std::string utf8_with_replacements(const std::string& bytes) {
   std::string out;
   out.reserve(bytes.size());
@@ -94,7 +127,7 @@ std::string utf8_with_replacements(const std::string& bytes) {
     const std::size_t length = utf8_sequence(bytes, at, code_point);
     if (length == 0) {
       out += "\xEF\xBF\xBD";
-      ++at;
+      at += malformed_length(bytes, at);
       continue;
     }
     out.append(bytes, at, length);

@@ -45,7 +45,9 @@ class ByteLevelBpeDecoder {
 // GPT-2's table: byte -> the Unicode code point that spells it in vocab.json.
 int gpt2_byte_to_code_point(std::uint8_t byte);
 
-// `bytes` as UTF-8 with every malformed sequence replaced by U+FFFD.
+// `bytes` as UTF-8 with every malformed sequence replaced by U+FFFD: one for each maximal
+// subpart (a lead byte with the continuation bytes that still fit it), as Python's
+// bytes.decode(errors="replace") does, so texts match Hugging Face's decode byte for byte.
 std::string utf8_with_replacements(const std::string& bytes);
 
 }  // namespace voxrt::decode

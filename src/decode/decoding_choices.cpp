@@ -23,6 +23,7 @@ DecodingChoices DecodingChoices::over(const DecodingChoices& base) const {
   if (word_bonus) out.word_bonus = word_bonus;
   if (hotword_bonus) out.hotword_bonus = hotword_bonus;
   if (lexicon_only) out.lexicon_only = lexicon_only;
+  if (timestamps) out.timestamps = timestamps;
   return out;
 }
 
@@ -34,6 +35,7 @@ std::string DecodingChoices::to_string() const {
   if (word_bonus) out << " word_bonus=" << *word_bonus;
   if (hotword_bonus) out << " hotword_bonus=" << *hotword_bonus;
   if (lexicon_only) out << " lexicon_only=" << *lexicon_only;
+  if (timestamps) out << " timestamps=" << *timestamps;
   out << " }";
   return out.str();
 }

@@ -25,6 +25,9 @@ struct DecodingChoices {
   std::optional<float> hotword_bonus;
   // Only words of the LM may be spelled (needs an LM).
   std::optional<bool> lexicon_only;
+  // encoder_decoder (Whisper) models: decode with timestamp tokens, for segment times (the
+  // other families' times come from their frames and ignore it).
+  std::optional<bool> timestamps;
 
   // Every value that is set is in range; errors name the setting and the range.
   Status validate() const;

@@ -45,10 +45,24 @@ struct WordResult {
   float confidence = 0.0f;
 };
 
+// A stretch of text with the times the model gave it (Whisper's timestamp tokens), in seconds
+// from the stream's start.
+struct SegmentResult {
+  std::string text;
+  double start_s = 0.0;
+  double end_s = 0.0;
+};
+
 struct DecodingResult {
   std::string text;
   std::vector<TokenSpan> tokens;
   std::vector<WordResult> words;
+  // Segments with times, where the model says them (encoder_decoder models decoding with
+  // timestamps); empty otherwise.
+  std::vector<SegmentResult> segments;
+  // The language of the text as the model's language token names it ("en"), where the model has
+  // them (multilingual encoder_decoder models); empty otherwise.
+  std::string language;
   // The search score of the hypothesis (acoustic + weighted LM + bonuses); greedy: acoustic.
   double score = 0.0;
   bool is_final = false;

@@ -24,8 +24,9 @@ struct ModelDirImportOptions {
   // Streams per encoder call, and hypotheses per stream (beam), for the engines' profiles.
   int max_batch = 32;
   int max_beam = 8;
-  // Whisper (multilingual exports): the language of the decoder prompt, as lang_to_id's <|xx|>.
-  std::string language = "en";
+  // Whisper (multilingual exports): the language of the decoder prompt, as lang_to_id's <|xx|>;
+  // empty: each stream's language is detected from its first window.
+  std::string language;
   // Called with a line per step ("encoder: built in 3.1 s").
   std::function<void(const std::string&)> on_step;
 };

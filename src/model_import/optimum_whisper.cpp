@@ -100,7 +100,10 @@ Expected<ModelDirImportReport> import_optimum_whisper(const ModelDirImportOption
   const std::int64_t source = hf.max_source_positions;
   const std::int64_t heads = hf.decoder_heads;
   const std::int64_t head_dim = hf.d_model / hf.decoder_heads;
-  const std::int64_t prompt = static_cast<std::int64_t>(contract.prompt.size());
+  // The decoder takes a prompt of 1 (<|startoftranscript|> alone: language detection) to
+  // max_prompt_tokens tokens; the step engine takes a window's rows times the beam.
+  const std::int64_t prompt = contract.max_prompt_tokens();
+  const std::int64_t max_step_rows = max_batch * std::max(1, options.max_beam);
   const std::int64_t max_past = contract.max_target_positions - 1;
   const int layers = contract.decoder_layers;
 
@@ -135,7 +138,7 @@ Expected<ModelDirImportReport> import_optimum_whisper(const ModelDirImportOption
   decoder_config.states.clear();
   decoder_config.profiles = {OptimizationProfile{
       "prompt",
-      {{"input_ids", rows_range(max_batch, {prompt}, opt_batch)},
+      {{"input_ids", ShapeRange{Dims{1, 1}, Dims{opt_batch, prompt}, Dims{max_batch, prompt}}},
        {"encoder_hidden_states", rows_range(max_batch, {source, hf.d_model}, opt_batch)}}}};
   decoder_config.profiling_values["input_ids"] = Tensor::zeros(DType::kI64, {opt_batch, prompt});
   VOXRT_RETURN_IF_ERROR(build_bundle_engine(std::move(decoder), decoder_file, decoder_config,
@@ -149,15 +152,15 @@ Expected<ModelDirImportReport> import_optimum_whisper(const ModelDirImportOption
     step_inputs.push_back(name);
   VOXRT_RETURN_IF_ERROR(expect_inputs(*step, step_inputs, step_file));
   OptimizationProfile step_profile{"step", {}};
-  step_profile.inputs["input_ids"] = rows_range(max_batch, {1}, opt_batch);
+  step_profile.inputs["input_ids"] = rows_range(max_step_rows, {1}, opt_batch);
   const std::int64_t opt_past = std::min<std::int64_t>(max_past, prompt + 8);
   for (const std::string& name : past_names(layers, "past_key_values", true)) {
     if (name.find(".decoder.") != std::string::npos) {
       step_profile.inputs[name] =
           ShapeRange{Dims{1, heads, 1, head_dim}, Dims{opt_batch, heads, opt_past, head_dim},
-                     Dims{max_batch, heads, max_past, head_dim}};
+                     Dims{max_step_rows, heads, max_past, head_dim}};
     } else {
-      step_profile.inputs[name] = rows_range(max_batch, {heads, source, head_dim}, opt_batch);
+      step_profile.inputs[name] = rows_range(max_step_rows, {heads, source, head_dim}, opt_batch);
     }
   }
   BuilderConfig step_config = options.build;
@@ -183,17 +186,18 @@ Expected<ModelDirImportReport> import_optimum_whisper(const ModelDirImportOption
                       {"decoder", "decoder.engine"},
                       {"decoder_with_past", "decoder_with_past.engine"}};
   manifest.metadata = contract.to_metadata();
-  manifest.source = {
-      {"layout", report.layout},
-      {"encoder", kEncoderFile},
-      {"decoder", kDecoderFile},
-      {"decoder_with_past", kDecoderWithPastFile},
-      {"language", hf.language_token.empty() ? "(English-only)" : hf.language_token}};
+  manifest.source = {{"layout", report.layout},
+                     {"encoder", kEncoderFile},
+                     {"decoder", kDecoderFile},
+                     {"decoder_with_past", kDecoderWithPastFile},
+                     {"language", !contract.multilingual()    ? "(English-only)"
+                                  : hf.language_token.empty() ? "(detected per stream)"
+                                                              : hf.language_token}};
   VOXRT_RETURN_IF_ERROR(manifest.write(options.bundle_dir));
   report.notes.push_back(str_cat("d_model ", hf.d_model, ", ", hf.encoder_layers, "+", layers,
-                                 " layers, ", heads, " heads, ", mels, " mel bins, prompt of ",
-                                 prompt, " tokens, at most ", contract.max_target_positions,
-                                 " tokens a window"));
+                                 " layers, ", heads, " heads, ", mels,
+                                 " mel bins, prompt of at most ", prompt, " tokens, at most ",
+                                 contract.max_target_positions, " tokens a window"));
   return report;
 }
 

@@ -95,32 +95,38 @@ Expected<WhisperHfConfig> read_whisper_hf_config(const std::string& dir,
                          token_key(generation, "eos_token_id", c.vocab_size, generation_path));
   VOXRT_ASSIGN_OR_RETURN(const int no_timestamps, token_key(generation, "no_timestamps_token_id",
                                                             c.vocab_size, generation_path));
-  c.prompt = {start};
+  c.sot_id = start;
+  c.no_timestamps_id = no_timestamps;
   const bool multilingual = generation.contains("lang_to_id") &&
                             generation["lang_to_id"].is_object() &&
                             !generation["lang_to_id"].empty();
   if (multilingual) {
-    out.language_token = "<|" + language + "|>";
     const nlohmann::json& languages = generation["lang_to_id"];
-    if (!languages.contains(out.language_token)) {
-      return invalid_argument(generation_path, ": lang_to_id has no '", out.language_token, "' (",
-                              languages.size(), " languages)");
+    for (const auto& [token, id] : languages.items()) {
+      if (token.size() < 5 || !token.starts_with("<|") || !token.ends_with("|>")) {
+        return invalid_argument(generation_path, ": lang_to_id key '", token,
+                                "' is not a language token <|xx|>");
+      }
+      VOXRT_ASSIGN_OR_RETURN(const int language_id, token_key(languages, token, c.vocab_size,
+                                                              generation_path + " lang_to_id"));
+      c.languages.push_back({token.substr(2, token.size() - 4), language_id});
     }
-    VOXRT_ASSIGN_OR_RETURN(
-        const int language_id,
-        token_key(languages, out.language_token, c.vocab_size, generation_path + " lang_to_id"));
+    if (!language.empty()) {
+      out.language_token = "<|" + language + "|>";
+      if (!languages.contains(out.language_token)) {
+        return invalid_argument(generation_path, ": lang_to_id has no '", out.language_token, "' (",
+                                languages.size(), " languages)");
+      }
+      c.language_id = languages[out.language_token].get<int>();
+    }
     if (!generation.contains("task_to_id") || !generation["task_to_id"].is_object()) {
       return invalid_argument(generation_path,
                               ": key 'task_to_id' is missing (a multilingual model needs "
                               "{\"transcribe\": id, ...})");
     }
-    VOXRT_ASSIGN_OR_RETURN(const int task_id,
-                           token_key(generation["task_to_id"], "transcribe", c.vocab_size,
-                                     generation_path + " task_to_id"));
-    c.prompt.push_back(language_id);
-    c.prompt.push_back(task_id);
+    VOXRT_ASSIGN_OR_RETURN(c.task_id, token_key(generation["task_to_id"], "transcribe",
+                                                c.vocab_size, generation_path + " task_to_id"));
   }
-  c.prompt.push_back(no_timestamps);
   VOXRT_ASSIGN_OR_RETURN(c.suppress_tokens,
                          id_list(generation, "suppress_tokens", c.vocab_size, generation_path));
   VOXRT_ASSIGN_OR_RETURN(c.begin_suppress_tokens, id_list(generation, "begin_suppress_tokens",
@@ -128,9 +134,9 @@ Expected<WhisperHfConfig> read_whisper_hf_config(const std::string& dir,
   if (generation.contains("max_length") && generation["max_length"].is_number_integer()) {
     c.max_target_positions = std::min(c.max_target_positions, generation["max_length"].get<int>());
   }
-  if (static_cast<int>(c.prompt.size()) >= c.max_target_positions) {
+  if (c.max_prompt_tokens() >= c.max_target_positions) {
     return invalid_argument(config_path, ": max_target_positions ", c.max_target_positions,
-                            " leaves no room after the ", c.prompt.size(), "-token prompt");
+                            " leaves no room after a ", c.max_prompt_tokens(), "-token prompt");
   }
 
   // The tokenizer: vocab.json, with the special tokens from added_tokens.json or tokenizer.json.
@@ -145,7 +151,10 @@ Expected<WhisperHfConfig> read_whisper_hf_config(const std::string& dir,
   }
   VOXRT_ASSIGN_OR_RETURN(auto tokenizer, decode::ByteLevelBpeDecoder::from_files(
                                              out.vocab_path, out.added_tokens_path));
-  for (int id : c.prompt) {
+  std::vector<int> prompt_tokens = {c.sot_id, c.no_timestamps_id};
+  if (c.multilingual()) prompt_tokens.push_back(c.task_id);
+  for (const auto& l : c.languages) prompt_tokens.push_back(l.id);
+  for (int id : prompt_tokens) {
     if (id >= tokenizer.size() || !tokenizer.is_special(id)) {
       return invalid_argument(generation_path, ": prompt token ", id, " is not a special token of ",
                               out.vocab_path,
@@ -155,6 +164,14 @@ Expected<WhisperHfConfig> read_whisper_hf_config(const std::string& dir,
   if (tokenizer.size() > c.vocab_size) {
     return invalid_argument(out.vocab_path, ": ", tokenizer.size(),
                             " token ids, more than config.json's vocab_size ", c.vocab_size);
+  }
+  // Timestamp tokens: <|0.00|> and every id after it (Whisper's layout; transformers takes
+  // no_timestamps_token_id + 1, which is the same token).
+  c.timestamp_begin_id = tokenizer.id_of("<|0.00|>");
+  if (c.timestamp_begin_id >= 0 && c.timestamp_begin_id <= c.eos_id) {
+    return invalid_argument(out.vocab_path, ": <|0.00|> is id ", c.timestamp_begin_id,
+                            ", expected after end-of-text ", c.eos_id,
+                            " (timestamps are the last ids)");
   }
   for (const char* name : {"<|nospeech|>", "<|nocaptions|>"}) {
     if (tokenizer.id_of(name) >= 0) c.no_speech_id = tokenizer.id_of(name);

@@ -23,13 +23,14 @@ struct WhisperHfConfig {
   // The tokenizer files found in the model folder (added_tokens may be empty).
   std::string vocab_path;
   std::string added_tokens_path;
-  // The prompt's language, as lang_to_id spells it ("<|en|>"); empty for English-only models.
+  // The prompt's language, as lang_to_id spells it ("<|en|>"); empty for English-only models
+  // and where each stream's language is detected.
   std::string language_token;
 };
 
-// `language`: "en", "de", ... (lang_to_id's "<|en|>"); the folder's English-only models (no
-// lang_to_id) take no language.
+// `language`: "en", "de", ... (lang_to_id's "<|en|>"), or empty: a multilingual model detects
+// each stream's language from its first window. English-only models (no lang_to_id) ignore it.
 Expected<WhisperHfConfig> read_whisper_hf_config(const std::string& dir,
-                                                 const std::string& language = "en");
+                                                 const std::string& language = "");
 
 }  // namespace voxrt::model_import

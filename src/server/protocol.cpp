@@ -72,6 +72,9 @@ Expected<ClientConfig> parse_config(const json& object) {
   if (auto it = object.find("lexicon_only"); it != object.end()) {
     VOXRT_ASSIGN_OR_RETURN(config.decoding.lexicon_only, parse_flag(*it, "config.lexicon_only"));
   }
+  if (auto it = object.find("timestamps"); it != object.end()) {
+    VOXRT_ASSIGN_OR_RETURN(config.decoding.timestamps, parse_flag(*it, "config.timestamps"));
+  }
   auto number = [&](const char* key, auto& field) -> Status {
     auto it = object.find(key);
     if (it == object.end()) return Status::ok();
@@ -142,6 +145,14 @@ std::string final_json(const decode::DecodingResult& result, bool words, std::st
     out["result"] = std::move(list);
   }
   out["text"] = result.text;
+  // Whisper-family results only (absent otherwise, as Vosk's clients expect).
+  if (!result.language.empty()) out["language"] = result.language;
+  if (!result.segments.empty()) {
+    json list = json::array();
+    for (const auto& s : result.segments)
+      list.push_back({{"text", s.text}, {"start", s.start_s}, {"end", s.end_s}});
+    out["segments"] = std::move(list);
+  }
   if (!warning.empty()) out["warning"] = std::string(warning);
   if (figures != nullptr) {
     out["endpoint"] = std::string(figures->endpoint);

@@ -26,7 +26,7 @@ struct ClientConfig {
   std::vector<std::string> phrase_list;
   // voxrt's per-stream decoding choices (docs/server.md): "decoder" (greedy | beam), "lm"
   // (false: beam search without the server's LM), "beam_width", "lm_weight", "word_bonus",
-  // "hotword_bonus", "lexicon_only".
+  // "hotword_bonus", "lexicon_only", "timestamps" (encoder_decoder models: segment times).
   std::optional<decode::DecoderKind> decoder;
   std::optional<bool> use_lm;
   decode::DecodingChoices decoding;

@@ -107,6 +107,8 @@ TranscriptionResponse format_transcription(const std::vector<TranscriptionSegmen
     std::vector<decode::TimedText> cues;
     for (const auto& s : segments) {
       if (s.text.empty()) continue;
+      for (const auto& t : s.timed) cues.push_back({t.start_s, t.end_s, t.text});
+      if (!s.timed.empty()) continue;
       cues.push_back({s.words.empty() ? 0.0 : s.words.front().start_s,
                       s.words.empty() ? 0.0 : s.words.back().end_s, s.text});
     }
@@ -120,8 +122,13 @@ TranscriptionResponse format_transcription(const std::vector<TranscriptionSegmen
   json words = json::array();
   json list = json::array();
   int id = 0;
+  std::string language;
   for (const auto& s : segments) {
     if (s.text.empty()) continue;
+    if (language.empty()) language = s.language;
+    for (const auto& t : s.timed)
+      list.push_back({{"id", id++}, {"start", t.start_s}, {"end", t.end_s}, {"text", t.text}});
+    if (!s.timed.empty()) continue;
     const double start = s.words.empty() ? 0.0 : s.words.front().start_s;
     const double end = s.words.empty() ? 0.0 : s.words.back().end_s;
     list.push_back({{"id", id++}, {"start", start}, {"end", end}, {"text", s.text}});
@@ -133,6 +140,8 @@ TranscriptionResponse format_transcription(const std::vector<TranscriptionSegmen
               {"text", text},
               {"segments", list},
               {"words", words}};
+  // OpenAI's verbose_json names the language; voxrt knows it for Whisper-family models (a code).
+  if (!language.empty()) out["language"] = language;
   return {"application/json", out.dump(-1, ' ', false, json::error_handler_t::replace)};
 }
 

@@ -25,6 +25,10 @@ Expected<TranscriptionRequest> parse_transcription_request(std::string_view cont
 struct TranscriptionSegment {
   std::string text;
   std::vector<decode::WordResult> words;
+  // The model's own segments with times (Whisper-family models decoding with timestamps): the
+  // verbose_json segments and the srt/vtt cues, instead of one per final timed by its words.
+  std::vector<decode::SegmentResult> timed;
+  std::string language;  // Whisper-family models: the language's code
 };
 struct TranscriptionResponse {
   std::string content_type;

@@ -158,6 +158,9 @@ void UploadJob::run() {
   StreamSettings settings;
   settings.sample_rate_hz = rate;
   settings.words = true;
+  // Formats with times: Whisper-family models give them only decoding with timestamp tokens
+  // (other families ignore the choice).
+  if (response_format_ != "json" && response_format_ != "text") settings.decoding.timestamps = true;
   settings.max_buffered_samples =
       static_cast<long long>(rate) * pool_.config_.max_buffered_ms / 1000;
   settings.cancel_on_drain = true;
@@ -207,6 +210,13 @@ void UploadJob::send_text(std::string message) {
       word.end_s = w.value("end", 0.0);
       word.confidence = w.value("conf", 0.0f);
       segment.words.push_back(std::move(word));
+    }
+  }
+  segment.language = reply.value("language", std::string());
+  if (reply.contains("segments") && reply["segments"].is_array()) {
+    for (const auto& t : reply["segments"]) {
+      segment.timed.push_back(
+          {t.value("text", std::string()), t.value("start", 0.0), t.value("end", 0.0)});
     }
   }
   segments_.push_back(std::move(segment));

@@ -183,6 +183,7 @@ Expected<ResolvedDecoding> Recognizer::decoding_for(const StreamOptions& options
   resolved.transducer = config_.transducer;
   resolved.transducer.beam_width = choices.beam_width.value_or(resolved.transducer.beam_width);
   resolved.hotword_bonus = choices.hotword_bonus.value_or(resolved.hotword_bonus);
+  resolved.timestamps = choices.timestamps.value_or(false);
   // The recognizer's lexicon_only goes with its LM; a stream asking for it needs the LM.
   resolved.lexicon_only = choices.lexicon_only.value_or(false) && resolved.use_lm;
   if (options.decoding.lexicon_only.value_or(false) && !resolved.use_lm) {

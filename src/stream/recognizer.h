@@ -52,6 +52,8 @@ struct ResolvedDecoding {
   bool use_lm = false;
   bool lexicon_only = false;
   float hotword_bonus = 1.5f;
+  // encoder_decoder models: decode with timestamp tokens (DecodingChoices::timestamps).
+  bool timestamps = false;
 };
 
 struct RecognizerConfig {

@@ -3,7 +3,9 @@
 # tests/models/optimum_whisper.py), through the CLI and the server: `voxrt build --model-dir`
 # with no metadata written by hand, then `voxrt transcribe` and `voxrt serve` (an OpenAI-style
 # upload) must give the text of the Python reference greedy decoder over the same torch modules,
-# for a 2.1 s clip and a 40 s one (two 30 s windows); and a 128-mel-bin export (Whisper v3's).
+# for a 2.1 s clip and a 40 s one (two 30 s windows), greedy and beam, the language detected or
+# built in, and the segments of verbose_json (timestamp tokens); and a 128-mel-bin export
+# (Whisper v3's).
 set -euo pipefail
 voxrt=$1
 src=${VOXRT_SOURCE_DIR:?}
@@ -56,15 +58,42 @@ check "transcribe long" "$long_text" \
 start_server "$voxrt" "$work/serve.log" --engine "$work/bundle" --vad off --max-batch 4
 check "serve upload short" "$short_text" "$(upload_text "$short")"
 check "serve upload long" "$long_text" "$(upload_text "$long")"
+# verbose_json asks for times: the stream decodes with timestamp tokens, and the segments and the
+# language are the reference's (--timestamps).
+segments() {  # JSON lines of {text, start, end} from a JSON document with "segments" on stdin
+  "$py" -c 'import json,sys; d=json.load(sys.stdin); print(d.get("language","")); [print("%.3f %.3f %s" % (s["start"], s["end"], s["text"])) for s in d["segments"]]'
+}
+ts_ref=$("$py" "$script" reference "$work/model" --timestamps "$long" 2>/dev/null | segments)
+[ "$(echo "$ts_ref" | wc -l)" -ge 3 ] || { echo "FAIL: the reference gave no segments: $ts_ref"; exit 1; }
+check "serve upload long, verbose_json segments" "$ts_ref" \
+  "$(curl -sf -F "file=@$long" -F response_format=verbose_json \
+       "http://127.0.0.1:$server_port/v1/audio/transcriptions" | segments)"
+stop_server
+# Beam search through the server (--decoder beam --beam 3): the reference's beam-search text.
+beam_text=$("$py" "$script" reference "$work/model" --beam 3 "$long" 2>/dev/null |
+  "$py" -c 'import json,sys; print(json.loads(sys.stdin.readline())["text"])')
+start_server "$voxrt" "$work/serve_beam.log" --engine "$work/bundle" --vad off --max-batch 4 \
+  --decoder beam --beam 3
+check "serve upload long, beam 3" "$beam_text" "$(upload_text "$long")"
 stop_server
 
-# --language picks the prompt's language token (the export's lang_to_id has <|en|> and <|de|>).
+# Without --language each stream's language is detected from its first window (the reference
+# does the same); --language picks the prompt's language token (the export's lang_to_id has <|en|>
+# and <|de|>).
+ref_language=$("$py" "$script" reference "$work/model" "$short" 2>/dev/null |
+  "$py" -c 'import json,sys; print(json.loads(sys.stdin.readline())["language"])')
+check "detected language short" "$ref_language" \
+  "$("$voxrt" transcribe --engine "$work/bundle" --vad off --json "$short" 2>/dev/null |
+     "$py" -c 'import json,sys; print([j for j in map(json.loads, sys.stdin) if j["is_final"]][-1]["language"])')"
 "$voxrt" build --model-dir "$work/model" --engine "$work/bundle_de" --no-autotune --max-batch 1 --language de
-en=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["lang_to_id"]["<|en|>"])' "$work/model/generation_config.json")
 de=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["lang_to_id"]["<|de|>"])' "$work/model/generation_config.json")
-prompt() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"]["voxrt.encoder_decoder.prompt"])' "$1/bundle.json"; }
-check "prompt language en" "en $en" "en $(prompt "$work/bundle" | cut -d, -f2)"
-check "prompt language de" "de $de" "de $(prompt "$work/bundle_de" | cut -d, -f2)"
+language_id() { "$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["metadata"].get("voxrt.encoder_decoder.language_id", "detected"))' "$1/bundle.json"; }
+check "prompt language (none given)" "detected" "$(language_id "$work/bundle")"
+check "prompt language de" "$de" "$(language_id "$work/bundle_de")"
+de_text=$("$py" "$script" reference "$work/model" --language de "$long" 2>/dev/null |
+  "$py" -c 'import json,sys; print(json.loads(sys.stdin.readline())["text"])')
+check "transcribe long, --language de" "$de_text" \
+  "$("$voxrt" transcribe --engine "$work/bundle_de" --vad off --json "$long" 2>/dev/null | final_text)"
 if "$voxrt" build --model-dir "$work/model" --engine "$work/bundle_fr" --no-autotune --language fr 2> "$work/fr.log"; then
   echo "FAIL: --language fr (not in lang_to_id) was accepted"
   exit 1

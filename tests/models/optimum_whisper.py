@@ -6,17 +6,21 @@ reference greedy decoder over the same torch modules (for tests/models/whisper_t
       transformer_models.py, optimum's names and dynamic axes), config.json,
       generation_config.json, vocab.json (GPT-2 byte-level tokens and a few merges),
       added_tokens.json or tokenizer.json, and torch_model.pt (the weights, for the reference).
-  optimum_whisper.py reference DIR WAV...
+  optimum_whisper.py reference DIR [--language CODE] [--timestamps] [--beam N] WAV...
       prints one JSON line per WAV: {"wav", "windows": [{"tokens", "text", "no_speech", "avg_logprob",
-      "silence"}], "text"}.
+      "silence"}], "text", "language", "segments": [{"text", "start", "end"}]}.
 
 The reference decodes without a KV cache (the whole sequence through the decoder at every step)
 and follows the window rules of docs/model_contract.md: suppress_tokens and every special token
-but end-of-text never chosen, begin_suppress_tokens not first, stop at end-of-text, at
-max_target_positions, or when one n-gram (n <= 16) ends the window 4 times (one copy kept);
-silence when P(no_speech) at the first prompt position > 0.6 and the mean log-probability of the
-chosen tokens (end-of-text included) < -1; a window with under 3 frames of audio (frame f holds
-samples 160 f - 200 .. 160 f + 199) is not decoded. The features are tests/unit/audio's
+but end-of-text (and with --timestamps the timestamps) never chosen, begin_suppress_tokens not
+first, OpenAI Whisper's timestamp rules with --timestamps; greedy: stop at end-of-text, at
+max_target_positions, or when one n-gram (n <= 16) ends the window 4 times (one copy kept); --beam
+N: OpenAI's beam search (stream/encoder_decoder/beam_search.h), the chosen sequence cut at its
+first repeat; silence when P(no_speech) at the first prompt position > 0.6 and the mean
+log-probability of the chosen tokens (end-of-text included) < -1; a window with under 3 frames of
+audio (frame f holds samples 160 f - 200 .. 160 f + 199) is not decoded. Without --language a
+multilingual model's language is detected from the first decoded window (the decoder on
+<|startoftranscript|> alone, the most likely language token). The features are tests/unit/audio's
 reference."""
 import json
 import math
@@ -34,13 +38,16 @@ import transformer_models as tm  # noqa: E402
 from whisper_mel_reference import whisper_features  # noqa: E402
 
 MERGES = ["Ġthe", "Ġvox", "Ġhello", "Ġworld", "ing", "Ġspeech", "Ġ30", "Ġsec", "ond", "Ġwindow", "Ġö", "é"]
+# Whisper's special tokens in Whisper's order, the timestamps <|0.00|> .. <|30.00|> (0.02 s apart) last.
+TIMESTAMPS = ["<|%.2f|>" % (i * 0.02) for i in range(1501)]
 SPECIALS = ["<|endoftext|>", "<|startoftranscript|>", "<|en|>", "<|de|>", "<|translate|>", "<|transcribe|>",
-            "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>", "<|notimestamps|>", "<|0.00|>", "<|0.02|>"]
+            "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>", "<|notimestamps|>"] + TIMESTAMPS
 # "tiny" for the tests; "base" (Whisper-base's sizes: 512 wide, 6 + 6 layers, 51865 tokens, 448
 # positions) for timings.
 SIZES = {"tiny": dict(d=64, heads=4, layers=2, ffn=128, target=32, vocab=None),
          "base": dict(d=512, heads=8, layers=6, ffn=2048, target=448, vocab=51865)}
 REPEAT_NGRAM, REPEAT_COPIES = 16, 4
+TIMESTAMP_STEP_S, MAX_INITIAL_TIMESTAMP_S = 0.02, 1.0
 MIN_WINDOW_AUDIO_FRAMES = 3  # a window with less audio is not decoded
 
 
@@ -83,14 +90,16 @@ def config(mels, size="tiny"):
 def build_modules(c, size):
     tokens, specials = vocabulary(size)
     encoder = tm.randomize(tm.WhisperEncoder(c), 21)
-    decoder = tm.randomize(tm.WhisperDecoder(c), 22)
+    decoder = tm.randomize(tm.WhisperDecoder(c), 40)
     with torch.no_grad():
         torch.manual_seed(23)
-        decoder.embed_positions.uniform_(-0.5, 0.5)
-        # A model that says something and listens: small token embeddings and a stronger
-        # cross-attention (the tokens follow the positions and the audio, not the last token), and
-        # end-of-text pushed away before position 14 and drawn in after it, so windows end after
-        # several tokens (tuned by hand: 1 to 23 tokens a window on the test clips).
+        decoder.embed_positions.uniform_(-1.0, 1.0)
+        # A model that says something and listens: small token embeddings, position embeddings
+        # that move the output, and a stronger cross-attention (the tokens follow the positions and
+        # the audio, not the last token), and end-of-text pushed away before position 14 and drawn
+        # in after it, so windows end after several tokens (decoder seed and sizes picked by
+        # hand: 16 to 21 tokens a window on the test clips, and the short clip detects <|de|>,
+        # the long one <|en|>).
         decoder.embed_tokens.weight.mul_(0.3)
         for layer in decoder.layers:
             layer.encoder_attn.out_proj.weight.mul_(4.0)
@@ -186,31 +195,68 @@ def repeats_at_end(tokens):
     return 0
 
 
-def decode_window(decoder, hidden, gen, specials_ids, vocab_size):
-    prompt = [gen["decoder_start_token_id"], gen["lang_to_id"]["<|en|>"], gen["task_to_id"]["transcribe"],
-              gen["no_timestamps_token_id"]]
-    eos = gen["eos_token_id"]
-    suppressed = torch.zeros(vocab_size, dtype=torch.bool)
-    suppressed[sorted(specials_ids.values())] = True
-    suppressed[gen["suppress_tokens"]] = True
-    suppressed[eos] = False
-    begin = suppressed.clone()
-    begin[gen["begin_suppress_tokens"]] = True
-    no_speech_id = specials_ids.get("<|nospeech|>", specials_ids.get("<|nocaptions|>", -1))
+class Rules:
+    """The window rules of docs/model_contract.md for one way of decoding (with or without timestamps)."""
+
+    def __init__(self, gen, specials_ids, vocab_size, timestamps):
+        self.eos = gen["eos_token_id"]
+        self.timestamp_begin = specials_ids["<|0.00|>"]
+        self.vocab_size = vocab_size
+        self.timestamps = timestamps
+        self.suppressed = torch.zeros(vocab_size, dtype=torch.bool)
+        self.suppressed[sorted(specials_ids.values())] = True
+        self.suppressed[self.timestamp_begin:] = not timestamps
+        self.suppressed[gen["suppress_tokens"]] = True
+        self.suppressed[self.eos] = False
+        self.begin = self.suppressed.clone()
+        self.begin[gen["begin_suppress_tokens"]] = True
+
+    def apply(self, logits, sampled):
+        logits[self.begin if not sampled else self.suppressed] = -math.inf
+        if not self.timestamps:
+            return
+        tb, n = self.timestamp_begin, len(sampled)
+        last = n >= 1 and sampled[-1] >= tb
+        penultimate = n < 2 or sampled[-2] >= tb
+        if last:
+            if penultimate:
+                logits[tb:] = -math.inf  # after a pair (or the first timestamp): text or the end
+            else:
+                logits[:self.eos] = -math.inf  # after a segment's end: the next start or the end
+        said = [t for t in sampled if t >= tb]
+        if said:
+            limit = said[-1] if last and not penultimate else said[-1] + 1
+            logits[tb:limit] = -math.inf
+        if n == 0:
+            logits[:tb] = -math.inf
+            logits[tb + round(MAX_INITIAL_TIMESTAMP_S / TIMESTAMP_STEP_S) + 1:] = -math.inf
+        logprobs = torch.log_softmax(logits, -1)
+        if torch.logsumexp(logprobs[tb:], -1) > logprobs[:tb].max():
+            logits[:tb] = -math.inf
+
+
+def step_logits(decoder, hidden, ids):
+    with torch.no_grad():
+        logits, _ = decoder(torch.tensor([ids]), hidden, None)
+    return logits[0].double()
+
+
+def no_speech_probability(logits, no_speech_id):
+    return torch.softmax(logits[0], -1)[no_speech_id].item() if no_speech_id >= 0 else 0.0
+
+
+def greedy_window(decoder, hidden, prompt, rules, no_speech_id):
     tokens, choices, sum_logprob, no_speech = [], 0, 0.0, 0.0
     while True:
-        ids = torch.tensor([prompt + tokens])
-        with torch.no_grad():
-            logits, _ = decoder(ids, hidden, None)
-        logits = logits[0].double()
-        if not tokens and choices == 0 and no_speech_id >= 0:
-            no_speech = torch.softmax(logits[0], -1)[no_speech_id].item()
+        logits = step_logits(decoder, hidden, prompt + tokens)
+        if not tokens and choices == 0:
+            no_speech = no_speech_probability(logits, no_speech_id)
         last = logits[-1].clone()
-        last[begin if not tokens else suppressed] = -math.inf
+        rules.apply(last, tokens)
         chosen = int(torch.argmax(last))
         sum_logprob += torch.log_softmax(last, -1)[chosen].item()
         choices += 1
-        if chosen == eos:
+        if chosen == rules.eos:
             break
         tokens.append(chosen)
         n = repeats_at_end(tokens)
@@ -219,9 +265,88 @@ def decode_window(decoder, hidden, gen, specials_ids, vocab_size):
             break
         if len(prompt) + len(tokens) >= decoder.embed_positions.shape[0]:
             break
-    avg = sum_logprob / choices
-    return {"tokens": tokens, "no_speech": no_speech, "avg_logprob": avg,
-            "silence": no_speech_id >= 0 and no_speech > 0.6 and avg < -1.0}
+    return tokens, no_speech, sum_logprob / choices
+
+
+def beam_window(decoder, hidden, prompt, rules, no_speech_id, width):
+    """OpenAI Whisper's beam search (patience 1, no length penalty) as beam_search.h describes it."""
+    beams, finished = [([], 0.0)], []  # (tokens, sum of log-probabilities[, ended])
+    no_speech = no_speech_probability(step_logits(decoder, hidden, prompt), no_speech_id)
+    while beams:
+        candidates = []
+        for j, (tokens, score) in enumerate(beams):
+            logits = step_logits(decoder, hidden, prompt + tokens)[-1].clone()
+            rules.apply(logits, tokens)
+            logprobs = torch.log_softmax(logits, -1)
+            order = sorted(range(rules.vocab_size), key=lambda i: (-logits[i].item(), i))[:width + 1]
+            candidates += [(score + logprobs[i].item(), j, i) for i in order if math.isfinite(logits[i].item())]
+        candidates.sort(key=lambda c: -c[0])
+        following, newly_finished = [], []
+        for score, j, token in candidates:
+            if token == rules.eos:
+                newly_finished.append((beams[j][0], score, True))
+                continue
+            following.append((beams[j][0] + [token], score))
+            if len(following) == width:
+                break
+        finished += newly_finished[:max(0, width - len(finished))]
+        beams = following
+        if len(finished) >= width:
+            break
+        if beams and len(prompt) + len(beams[0][0]) >= decoder.embed_positions.shape[0]:
+            for tokens, score in sorted(beams, key=lambda b: -b[1]):
+                if len(finished) >= width:
+                    break
+                finished.append((tokens, score, False))
+            break
+    if not finished:
+        return [], no_speech, 0.0
+    best = max(finished, key=lambda f: f[1] / max(1, len(f[0])))  # the first of equals
+    tokens, score, ended = best
+    said = len(tokens) + (1 if ended else 0)
+    return tokens[:length_without_repeats(tokens)], no_speech, score / said if said else 0.0
+
+
+def length_without_repeats(tokens):
+    for length in range(1, len(tokens) + 1):
+        n = repeats_at_end(tokens[:length])
+        if n:
+            return length - (REPEAT_COPIES - 1) * n
+    return len(tokens)
+
+
+def split_segments(tokens, timestamp_begin, window_s):
+    """A window's segments as OpenAI's transcribe cuts them (timestamp_rules.h): (first, end, start_s, end_s)."""
+    is_ts = [t >= timestamp_begin for t in tokens]
+
+    def seconds(i):
+        return (tokens[i] - timestamp_begin) * TIMESTAMP_STEP_S if is_ts[i] else 0.0
+
+    n = len(tokens)
+    if n == 0:
+        return []
+    cuts = [i for i in range(1, n) if is_ts[i - 1] and is_ts[i]]
+    single_ending = n >= 2 and not is_ts[n - 2] and is_ts[n - 1]
+    if not cuts:
+        end = window_s
+        stamps = [i for i in range(n) if is_ts[i]]
+        if stamps and seconds(stamps[-1]) > 0:
+            end = seconds(stamps[-1])
+        return [(0, n, 0.0, end)]
+    segments, first = [], 0
+    for cut in cuts:
+        segments.append((first, cut, seconds(first), seconds(cut - 1)))
+        first = cut
+    if first < n:
+        segments.append((first, n, seconds(first), seconds(n - 1) if single_ending else window_s))
+    return segments
+
+
+def detect_language(decoder, hidden, gen):
+    logits = step_logits(decoder, hidden, [gen["decoder_start_token_id"]])[0]
+    ids = sorted(gen["lang_to_id"].values())
+    best = max(ids, key=lambda i: (logits[i].item(), -i))  # ties: the lower id
+    return best
 
 
 def detokenize(tokens, id_to_token, specials_ids):
@@ -234,7 +359,8 @@ def detokenize(tokens, id_to_token, specials_ids):
     return data.decode("utf-8", errors="replace")
 
 
-def reference(folder, wavs):
+def reference(folder, wavs, language=None, timestamps=False, beam=0):
+    """language: a code ("en"), or None: detected from the first decoded window (multilingual models)."""
     torch.set_num_threads(1)
     state = torch.load(os.path.join(folder, "torch_model.pt"))
     size = state.get("size", "tiny")
@@ -248,23 +374,47 @@ def reference(folder, wavs):
         vocab = json.load(f)
     _, specials = vocabulary(size)
     id_to_token = {i: t for t, i in vocab.items()}
+    rules = Rules(gen, specials, c.vocab, timestamps)
+    no_speech_id = specials.get("<|nospeech|>", specials.get("<|nocaptions|>", -1))
+    code_of = {i: t[2:-2] for t, i in gen.get("lang_to_id", {}).items()}
     for wav in wavs:
         samples = read_wav(wav)
         features = whisper_features(samples, c.mels).astype(np.float32)
         frames_with_audio = -(-(len(samples) + 200) // 160)
-        windows = []
+        windows, segments = [], []
+        language_id = gen["lang_to_id"]["<|%s|>" % language] if language else None
         for w in range(features.shape[0] // 3000):
-            if frames_with_audio - w * 3000 < MIN_WINDOW_AUDIO_FRAMES:
+            window_frames = min(3000, frames_with_audio - w * 3000)
+            if window_frames < MIN_WINDOW_AUDIO_FRAMES:
                 windows.append({"tokens": [], "text": "", "silence": True, "too_short": True})
                 continue
             x = torch.from_numpy(features[w * 3000:(w + 1) * 3000].T.copy())[None]
             with torch.no_grad():
                 hidden = encoder(x)
-            result = decode_window(decoder, hidden, gen, specials, c.vocab)
-            result["text"] = "" if result["silence"] else detokenize(result["tokens"], id_to_token, specials)
+            if language_id is None and code_of:
+                language_id = detect_language(decoder, hidden, gen)
+            prompt = [gen["decoder_start_token_id"]]
+            if code_of:
+                prompt += [language_id, gen["task_to_id"]["transcribe"]]
+            if not timestamps:
+                prompt.append(gen["no_timestamps_token_id"])
+            if beam:
+                tokens, no_speech, avg = beam_window(decoder, hidden, prompt, rules, no_speech_id, beam)
+            else:
+                tokens, no_speech, avg = greedy_window(decoder, hidden, prompt, rules, no_speech_id)
+            silence = no_speech_id >= 0 and no_speech > 0.6 and avg < -1.0
+            result = {"tokens": tokens, "no_speech": no_speech, "avg_logprob": avg, "silence": silence}
+            result["text"] = "" if silence else detokenize(tokens, id_to_token, specials)
+            if timestamps and not silence:
+                for first, end, start_s, end_s in split_segments(tokens, rules.timestamp_begin,
+                                                                window_frames * 0.01):
+                    text = detokenize(tokens[first:end], id_to_token, specials).strip(" ")
+                    if text and end_s > start_s:
+                        segments.append({"text": text, "start": w * 30.0 + start_s, "end": w * 30.0 + end_s})
             windows.append(result)
         text = "".join(w["text"] for w in windows).strip(" ")
-        print(json.dumps({"wav": wav, "windows": windows, "text": text}, ensure_ascii=False), flush=True)
+        print(json.dumps({"wav": wav, "windows": windows, "text": text, "segments": segments,
+                          "language": code_of.get(language_id, "")}, ensure_ascii=False), flush=True)
 
 
 if __name__ == "__main__":
@@ -273,6 +423,18 @@ if __name__ == "__main__":
         size = sys.argv[sys.argv.index("--size") + 1] if "--size" in sys.argv else "tiny"
         export(sys.argv[2], "--tokenizer-json" in sys.argv, mels, size)
     elif sys.argv[1] == "reference":
-        reference(sys.argv[2], sys.argv[3:])
+        args = sys.argv[3:]
+        options = {"language": None, "timestamps": False, "beam": 0}
+        while args and args[0].startswith("--"):
+            flag = args.pop(0)
+            if flag == "--timestamps":
+                options["timestamps"] = True
+            elif flag == "--language":
+                options["language"] = args.pop(0)
+            elif flag == "--beam":
+                options["beam"] = int(args.pop(0))
+            else:
+                sys.exit("unknown option " + flag)
+        reference(sys.argv[2], args, **options)
     else:
         sys.exit(__doc__)

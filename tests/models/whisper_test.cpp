@@ -1,15 +1,20 @@
 // The encoder_decoder family end to end on a tiny Whisper-architecture model exported the way
 // Hugging Face optimum does it (tests/models/optimum_whisper.py, random weights tuned so that a
-// window says 1 to 23 tokens on the test clips): `voxrt build --model-dir` imports it without
-// hand-written metadata; the bundle's three engines match onnxruntime on the exported ONNX; the
-// Recognizer (and the `voxrt transcribe` program) give exactly the tokens and text of the Python
-// reference greedy decoder (torch, the same modules, no KV cache) on a short clip and on a 68 s
-// clip (3 windows); a stream's text does not depend on which streams share its batch or how its
-// audio is cut; the driver's VAD gives no text for a silent stream; import errors name the file and
-// key; and the window rules (window_search.h) on hand-made logits; and the family batches three
-// streams' windows into one encoder call and one prompt call.
+// window says 16 to 21 tokens on the test clips and the two clips detect different languages):
+// `voxrt build --model-dir` imports it without hand-written metadata; the bundle's three engines
+// match onnxruntime on the exported ONNX; the Recognizer (and the `voxrt transcribe` program)
+// give exactly the tokens, text, language and segments of the Python reference decoder (torch,
+// the same modules, no KV cache) on a short clip, a 68 s clip (3 windows) and a clip whose second
+// window is not decoded: greedy and beam 3, with and without timestamp tokens, the language
+// detected per stream or built in; a stream's text does not depend on which streams share its
+// batch or how its audio is cut; the driver's VAD gives no text for a silent stream; import
+// errors name the file and key; the window rules (window_search.h), the timestamp rules and
+// segments (timestamp_rules.h) and the beam search (beam_search.h) on hand-made logits; and the
+// family batches three streams' windows into one encoder call, one detection call and one prompt
+// call.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -24,7 +29,9 @@
 #include "model_test_files.h"
 #include "ort_compare.h"
 #include "stream/bundle_manifest.h"
+#include "stream/encoder_decoder/beam_search.h"
 #include "stream/encoder_decoder/encoder_decoder_model.h"
+#include "stream/encoder_decoder/timestamp_rules.h"
 #include "stream/encoder_decoder/window_search.h"
 #include "stream/recognizer.h"
 #include "stream_feeding.h"
@@ -37,13 +44,27 @@ using model_test::random_f32;
 using model_test::run_capture;
 using model_test::write_wav;
 
+// VOXRT_TEST_DEVICE=cuda (ctest's gpu_models_whisper) builds every engine for the GPU, through
+// the CUDA plugin that libvoxrt.so opens; the CPU and GPU runs each in a folder of their own.
+DeviceKind test_device() {
+  const char* device = std::getenv("VOXRT_TEST_DEVICE");
+  return device != nullptr && std::string(device) == "cuda" ? DeviceKind::kCuda : DeviceKind::kCpu;
+}
+
 fs::path work_dir() {
-  return model_test::process_work_dir("voxrt_whisper_test");
+  return model_test::process_work_dir(test_device() == DeviceKind::kCuda ? "voxrt_whisper_test_cuda"
+                                                                         : "voxrt_whisper_test");
 }
 
 std::string script() {
   return (model_test::source_dir() / "tests/models/optimum_whisper.py").string();
 }
+
+struct Segment {
+  std::string text;
+  double start_s = 0.0;
+  double end_s = 0.0;
+};
 
 struct Reference {
   std::vector<int> tokens;  // of the windows that are not silence, in order
@@ -51,7 +72,44 @@ struct Reference {
   int windows = 0;
   int too_short = 0;  // windows not decoded
   std::vector<std::string> window_texts;
+  std::string language;
+  std::vector<Segment> segments;
 };
+
+// The Python reference decoder's results for `wavs` (optimum_whisper.py reference `options`).
+std::vector<Reference> run_reference(const fs::path& export_dir,
+                                     const std::vector<std::string>& wavs,
+                                     const std::string& options) {
+  std::string cmd =
+      "/usr/bin/python3 '" + script() + "' reference '" + export_dir.string() + "' " + options;
+  for (const std::string& wav : wavs) cmd += " '" + wav + "'";
+  cmd += " 2>/dev/null";
+  std::vector<Reference> references;
+  std::istringstream lines(run_capture(cmd));
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded()) {
+      ADD_FAILURE() << cmd << ": not JSON: " << line;
+      return {};
+    }
+    Reference r;
+    r.text = j["text"].get<std::string>();
+    r.language = j["language"].get<std::string>();
+    for (const auto& window : j["windows"]) {
+      ++r.windows;
+      if (window.contains("too_short")) ++r.too_short;
+      r.window_texts.push_back(window["text"].get<std::string>());
+      if (window["silence"].get<bool>()) continue;
+      for (const auto& t : window["tokens"]) r.tokens.push_back(t.get<int>());
+    }
+    for (const auto& s : j["segments"])
+      r.segments.push_back(
+          {s["text"].get<std::string>(), s["start"].get<double>(), s["end"].get<double>()});
+    references.push_back(r);
+  }
+  EXPECT_EQ(references.size(), wavs.size()) << "the reference decoder failed: " << cmd;
+  return references;
+}
 
 class WhisperTest : public ::testing::Test {
  protected:
@@ -92,41 +150,42 @@ class WhisperTest : public ::testing::Test {
     options.model_dir = export_dir_.string();
     options.bundle_dir = bundle_.string();
     options.build.autotune = false;
+    options.build.device = test_device();
     options.max_batch = 4;
     auto imported = model_import::import_model_dir(options);
+    // Without a GPU the CUDA run skips; any other failure to build for it fails.
+    if (test_device() == DeviceKind::kCuda && !imported.has_value() &&
+        imported.status().message().find("no CUDA device") != std::string::npos) {
+      skip_reason_ = "no CUDA engines (" + imported.status().message() + ")";
+      return;
+    }
     ASSERT_TRUE(imported.has_value()) << imported.status().to_string();
     EXPECT_EQ(imported->family, "encoder_decoder");
     EXPECT_EQ(imported->layout, "optimum-whisper");
-    // The reference decoder's tokens and text per clip.
-    std::string ref =
-        "/usr/bin/python3 '" + script() + "' reference '" + export_dir_.string() + "'";
-    for (const std::string& wav : wavs_) ref += " '" + wav + "'";
-    ref += " 2>/dev/null";
-    std::istringstream lines(run_capture(ref));
-    for (std::string line; std::getline(lines, line);) {
-      const auto j = nlohmann::json::parse(line, nullptr, false);
-      ASSERT_FALSE(j.is_discarded()) << line;
-      Reference r;
-      r.text = j["text"].get<std::string>();
-      for (const auto& window : j["windows"]) {
-        ++r.windows;
-        if (window.contains("too_short")) ++r.too_short;
-        r.window_texts.push_back(window["text"].get<std::string>());
-        if (window["silence"].get<bool>()) continue;
-        for (const auto& t : window["tokens"]) r.tokens.push_back(t.get<int>());
-      }
-      references_.push_back(r);
-    }
-    ASSERT_EQ(references_.size(), wavs_.size()) << "the reference decoder failed: " << ref;
+    // The reference decoder's tokens and text per clip (the language detected: the bundle is
+    // built without one).
+    references_ = run_reference(export_dir_, wavs_, "");
+    ASSERT_EQ(references_.size(), wavs_.size());
     ready_ = true;
   }
 
-  void SetUp() override { ASSERT_TRUE(ready_) << "set-up failed; see " << work_dir(); }
+  void SetUp() override {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    ASSERT_TRUE(ready_) << "set-up failed; see " << work_dir();
+  }
 
-  static std::shared_ptr<stream::Recognizer> make(int max_batch, stream::VadKind vad) {
+  // `beam_width` 0: greedy.
+  static std::shared_ptr<stream::Recognizer> make(int max_batch, stream::VadKind vad,
+                                                  bool timestamps = false, int beam_width = 0,
+                                                  const fs::path& bundle = bundle_) {
     stream::RecognizerConfig config;
-    config.engine_path = bundle_.string();
+    config.engine_path = bundle.string();
     config.vad = vad;
+    if (timestamps) config.decoding.timestamps = true;
+    if (beam_width > 0) {
+      config.decoder = stream::DecoderKind::kBeam;
+      config.decoding.beam_width = beam_width;
+    }
     config.max_batch = max_batch;
     config.max_streams = 8;
     auto r = stream::Recognizer::create(config);
@@ -139,24 +198,29 @@ class WhisperTest : public ::testing::Test {
     std::vector<int> tokens;
     int finals = 0;
     std::vector<std::string> partials;
+    std::string language;
+    std::vector<Segment> segments;
   };
 
   // Runs each file as a stream fed in pieces of `pieces[i]` samples, all advanced together.
   static std::vector<Output> run(stream::Recognizer& r, const std::vector<std::string>& files,
                                  const std::vector<std::size_t>& pieces) {
     std::vector<Output> out(files.size());
-    model_test::feed_files_as_streams(r, files, pieces, {},
-                                      [&](std::size_t i, const stream::StreamResult& result) {
-                                        if (!result.result.is_final) {
-                                          out[i].partials.push_back(result.result.text);
-                                          return;
-                                        }
-                                        ++out[i].finals;
-                                        out[i].text = result.result.text;
-                                        out[i].tokens.clear();
-                                        for (const auto& t : result.result.tokens)
-                                          out[i].tokens.push_back(t.id);
-                                      });
+    model_test::feed_files_as_streams(
+        r, files, pieces, {}, [&](std::size_t i, const stream::StreamResult& result) {
+          if (!result.result.is_final) {
+            out[i].partials.push_back(result.result.text);
+            return;
+          }
+          ++out[i].finals;
+          out[i].text = result.result.text;
+          out[i].language = result.result.language;
+          out[i].segments.clear();
+          for (const auto& seg : result.result.segments)
+            out[i].segments.push_back({seg.text, seg.start_s, seg.end_s});
+          out[i].tokens.clear();
+          for (const auto& t : result.result.tokens) out[i].tokens.push_back(t.id);
+        });
     return out;
   }
 
@@ -165,6 +229,7 @@ class WhisperTest : public ::testing::Test {
   static inline std::vector<std::string> wavs_;
   static inline std::vector<Reference> references_;
   static inline bool ready_ = false;
+  static inline std::string skip_reason_;
 };
 
 std::string tokens_string(const std::vector<int>& tokens) {
@@ -305,6 +370,169 @@ TEST_F(WhisperTest, TranscribeProgramGivesTheReferenceText) {
   }
 }
 
+std::string segments_string(const std::vector<Segment>& segments) {
+  std::string out;
+  char times[64];
+  for (const Segment& s : segments) {
+    std::snprintf(times, sizeof(times), " [%.3f, %.3f] ", s.start_s, s.end_s);
+    out += times + s.text + "\n";
+  }
+  return out;
+}
+
+// Language detection: the bundle names no language, so each stream's language comes from its
+// first window, and the clips were picked to say different ones (the short clip <|de|>, the long
+// one <|en|>); every window of a stream is decoded with its stream's language, as the reference
+// does.
+TEST_F(WhisperTest, DetectsTheLanguageOfEachStreamFromItsFirstWindow) {
+  auto r = make(4, stream::VadKind::kOff);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(references_[0].language, "de");
+  EXPECT_EQ(references_[1].language, "en");
+  // All three streams in one batch: their first windows' detection shares one decoder call.
+  const auto out = run(*r, wavs_, {3200, 3200, 3200});
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    SCOPED_TRACE(wavs_[i]);
+    EXPECT_EQ(out[i].language, references_[i].language);
+    EXPECT_EQ(tokens_string(out[i].tokens), tokens_string(references_[i].tokens));
+    EXPECT_EQ(out[i].text, references_[i].text);
+  }
+}
+
+// A bundle built with a language (voxrt build --language en) decodes every stream with it and
+// detects nothing: the short clip, detected as <|de|> above, is decoded as <|en|> (the
+// reference's tokens with that prompt), and no decoder call is spent on detection.
+TEST_F(WhisperTest, ABuiltInLanguageSkipsDetection) {
+  const fs::path bundle = work_dir() / "bundle_en";
+  model_import::ModelDirImportOptions options;
+  options.model_dir = export_dir_.string();
+  options.bundle_dir = bundle.string();
+  options.build.autotune = false;
+  options.build.device = test_device();
+  options.max_batch = 2;
+  options.language = "en";
+  auto imported = model_import::import_model_dir(options);
+  ASSERT_TRUE(imported.has_value()) << imported.status().to_string();
+  const auto english = run_reference(export_dir_, {wavs_[0]}, "--language en");
+  ASSERT_EQ(english.size(), 1u);
+  EXPECT_EQ(english[0].language, "en");
+  auto r = make(2, stream::VadKind::kOff, false, 0, bundle);
+  ASSERT_TRUE(r);
+  const auto out = run(*r, {wavs_[0]}, {3200});
+  EXPECT_EQ(out[0].language, "en");
+  EXPECT_EQ(tokens_string(out[0].tokens), tokens_string(english[0].tokens));
+  EXPECT_EQ(out[0].text, english[0].text);
+  // The family's calls on one window: a prompt call, no detection (the detecting bundle: one).
+  for (const auto& [path, detections] : {std::pair{bundle, 0}, std::pair{bundle_, 1}}) {
+    stream::RecognizerConfig config;
+    config.engine_path = path.string();
+    auto loaded = stream::load_model_family(config);
+    ASSERT_TRUE(loaded.has_value()) << loaded.status().to_string();
+    auto* model = dynamic_cast<stream::EncoderDecoderModel*>(loaded->get());
+    ASSERT_NE(model, nullptr);
+    auto s = model->open_stream(stream::StreamOptions{}, stream::ResolvedDecoding{});
+    ASSERT_TRUE(s.has_value());
+    const std::vector<float> window(3000 * 80, audio::kWhisperSilenceLogMel + 1.0f);
+    const stream::ChunkInput input{s->get(), window.data(), 3000};
+    ASSERT_TRUE(model->run_batch({&input, 1}, 3000).is_ok());
+    EXPECT_EQ(model->calls().language_detection, detections) << path;
+    EXPECT_EQ(model->calls().decoder, 1) << path;
+  }
+  // Asking for an unknown language is an import error that names the file and key.
+  options.language = "xx";
+  options.bundle_dir = (work_dir() / "bundle_xx").string();
+  imported = model_import::import_model_dir(options);
+  ASSERT_FALSE(imported.has_value());
+  EXPECT_NE(imported.status().message().find("lang_to_id has no '<|xx|>'"), std::string::npos)
+      << imported.status().message();
+}
+
+// Timestamps: the tokens (timestamps included), text and segments of the reference with
+// OpenAI's timestamp rules, on the short clip, the 3-window clip (segment times offset by each
+// window's start) and the clip whose second window is not decoded.
+TEST_F(WhisperTest, TimestampsGiveTheReferenceSegments) {
+  const auto references = run_reference(export_dir_, wavs_, "--timestamps");
+  ASSERT_EQ(references.size(), wavs_.size());
+  auto r = make(4, stream::VadKind::kOff, true);
+  ASSERT_TRUE(r);
+  const auto together = run(*r, wavs_, {3200, 4000, 16000});
+  bool later_window_segment = false;
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    SCOPED_TRACE(wavs_[i]);
+    EXPECT_EQ(together[i].finals, 1);
+    EXPECT_EQ(together[i].language, references[i].language);
+    EXPECT_EQ(tokens_string(together[i].tokens), tokens_string(references[i].tokens));
+    EXPECT_EQ(together[i].text, references[i].text);
+    EXPECT_EQ(segments_string(together[i].segments), segments_string(references[i].segments));
+    for (const Segment& s : references[i].segments) later_window_segment |= s.start_s >= 30.0;
+  }
+  // The test means something: the clips have segments, some in a later window.
+  EXPECT_GE(references[0].segments.size(), 2u);
+  EXPECT_TRUE(later_window_segment);
+  // Without timestamps the same bundle says no timestamp tokens and gives no segments.
+  const auto plain = run(*make(4, stream::VadKind::kOff), {wavs_[0]}, {3200});
+  EXPECT_TRUE(plain[0].segments.empty());
+  EXPECT_EQ(plain[0].text, references_[0].text);
+}
+
+// Beam search (beam 3): the reference's tokens and text on every clip, the streams batched (their
+// beams share the decoder calls) or alone, with and without timestamps.
+TEST_F(WhisperTest, BeamSearchGivesTheReferenceTokens) {
+  for (const bool timestamps : {false, true}) {
+    SCOPED_TRACE(timestamps ? "timestamps" : "no timestamps");
+    const auto references =
+        run_reference(export_dir_, wavs_, timestamps ? "--beam 3 --timestamps" : "--beam 3");
+    ASSERT_EQ(references.size(), wavs_.size());
+    auto batched = make(4, stream::VadKind::kOff, timestamps, 3);
+    auto alone = make(1, stream::VadKind::kOff, timestamps, 3);
+    ASSERT_TRUE(batched && alone);
+    const auto together = run(*batched, wavs_, {3200, 4000, 16000});
+    for (std::size_t i = 0; i < wavs_.size(); ++i) {
+      SCOPED_TRACE(wavs_[i]);
+      EXPECT_EQ(tokens_string(together[i].tokens), tokens_string(references[i].tokens));
+      EXPECT_EQ(together[i].text, references[i].text);
+      EXPECT_EQ(segments_string(together[i].segments), segments_string(references[i].segments));
+      const auto single = run(*alone, {wavs_[i]}, {7777});
+      EXPECT_EQ(tokens_string(single[0].tokens), tokens_string(references[i].tokens));
+    }
+    if (!timestamps) {
+      // Beam search finds other tokens than greedy somewhere, or the test shows nothing.
+      bool differs = false;
+      for (std::size_t i = 0; i < wavs_.size(); ++i)
+        differs |= references[i].tokens != references_[i].tokens;
+      EXPECT_TRUE(differs) << "beam 3 chose greedy's tokens on every clip";
+    }
+  }
+}
+
+// `voxrt transcribe --json --timestamps --decoder beam --beam 3`: the language and the segments
+// in the JSON line, the reference's text.
+TEST_F(WhisperTest, TranscribeProgramWritesLanguageAndSegments) {
+  const char* cli = std::getenv("VOXRT_CLI");
+  if (cli == nullptr) GTEST_SKIP() << "VOXRT_CLI (the voxrt program) is not set";
+  const auto references = run_reference(export_dir_, {wavs_[1]}, "--beam 3 --timestamps");
+  ASSERT_EQ(references.size(), 1u);
+  const std::string cmd = std::string("'") + cli + "' transcribe --json --timestamps --decoder " +
+                          "beam --beam 3 --engine '" + bundle_.string() + "' --vad off '" +
+                          wavs_[1] + "' 2>/dev/null";
+  std::istringstream lines(run_capture(cmd));
+  int finals = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << cmd << ": " << line;
+    if (!j.value("is_final", false)) continue;
+    ++finals;
+    EXPECT_EQ(j["text"].get<std::string>(), references[0].text);
+    EXPECT_EQ(j.value("language", ""), references[0].language);
+    std::vector<Segment> segments;
+    for (const auto& s : j.value("segments", nlohmann::json::array()))
+      segments.push_back(
+          {s["text"].get<std::string>(), s["start"].get<double>(), s["end"].get<double>()});
+    EXPECT_EQ(segments_string(segments), segments_string(references[0].segments));
+  }
+  EXPECT_EQ(finals, 1) << cmd;
+}
+
 // A copy of the export with one change, imported: the error must name `file` and `key`.
 void expect_import_error(const std::function<void(const fs::path&)>& change,
                          const std::vector<std::string>& expected_in_message) {
@@ -363,9 +591,9 @@ TEST_F(WhisperTest, ImportErrorsNameTheFileAndKey) {
   expect_import_error(
       [](const fs::path& d) {
         edit_json(d / "generation_config.json",
-                  [](nlohmann::json& j) { j["lang_to_id"].erase("<|en|>"); });
+                  [](nlohmann::json& j) { j["lang_to_id"]["<|xx|>"] = 99999; });
       },
-      {"generation_config.json", "lang_to_id", "<|en|>"});
+      {"generation_config.json", "lang_to_id", "<|xx|>", "99999"});
   expect_import_error(
       [](const fs::path& d) {
         fs::rename(d / "decoder_model.onnx", d / "decoder_model_merged.onnx");
@@ -423,6 +651,8 @@ TEST_F(WhisperTest, OneEncoderCallPerBatchOfWindows) {
   const auto after = model->calls();
   EXPECT_EQ(after.encoder - before.encoder, 1);
   EXPECT_EQ(after.decoder - before.decoder, 1);
+  // The three fresh streams' languages: one decoder call on <|startoftranscript|>.
+  EXPECT_EQ(after.language_detection - before.language_detection, 1);
   EXPECT_LE(after.decoder_with_past - before.decoder_with_past, 32 - 4);
   for (std::size_t i = 0; i < 3; ++i) {
     EXPECT_FALSE(together[i].empty()) << "window " << i << " said nothing";
@@ -451,6 +681,7 @@ TEST_F(WhisperTest, ImportsTokenizerJsonInsteadOfAddedTokens) {
   options.model_dir = dir.string();
   options.bundle_dir = (dir / "bundle").string();
   options.build.autotune = false;
+  options.build.device = test_device();
   options.max_batch = 2;
   auto imported = model_import::import_model_dir(options);
   ASSERT_TRUE(imported.has_value()) << imported.status().to_string();
@@ -459,8 +690,11 @@ TEST_F(WhisperTest, ImportsTokenizerJsonInsteadOfAddedTokens) {
   auto reference_manifest = stream::BundleManifest::read(bundle_.string());
   ASSERT_TRUE(reference_manifest.has_value());
   EXPECT_EQ(manifest->metadata.at("voxrt.encoder_decoder.added_tokens_file"), "tokenizer.json");
-  for (const char* key : {"voxrt.encoder_decoder.prompt", "voxrt.encoder_decoder.eos_id",
-                          "voxrt.encoder_decoder.no_speech_id"}) {
+  for (const char* key :
+       {"voxrt.encoder_decoder.sot_id", "voxrt.encoder_decoder.task_id",
+        "voxrt.encoder_decoder.no_timestamps_id", "voxrt.encoder_decoder.timestamp_begin_id",
+        "voxrt.encoder_decoder.languages", "voxrt.encoder_decoder.eos_id",
+        "voxrt.encoder_decoder.no_speech_id"}) {
     EXPECT_EQ(manifest->metadata.at(key), reference_manifest->metadata.at(key)) << key;
   }
   stream::RecognizerConfig config;
@@ -478,7 +712,8 @@ stream::EncoderDecoderContract small_contract() {
   c.vocab_size = 10;
   c.decoder_layers = 1;
   c.max_target_positions = 12;
-  c.prompt = {7, 8};
+  c.sot_id = 7;
+  c.no_timestamps_id = 8;
   c.eos_id = 9;
   c.no_speech_id = 6;
   c.suppress_tokens = {1};
@@ -501,7 +736,7 @@ std::shared_ptr<const stream::WindowRules> rules(const stream::EncoderDecoderCon
 }
 
 TEST(WindowSearch, SuppressesAndStopsAtEndOfText) {
-  stream::WindowSearch search(rules(small_contract()));
+  stream::WindowSearch search(rules(small_contract()), small_contract().prompt(-1, false));
   EXPECT_EQ(search.last_token(), 8);  // the prompt's last
   EXPECT_EQ(search.past_length(), 1);
   auto l = logits_for(2, 3);  // 2 is begin-suppressed: 3 wins
@@ -520,7 +755,7 @@ TEST(WindowSearch, SuppressesAndStopsAtEndOfText) {
 }
 
 TEST(WindowSearch, StopsAtMaxTargetPositions) {
-  stream::WindowSearch search(rules(small_contract()));
+  stream::WindowSearch search(rules(small_contract()), small_contract().prompt(-1, false));
   int chosen = 0;
   for (int step = 0; step < 20; ++step) {
     auto l = logits_for(3 + step % 3);  // 3 4 5 3 4 5 ...: a 3-gram, but only 3 copies fit
@@ -535,7 +770,7 @@ TEST(WindowSearch, StopsAtMaxTargetPositions) {
 TEST(WindowSearch, RepetitionGuardKeepsOneCopy) {
   auto c = small_contract();
   c.max_target_positions = 40;
-  stream::WindowSearch search(rules(c));
+  stream::WindowSearch search(rules(c), c.prompt(-1, false));
   const std::vector<int> said = {0, 3, 4, 3, 4, 3, 4, 3, 4, 5};
   std::size_t step = 0;
   for (; step < said.size(); ++step) {
@@ -548,7 +783,7 @@ TEST(WindowSearch, RepetitionGuardKeepsOneCopy) {
 
 TEST(WindowSearch, NoSpeechNeedsHighProbabilityAndLowConfidence) {
   auto silent = [](float no_speech_logit, float margin) {
-    stream::WindowSearch search(rules(small_contract()));
+    stream::WindowSearch search(rules(small_contract()), small_contract().prompt(-1, false));
     std::vector<float> first(10, 0.0f);
     first[6] = no_speech_logit;
     search.observe_first_position(first.data());
@@ -563,6 +798,206 @@ TEST(WindowSearch, NoSpeechNeedsHighProbabilityAndLowConfidence) {
   EXPECT_TRUE(silent(10.0f, 0.0f));    // P(no_speech) ~1, tokens unsure
   EXPECT_FALSE(silent(10.0f, 20.0f));  // the tokens are confident: speech after all
   EXPECT_FALSE(silent(-10.0f, 0.0f));  // no_speech unlikely
+}
+
+// ---- the contract's prompt keys (encoder_decoder_contract.h) ----
+
+TEST(EncoderDecoderContract, PromptKeysRoundTripAndOldBundlesStillLoad) {
+  auto c = small_contract();
+  c.vocab_size = 20;
+  c.max_target_positions = 12;
+  c.languages = {{"en", 10}, {"de", 11}};
+  c.task_id = 12;
+  c.timestamp_begin_id = 14;
+  auto read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
+  ASSERT_TRUE(read.has_value()) << read.status().to_string();
+  EXPECT_EQ(read->language_id, -1);  // detected per stream
+  EXPECT_EQ(read->language_code(11), "de");
+  EXPECT_EQ(read->timestamp_begin_id, 14);
+  EXPECT_EQ(read->prompt(11, false), (std::vector<int>{7, 11, 12, 8}));
+  EXPECT_EQ(read->prompt(10, true), (std::vector<int>{7, 10, 12}));
+  c.language_id = 10;
+  read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
+  ASSERT_TRUE(read.has_value());
+  EXPECT_EQ(read->language_id, 10);
+  // English-only: no language, no task.
+  auto english = small_contract();
+  read = stream::EncoderDecoderContract::from_metadata(english.to_metadata(), "test");
+  ASSERT_TRUE(read.has_value());
+  EXPECT_FALSE(read->multilingual());
+  EXPECT_EQ(read->prompt(-1, false), (std::vector<int>{7, 8}));
+  // A bundle written before these keys: `prompt` alone, a fixed language without timestamps.
+  auto old = english.to_metadata();
+  for (const char* key : {"sot_id", "no_timestamps_id"})
+    old.erase(std::string("voxrt.encoder_decoder.") + key);
+  old["voxrt.encoder_decoder.prompt"] = "7,5,4,8";
+  read = stream::EncoderDecoderContract::from_metadata(old, "test");
+  ASSERT_TRUE(read.has_value()) << read.status().to_string();
+  EXPECT_EQ(read->prompt(read->language_id, false), (std::vector<int>{7, 5, 4, 8}));
+  EXPECT_EQ(read->timestamp_begin_id, -1);
+  // Errors name the key and what was found.
+  auto bad = c.to_metadata();
+  bad["voxrt.encoder_decoder.languages"] = "en:10,de";
+  read = stream::EncoderDecoderContract::from_metadata(bad, "bundle.json");
+  ASSERT_FALSE(read.has_value());
+  EXPECT_NE(read.status().message().find("voxrt.encoder_decoder.languages"), std::string::npos);
+  EXPECT_NE(read.status().message().find("'de'"), std::string::npos) << read.status().message();
+  bad = c.to_metadata();
+  bad["voxrt.encoder_decoder.language_id"] = "13";
+  read = stream::EncoderDecoderContract::from_metadata(bad, "bundle.json");
+  ASSERT_FALSE(read.has_value());
+  EXPECT_NE(read.status().message().find("none of the languages"), std::string::npos)
+      << read.status().message();
+}
+
+// ---- the timestamp rules and segments alone (timestamp_rules.h) ----
+
+// Text 0..5, end-of-text 6, a special 7, timestamps 8.. (<|0.00|> = 8): 0.02 s apart, 61 of them.
+constexpr int kTextEnd = 6;
+constexpr int kTs = 8;
+constexpr int kTsVocab = kTs + 61;
+
+std::vector<bool> allowed_after(const std::vector<int>& sampled, std::vector<float> logits = {}) {
+  const stream::TimestampRules rules(kTs, kTextEnd, kTsVocab);
+  if (logits.empty()) logits.assign(kTsVocab, 0.0f);
+  rules.apply(sampled, logits.data());
+  std::vector<bool> allowed;
+  for (float l : logits) allowed.push_back(std::isfinite(l));
+  return allowed;
+}
+
+TEST(TimestampRules, FirstTokenIsAnEarlyTimestamp) {
+  const auto allowed = allowed_after({});
+  for (int id = 0; id < kTs; ++id) EXPECT_FALSE(allowed[id]) << id;  // text and end-of-text
+  EXPECT_TRUE(allowed[kTs]);
+  EXPECT_TRUE(allowed[kTs + 50]);   // 1.00 s: the latest first timestamp
+  EXPECT_FALSE(allowed[kTs + 51]);  // 1.02 s
+}
+
+TEST(TimestampRules, TimestampsComeInPairsAndNeverGoBack) {
+  // After the first timestamp (counted as a pair): text or end-of-text, no timestamp. (Text
+  // and end-of-text are made likelier than all timestamps together so the sum rule stays out of
+  // the way: end-of-text counts as text there.)
+  std::vector<float> text_likely(kTsVocab, -10.0f);
+  for (int id = 0; id <= kTextEnd; ++id) text_likely[static_cast<std::size_t>(id)] = 5.0f;
+  auto allowed = allowed_after({kTs + 3}, text_likely);
+  EXPECT_TRUE(allowed[0]);
+  EXPECT_TRUE(allowed[kTextEnd]);
+  EXPECT_FALSE(allowed[kTs + 10]);
+  // After text: more text, or a timestamp after the last one (a segment is never empty).
+  allowed = allowed_after({kTs + 3, 1}, text_likely);
+  EXPECT_TRUE(allowed[2]);
+  EXPECT_FALSE(allowed[kTs + 3]);
+  EXPECT_TRUE(allowed[kTs + 4]);
+  // After a segment's end (a lone timestamp): the next start (it may repeat the end) or
+  // end-of-text, no text.
+  allowed = allowed_after({kTs + 3, 1, kTs + 20}, text_likely);
+  EXPECT_FALSE(allowed[1]);
+  EXPECT_TRUE(allowed[kTextEnd]);
+  EXPECT_FALSE(allowed[kTs + 19]);
+  EXPECT_TRUE(allowed[kTs + 20]);
+  // After a pair: text again.
+  allowed = allowed_after({kTs + 3, 1, kTs + 20, kTs + 20}, text_likely);
+  EXPECT_TRUE(allowed[1]);
+  EXPECT_FALSE(allowed[kTs + 21]);
+}
+
+TEST(TimestampRules, TimestampsWinWhenTogetherLikelierThanTheBestText) {
+  // One text token at logit 2 (e^2 = 7.4) against 40 allowed timestamps at 0 (sum 40).
+  std::vector<float> logits(kTsVocab, -100.0f);
+  logits[2] = 2.0f;
+  for (int id = kTs + 11; id < kTs + 51; ++id) logits[static_cast<std::size_t>(id)] = 0.0f;
+  auto allowed = allowed_after({kTs + 3, 1}, logits);
+  EXPECT_FALSE(allowed[2]);
+  EXPECT_TRUE(allowed[kTs + 11]);
+  // At logit 4 (e^4 = 54.6) the text token stays.
+  logits[2] = 4.0f;
+  allowed = allowed_after({kTs + 3, 1}, logits);
+  EXPECT_TRUE(allowed[2]);
+}
+
+std::string segments_of(const std::vector<int>& tokens, double window_s) {
+  const stream::TimestampRules rules(kTs, kTextEnd, kTsVocab);
+  std::string out;
+  char line[96];
+  for (const auto& s : stream::split_segments(tokens, rules, window_s)) {
+    std::snprintf(line, sizeof(line), "[%d,%d) %.2f-%.2f;", s.first_token, s.end_token, s.start_s,
+                  s.end_s);
+    out += line;
+  }
+  return out;
+}
+
+TEST(TimestampRules, SegmentsAsOpenAICutsThem) {
+  // Two segments, the window ending on a lone timestamp.
+  EXPECT_EQ(segments_of({kTs, 1, 2, kTs + 50, kTs + 50, 3, kTs + 60}, 30.0),
+            "[0,4) 0.00-1.00;[4,7) 1.00-1.20;");
+  // The window ends mid-segment: that segment runs to the window's end.
+  EXPECT_EQ(segments_of({kTs, 1, kTs + 50, kTs + 55, 3}, 12.5),
+            "[0,3) 0.00-1.00;[3,5) 1.10-12.50;");
+  // No pair: one segment to the last timestamp, or to the window's end.
+  EXPECT_EQ(segments_of({kTs, 1, kTs + 40}, 30.0), "[0,3) 0.00-0.80;");
+  EXPECT_EQ(segments_of({kTs, 1, 2}, 30.0), "[0,3) 0.00-30.00;");
+  EXPECT_EQ(segments_of({kTs + 2, 1, 2}, 30.0), "[0,3) 0.00-0.04;");  // OpenAI's rule, odd as it is
+  EXPECT_EQ(segments_of({}, 30.0), "");
+}
+
+// ---- the beam search alone (beam_search.h), on hand-made logits ----
+
+// Vocabulary 10, end-of-text 9: after the prompt 3 (logit 2.0) is a little likelier than 4
+// (1.9); after 3 every token is unsure, after 4 token 5 is sure; then end-of-text.
+std::vector<float> beam_logits(const std::vector<int>& prefix) {
+  std::vector<float> l(10, 0.0f);
+  if (prefix.empty()) {
+    l[3] = 2.0f;
+    l[4] = 1.9f;
+  } else if (prefix.size() == 1) {
+    if (prefix[0] == 4) l[5] = 10.0f;
+  } else {
+    l[9] = 10.0f;
+  }
+  return l;
+}
+
+std::vector<int> run_search(stream::WindowDecoding& search) {
+  std::vector<std::vector<int>> prefixes = {{}};
+  std::vector<int> sources;
+  for (int step = 0; step < 10 && !prefixes.empty(); ++step) {
+    std::vector<float> logits;
+    for (const auto& p : prefixes) {
+      const auto l = beam_logits(p);
+      logits.insert(logits.end(), l.begin(), l.end());
+    }
+    search.advance(logits.data(), sources);
+    std::vector<std::vector<int>> next;
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+      next.push_back(prefixes[static_cast<std::size_t>(sources[i])]);
+      next.back().push_back(search.next_token(static_cast<int>(i)));
+    }
+    prefixes = std::move(next);
+    EXPECT_EQ(static_cast<int>(prefixes.size()), search.live_rows());
+  }
+  EXPECT_EQ(search.live_rows(), 0);
+  return search.outcome().tokens;
+}
+
+TEST(WindowBeamSearch, FindsTheLikelierSequenceGreedyMisses) {
+  auto c = small_contract();
+  c.begin_suppress_tokens = {};
+  c.suppress_tokens = {};
+  auto r = rules(c);
+  stream::WindowSearch greedy(r, c.prompt(-1, false));
+  EXPECT_EQ(run_search(greedy), (std::vector<int>{3, 0}));
+  stream::WindowBeamSearch beam(r, c.prompt(-1, false), 2);
+  EXPECT_EQ(run_search(beam), (std::vector<int>{4, 5}));
+  // Two finished sequences kept (beam 2), each ended by end-of-text.
+  ASSERT_EQ(beam.finished().size(), 2u);
+  EXPECT_TRUE(beam.finished()[0].ended);
+  // The chosen one's mean log-probability counts its end-of-text.
+  const auto outcome = beam.outcome();
+  const auto& best =
+      beam.finished()[0].tokens == std::vector<int>{4, 5} ? beam.finished()[0] : beam.finished()[1];
+  EXPECT_NEAR(outcome.mean_log_probability, best.sum_log_probability / 3.0, 1e-12);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ struct BuildArgs {
   std::string model_dir;
   int max_batch = 32;
   int max_beam = 8;
-  std::string language = "en";
+  std::string language;  // empty: detected per stream
   std::string engine_path;
   BuildConfigArgs build;
   std::string accuracy_data;
@@ -236,8 +236,8 @@ void add_build_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(1, 4096));
   cmd->add_option("--language", args->language,
                   "--model-dir, multilingual Whisper exports: the language the prompt names "
-                  "(generation_config.json lang_to_id's <|xx|>)")
-      ->capture_default_str();
+                  "(generation_config.json lang_to_id's <|xx|>); without it each stream's "
+                  "language is detected from its first 30 s window");
   cmd->add_option("--max-beam", args->max_beam,
                   "--model-dir: hypotheses per stream the decoder/joiner engines are built for, "
                   "1..64")

@@ -137,6 +137,11 @@ int run_transcribe(const TranscribeArgs& args) {
   config.decoding.word_bonus = args.word_bonus;
   config.decoding.hotword_bonus = args.hotword_bonus;
   if (args.lexicon_only) config.decoding.lexicon_only = true;
+  // Whisper-family models give times only when they decode with timestamp tokens: asked for by
+  // --timestamps and by the formats that carry times.
+  if (args.timestamps || args.output_format == "srt" || args.output_format == "vtt" ||
+      args.output_format == "tsv")
+    config.decoding.timestamps = true;
   config.transducer.max_symbols_per_frame = args.max_symbols_per_frame;
   config.lm_path = args.lm;
   config.threads = args.threads;
@@ -168,7 +173,9 @@ int run_transcribe(const TranscribeArgs& args) {
   }
   if (auto decoding = (*recognizer)->decoding_for(options);
       decoding && decoding->decoder == stream::DecoderKind::kBeam) {
-    const bool transducer = (*recognizer)->model_family() == "transducer";
+    // Transducers and encoder_decoder models take the transducer's beam (default 4).
+    const bool transducer = (*recognizer)->model_family() == "transducer" ||
+                            (*recognizer)->model_family() == "encoder_decoder";
     std::cerr << "[voxrt] beam search: beam "
               << (transducer ? decoding->transducer.beam_width : decoding->beam.beam_width);
     if (decoding->use_lm) {
@@ -399,8 +406,11 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
       "is raw PCM as --stdin-format, --stdin-rate and --stdin-channels say.\n"
       "Output (--output-format): txt \"FILE: text\" per utterance (--timestamps adds [start -->\n"
       "end]); json one line per result, partials too: {\"file\", \"text\", \"is_final\",\n"
-      "\"words\": [{\"word\", \"start\", \"end\", \"conf\"}]} (seconds); srt, vtt, tsv (start and\n"
-      "end in ms) per file. --output-dir DIR writes DIR/<file name>.<format> instead.\n"
+      "\"words\": [{\"word\", \"start\", \"end\", \"conf\"}]} (seconds), and with Whisper models\n"
+      "\"language\" and (--timestamps) \"segments\": [{\"text\", \"start\", \"end\"}]; srt, vtt, "
+      "tsv\n"
+      "(start and end in ms) per file. --output-dir DIR writes DIR/<file name>.<format> instead.\n"
+      "Whisper models decode with timestamp tokens under --timestamps, srt, vtt and tsv.\n"
       "The real-time factor and per-chunk latency percentiles go to stderr.\n"
       "Examples:\n"
       "  voxrt transcribe --engine default.engine samples/play_music.wav --json\n"
@@ -478,7 +488,8 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
       "--output-dir", args->output_dir,
       "Write each input's transcript to DIR/<its name>.<format> (stdin: stdin.<format>)");
   cmd->add_flag("--timestamps", args->timestamps,
-                "txt: each utterance with its [start --> end] time");
+                "txt: each utterance with its [start --> end] time; Whisper models: decode with "
+                "timestamp tokens (segments in the json output)");
   cmd->add_option("--threads", args->threads, "Kernel threads, 1..256")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

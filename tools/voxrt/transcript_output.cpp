@@ -9,11 +9,14 @@
 namespace voxrt::cli {
 namespace {
 
+// From the words, or (Whisper-family models, which give no word times) the segments.
 double utterance_start(const decode::DecodingResult& r) {
-  return r.words.empty() ? 0.0 : r.words.front().start_s;
+  if (!r.words.empty()) return r.words.front().start_s;
+  return r.segments.empty() ? 0.0 : r.segments.front().start_s;
 }
 double utterance_end(const decode::DecodingResult& r) {
-  return r.words.empty() ? 0.0 : r.words.back().end_s;
+  if (!r.words.empty()) return r.words.back().end_s;
+  return r.segments.empty() ? 0.0 : r.segments.back().end_s;
 }
 
 std::string timed(const decode::DecodingResult& r) {
@@ -27,12 +30,17 @@ std::string json_line(const std::string& file, const stream::StreamResult& r) {
     words.push_back(
         {{"word", w.word}, {"start", w.start_s}, {"end", w.end_s}, {"conf", w.confidence}});
   }
-  return nlohmann::json{{"file", file},
-                        {"text", r.result.text},
-                        {"is_final", r.result.is_final},
-                        {"words", words}}
-             .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-         "\n";
+  nlohmann::json line = {
+      {"file", file}, {"text", r.result.text}, {"is_final", r.result.is_final}, {"words", words}};
+  // Whisper-family results: the language detected or named, and the timestamp segments.
+  if (!r.result.language.empty()) line["language"] = r.result.language;
+  if (!r.result.segments.empty()) {
+    nlohmann::json segments = nlohmann::json::array();
+    for (const auto& s : r.result.segments)
+      segments.push_back({{"text", s.text}, {"start", s.start_s}, {"end", s.end_s}});
+    line["segments"] = segments;
+  }
+  return line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 }  // namespace

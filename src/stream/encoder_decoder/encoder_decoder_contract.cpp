@@ -58,6 +58,85 @@ Expected<double> parse_double(const std::map<std::string, std::string>& metadata
   return value;
 }
 
+Expected<int> one_id(const std::map<std::string, std::string>& metadata, const std::string& name,
+                     bool required, int vocab_size, const std::string& where) {
+  VOXRT_ASSIGN_OR_RETURN(auto ids, parse_ids(metadata, name, required, vocab_size, where));
+  if (ids.size() > 1)
+    return invalid_argument(where, ": '", name, "' must be one token id, found ", ids.size());
+  return ids.empty() ? -1 : ids[0];
+}
+
+// "en:50259,de:50261".
+Expected<std::vector<EncoderDecoderContract::Language>> parse_languages(
+    const std::map<std::string, std::string>& metadata, int vocab_size, const std::string& where) {
+  std::vector<EncoderDecoderContract::Language> languages;
+  auto it = metadata.find(key("languages"));
+  if (it == metadata.end()) return languages;
+  const std::string& text = it->second;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    const std::size_t colon = item.find(':');
+    int id = -1;
+    const char* digits = item.data() + (colon == std::string::npos ? 0 : colon + 1);
+    auto [ptr, ec] = std::from_chars(digits, item.data() + item.size(), id);
+    if (colon == std::string::npos || colon == 0 || ec != std::errc() ||
+        ptr != item.data() + item.size() || id < 0 || id >= vocab_size) {
+      return invalid_argument(where, ": '", key("languages"),
+                              "' must be code:token_id pairs separated by commas (en:50259), "
+                              "found '",
+                              item, "'");
+    }
+    languages.push_back({item.substr(0, colon), id});
+    start = comma + 1;
+  }
+  return languages;
+}
+
+// The prompt's tokens: sot_id, language_id, task_id, no_timestamps_id, timestamp_begin_id and
+// languages; a bundle written before those keys has only `prompt` (<|startoftranscript|>
+// [<|lang|> <|transcribe|>] <|notimestamps|>), which still reads as that fixed language without
+// timestamps.
+Status read_prompt_tokens(const std::map<std::string, std::string>& metadata,
+                          EncoderDecoderContract& c, const std::string& where) {
+  const int vocab = c.vocab_size;
+  if (metadata.count(key("sot_id")) == 0 && metadata.count(key("prompt")) != 0) {
+    VOXRT_ASSIGN_OR_RETURN(auto prompt, parse_ids(metadata, key("prompt"), true, vocab, where));
+    if (prompt.size() != 2 && prompt.size() != 4) {
+      return invalid_argument(where, ": '", key("prompt"), "' must be 2 or 4 token ids, found ",
+                              prompt.size());
+    }
+    c.sot_id = prompt.front();
+    c.no_timestamps_id = prompt.back();
+    if (prompt.size() == 4) {
+      c.language_id = prompt[1];
+      c.task_id = prompt[2];
+      c.languages = {{"", c.language_id}};
+    }
+    return Status::ok();
+  }
+  VOXRT_ASSIGN_OR_RETURN(c.sot_id, one_id(metadata, key("sot_id"), true, vocab, where));
+  VOXRT_ASSIGN_OR_RETURN(c.no_timestamps_id,
+                         one_id(metadata, key("no_timestamps_id"), true, vocab, where));
+  VOXRT_ASSIGN_OR_RETURN(c.timestamp_begin_id,
+                         one_id(metadata, key("timestamp_begin_id"), false, vocab, where));
+  VOXRT_ASSIGN_OR_RETURN(c.languages, parse_languages(metadata, vocab, where));
+  VOXRT_ASSIGN_OR_RETURN(c.language_id, one_id(metadata, key("language_id"), false, vocab, where));
+  VOXRT_ASSIGN_OR_RETURN(c.task_id,
+                         one_id(metadata, key("task_id"), c.multilingual(), vocab, where));
+  if (c.language_id >= 0 && c.language_code(c.language_id).empty() && c.multilingual()) {
+    return invalid_argument(where, ": '", key("language_id"), "' ", c.language_id,
+                            " is none of the languages in '", key("languages"), "'");
+  }
+  if (c.language_id >= 0 && !c.multilingual()) {
+    return invalid_argument(where, ": '", key("language_id"), "' is set, but '", key("languages"),
+                            "' is missing (an English-only model has none)");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Expected<EncoderDecoderContract> EncoderDecoderContract::from_metadata(
@@ -74,10 +153,10 @@ Expected<EncoderDecoderContract> EncoderDecoderContract::from_metadata(
   }
   VOXRT_ASSIGN_OR_RETURN(c.max_target_positions,
                          metadata_int(metadata, key("max_target_positions"), 0, true, where));
-  VOXRT_ASSIGN_OR_RETURN(c.prompt, parse_ids(metadata, key("prompt"), true, c.vocab_size, where));
-  if (static_cast<int>(c.prompt.size()) >= c.max_target_positions) {
-    return invalid_argument(where, ": the prompt (", c.prompt.size(),
-                            " tokens) leaves no room under max_target_positions ",
+  VOXRT_RETURN_IF_ERROR(read_prompt_tokens(metadata, c, where));
+  if (c.max_prompt_tokens() >= c.max_target_positions) {
+    return invalid_argument(where, ": a prompt of ", c.max_prompt_tokens(),
+                            " tokens leaves no room under max_target_positions ",
                             c.max_target_positions);
   }
   VOXRT_ASSIGN_OR_RETURN(auto eos, parse_ids(metadata, key("eos_id"), true, c.vocab_size, where));
@@ -102,6 +181,23 @@ Expected<EncoderDecoderContract> EncoderDecoderContract::from_metadata(
   return c;
 }
 
+std::vector<int> EncoderDecoderContract::prompt(int language, bool timestamps) const {
+  std::vector<int> ids = {sot_id};
+  if (language >= 0) {
+    ids.push_back(language);
+    ids.push_back(task_id);
+  }
+  if (!timestamps) ids.push_back(no_timestamps_id);
+  return ids;
+}
+
+std::string EncoderDecoderContract::language_code(int id) const {
+  for (const Language& l : languages) {
+    if (l.id == id) return l.code;
+  }
+  return "";
+}
+
 std::map<std::string, std::string> EncoderDecoderContract::to_metadata() const {
   std::map<std::string, std::string> m;
   m["voxrt.model_family"] = "encoder_decoder";
@@ -110,7 +206,17 @@ std::map<std::string, std::string> EncoderDecoderContract::to_metadata() const {
   m[key("decoder_layers")] = std::to_string(decoder_layers);
   m[key("vocab_size")] = std::to_string(vocab_size);
   m[key("max_target_positions")] = std::to_string(max_target_positions);
-  m[key("prompt")] = join_ids(prompt);
+  m[key("sot_id")] = std::to_string(sot_id);
+  if (language_id >= 0) m[key("language_id")] = std::to_string(language_id);
+  if (task_id >= 0) m[key("task_id")] = std::to_string(task_id);
+  m[key("no_timestamps_id")] = std::to_string(no_timestamps_id);
+  if (timestamp_begin_id >= 0) m[key("timestamp_begin_id")] = std::to_string(timestamp_begin_id);
+  if (!languages.empty()) {
+    std::string text;
+    for (const Language& l : languages)
+      text += (text.empty() ? "" : ",") + l.code + ":" + std::to_string(l.id);
+    m[key("languages")] = text;
+  }
   m[key("eos_id")] = std::to_string(eos_id);
   if (no_speech_id >= 0) m[key("no_speech_id")] = std::to_string(no_speech_id);
   m[key("no_speech_threshold")] = std::to_string(no_speech_threshold);

@@ -20,8 +20,24 @@ struct EncoderDecoderContract {
   int vocab_size = 0;
   // Tokens a window may hold, prompt included (config.json max_target_positions).
   int max_target_positions = 0;
-  // The prompt fed to decoder_model: <|startoftranscript|> [<|lang|> <|task|>] <|notimestamps|>.
-  std::vector<int> prompt;
+  // The prompt fed to decoder_model is <|startoftranscript|> [<|lang|> <|transcribe|>]
+  // [<|notimestamps|>] (prompt() builds it): the language for multilingual models, and
+  // <|notimestamps|> unless the stream decodes with timestamp tokens.
+  int sot_id = -1;
+  // -1: a multilingual model detects the language from each stream's first window (OpenAI
+  // Whisper's rule: one decoder call on <|startoftranscript|>, the most likely language token);
+  // an English-only model (no `languages`) names none.
+  int language_id = -1;
+  int task_id = -1;  // <|transcribe|>; -1 for English-only models
+  int no_timestamps_id = -1;
+  // <|0.00|>: every id from it on is a timestamp, 0.02 s apart; -1: the model has none.
+  int timestamp_begin_id = -1;
+  // The language tokens of a multilingual model (generation_config's lang_to_id): "en", id.
+  struct Language {
+    std::string code;
+    int id = -1;
+  };
+  std::vector<Language> languages;
   int eos_id = -1;
   // <|nospeech|> / <|nocaptions|>; -1: the model has none (no-speech check off).
   int no_speech_id = -1;
@@ -34,6 +50,14 @@ struct EncoderDecoderContract {
   // Tokenizer files inside the bundle folder.
   std::string vocab_file = "vocab.json";
   std::string added_tokens_file;
+
+  bool multilingual() const { return !languages.empty(); }
+  // The prompt for `language` (a language token id; -1: none) with or without timestamps.
+  std::vector<int> prompt(int language, bool timestamps) const;
+  // The longest prompt (a language and <|notimestamps|>): what max_target_positions must exceed.
+  int max_prompt_tokens() const { return multilingual() ? 4 : 2; }
+  // "en" for a language token id; empty when it is none of `languages`.
+  std::string language_code(int id) const;
 
   static Expected<EncoderDecoderContract> from_metadata(
       const std::map<std::string, std::string>& metadata, const std::string& where);

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
 
 #include "audio/whisper_log_mel.h"
 #include "runtime/engine_impl.h"
@@ -56,8 +59,11 @@ Status expect_logits(const Tensor& logits, std::int64_t rows, std::int64_t posit
 
 class EncoderDecoderStream final : public FamilyStream {
  public:
-  explicit EncoderDecoderStream(std::shared_ptr<EncoderDecoderModel> model)
-      : model_(std::move(model)) {
+  EncoderDecoderStream(std::shared_ptr<EncoderDecoderModel> model, bool timestamps, int beam_width)
+      : model_(std::move(model)),
+        timestamps_(timestamps),
+        beam_width_(beam_width),
+        language_id_(model_->contract_.language_id) {
     ++model_->streams_open_;
   }
   ~EncoderDecoderStream() override { --model_->streams_open_; }
@@ -75,39 +81,90 @@ class EncoderDecoderStream final : public FamilyStream {
   void reset_utterance() override {
     tokens_.clear();
     text_.clear();
+    segments_.clear();
   }
   Status reset_state() override { return Status::ok(); }
 
-  // Appends the next window (`frames` frames of audio): its search, or null when it was not
+  bool timestamps() const { return timestamps_; }
+  int beam_width() const { return beam_width_; }
+  // A multilingual model without a fixed language, before the stream's first decoded window.
+  bool needs_language() const { return language_id_ < 0 && model_->contract_.multilingual(); }
+  void set_language(int id) { language_id_ = id; }
+  std::vector<int> prompt() const {
+    return model_->contract_.prompt(model_->contract_.multilingual() ? language_id_ : -1,
+                                    timestamps_);
+  }
+
+  // Appends the next window (`frames` frames of audio): what it said, or null when it was not
   // decoded (too little audio).
-  Status add_window(const WindowSearch* search, int frames) {
-    if (search != nullptr && !search->is_silence()) {
-      for (int id : search->text_tokens()) {
+  Status add_window(const WindowOutcome* outcome, int frames) {
+    if (outcome != nullptr && !outcome->silence) {
+      for (int id : outcome->tokens) {
         tokens_.push_back(decode::TokenSpan{id, frames_, frames_ + frames - 1, 0.0f});
       }
-      VOXRT_ASSIGN_OR_RETURN(std::string text, model_->tokenizer_->decode(search->text_tokens()));
+      VOXRT_ASSIGN_OR_RETURN(std::string text, text_of(outcome->tokens));
       text_ += text;
+      if (timestamps_) VOXRT_RETURN_IF_ERROR(add_segments(outcome->tokens, frames));
     }
     frames_ += frames;
     return Status::ok();
   }
 
  private:
+  // The text of `tokens`, timestamps left out (a tokenizer may not mark them special).
+  Expected<std::string> text_of(std::span<const int> tokens) const {
+    const int timestamp_begin = model_->contract_.timestamp_begin_id;
+    std::vector<int> text_ids;
+    for (int id : tokens) {
+      if (timestamp_begin < 0 || id < timestamp_begin) text_ids.push_back(id);
+    }
+    return model_->tokenizer_->decode(text_ids);
+  }
+
+  // The window's segments, in seconds from the stream's start; one with no text or no length is
+  // left out (OpenAI clears those).
+  Status add_segments(std::span<const int> tokens, int frames) {
+    const double window_start_s = model_->time_base_.seconds(frames_);
+    const TimestampRules& rules = *model_->timestamp_rules_->timestamps;
+    for (const WindowSegment& segment :
+         split_segments(tokens, rules, model_->time_base_.seconds(frames))) {
+      VOXRT_ASSIGN_OR_RETURN(
+          std::string text, text_of(tokens.subspan(static_cast<std::size_t>(segment.first_token),
+                                                   static_cast<std::size_t>(segment.end_token -
+                                                                            segment.first_token))));
+      text = trimmed(text);
+      if (text.empty() || segment.end_s <= segment.start_s) continue;
+      segments_.push_back(
+          {std::move(text), window_start_s + segment.start_s, window_start_s + segment.end_s});
+    }
+    return Status::ok();
+  }
+
+  // Whisper's text tokens carry their leading space; the stream's text does not.
+  static std::string trimmed(const std::string& text) {
+    const auto first = text.find_first_not_of(' ');
+    const auto last = text.find_last_not_of(' ');
+    return first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  }
+
   decode::DecodingResult result(bool is_final) const {
     decode::DecodingResult r;
-    // Whisper's text tokens carry their leading space; the stream's text does not.
-    const auto first = text_.find_first_not_of(' ');
-    const auto last = text_.find_last_not_of(' ');
-    r.text = first == std::string::npos ? "" : text_.substr(first, last - first + 1);
+    r.text = trimmed(text_);
     r.tokens = tokens_;
+    r.segments = segments_;
+    if (language_id_ >= 0) r.language = model_->contract_.language_code(language_id_);
     r.is_final = is_final;
     return r;
   }
 
   std::shared_ptr<EncoderDecoderModel> model_;
+  bool timestamps_;
+  int beam_width_;  // 0: greedy
+  int language_id_;
   long long frames_ = 0;
   std::vector<decode::TokenSpan> tokens_;
   std::string text_;
+  std::vector<decode::SegmentResult> segments_;
 };
 
 // ---- the model ----------------------------------------------------------------------------
@@ -152,6 +209,10 @@ Expected<std::shared_ptr<EncoderDecoderModel>> EncoderDecoderModel::create(
   VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::pieces(std::move(pieces), c.eos_id));
   m->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
   m->rules_ = std::make_shared<const WindowRules>(WindowRules::create(c, special));
+  if (c.timestamp_begin_id >= 0) {
+    m->timestamp_rules_ =
+        std::make_shared<const WindowRules>(WindowRules::create(c, special, true));
+  }
 
   VOXRT_ASSIGN_OR_RETURN(std::string encoder_path, manifest.engine_path(folder, "encoder"));
   VOXRT_ASSIGN_OR_RETURN(std::string decoder_path, manifest.engine_path(folder, "decoder"));
@@ -219,6 +280,13 @@ Expected<std::shared_ptr<EncoderDecoderModel>> EncoderDecoderModel::create(
       m->max_batch_,
       resolve_max_batch(*m->encoder_, m->encoder_->inputs()[0].name, config.max_batch,
                         RecognizerConfig::kDefaultMaxBatch, encoder_path));
+  // Every beam row of every window in a step: as many as the step engine's profile admits.
+  VOXRT_ASSIGN_OR_RETURN(
+      m->max_step_rows_,
+      resolve_max_batch(
+          *m->decoder_with_past_,
+          m->decoder_with_past_->inputs()[static_cast<std::size_t>(m->step_ids_input_)].name, 0,
+          std::numeric_limits<int>::max(), step_path));
   m->max_streams_ = config.max_streams;
   return m;
 }
@@ -231,15 +299,26 @@ Expected<std::unique_ptr<FamilyStream>> EncoderDecoderModel::open_stream(
     const StreamOptions& options, const ResolvedDecoding& decoding) {
   if (!options.hotwords.empty())
     return unsupported("stream: hotwords are not supported with encoder_decoder models");
-  if (decoding.decoder == DecoderKind::kBeam) {
+  // The decoding choices' beam_width (unset: the transducer's default, 4; OpenAI's command line
+  // uses 5).
+  const int beam_width =
+      decoding.decoder == DecoderKind::kBeam ? decoding.transducer.beam_width : 0;
+  if (beam_width > max_step_rows_) {
+    return invalid_argument("stream: beam width ", beam_width, " is above the ", max_step_rows_,
+                            " rows decoder_with_past takes in one call (rebuild with a larger "
+                            "voxrt build --max-beam or --max-batch)");
+  }
+  if (decoding.timestamps && timestamp_rules_ == nullptr) {
     return unsupported(
-        "stream: beam search is not done for encoder_decoder models yet; use greedy");
+        "stream: timestamps asked for, but the model has no timestamp tokens "
+        "(no <|0.00|> in its tokenizer)");
   }
   if (streams_open_ >= max_streams_) {
     return resource_exhausted("encoder_decoder: ", max_streams_,
                               " streams are open (RecognizerConfig::max_streams)");
   }
-  return std::unique_ptr<FamilyStream>(std::make_unique<EncoderDecoderStream>(shared_from_this()));
+  return std::unique_ptr<FamilyStream>(
+      std::make_unique<EncoderDecoderStream>(shared_from_this(), decoding.timestamps, beam_width));
 }
 
 Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int frames) {
@@ -247,14 +326,18 @@ Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int fra
     return invalid_argument("encoder_decoder: a window is ", audio::kWhisperWindowFrames,
                             " frames, the driver gave ", frames);
   }
+  auto stream_of = [&](std::size_t b) {
+    return static_cast<EncoderDecoderStream*>(batch[b].stream);
+  };
   // A window with under kMinWindowAudioFrames frames of audio is not decoded: it can only be the
   // tail of a stream whose audio ends within 12.5 ms after a window boundary (those frames reach
   // over it), and decoding a window of near silence gives text that was never said.
-  std::vector<std::size_t> decoded;
+  std::vector<int> decoded;
   for (std::size_t b = 0; b < batch.size(); ++b) {
-    if (batch[b].valid_output_frames >= kMinWindowAudioFrames) decoded.push_back(b);
+    if (batch[b].valid_output_frames >= kMinWindowAudioFrames)
+      decoded.push_back(static_cast<int>(b));
   }
-  std::vector<WindowSearch> searches(decoded.size(), WindowSearch(rules_));
+  std::vector<std::unique_ptr<WindowDecoding>> searches(decoded.size());
   if (!decoded.empty()) {
     const auto rows = static_cast<std::int64_t>(decoded.size());
     const int mels = contract_.mel_bins;
@@ -263,7 +346,7 @@ Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int fra
     Tensor features = Tensor::uninitialized(DType::kF32, {rows, mels, frames});
     std::vector<float> window(window_values);
     for (std::size_t r = 0; r < decoded.size(); ++r) {
-      const float* in = batch[decoded[r]].features;
+      const float* in = batch[static_cast<std::size_t>(decoded[r])].features;
       std::copy(in, in + window_values, window.begin());
       audio::normalise_whisper_window(window);
       float* out = features.data<float>() + r * window_values;
@@ -276,35 +359,113 @@ Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int fra
     VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> encoded,
                            encoder_context_->run(std::span<const Tensor>(&features, 1)));
     ++calls_.encoder;
-    if (encoded[0].rank() != 3 || encoded[0].dim(0) != rows) {
-      return invalid_argument("encoder: last_hidden_state is ", dims_to_string(encoded[0].dims()),
+    const Tensor& hidden = encoded[0];
+    if (hidden.rank() != 3 || hidden.dim(0) != rows) {
+      return invalid_argument("encoder: last_hidden_state is ", dims_to_string(hidden.dims()),
                               ", expected [", rows, ", S, d]");
     }
-    VOXRT_RETURN_IF_ERROR(decode_windows(encoded[0], searches));
+    // The language of streams that have none yet, from this (their first decoded) window.
+    std::vector<int> detect;
+    for (std::size_t r = 0; r < decoded.size(); ++r) {
+      if (stream_of(static_cast<std::size_t>(decoded[r]))->needs_language())
+        detect.push_back(static_cast<int>(r));
+    }
+    if (!detect.empty()) {
+      VOXRT_ASSIGN_OR_RETURN(std::vector<int> languages,
+                             detect_languages(gather_rows(hidden, detect)));
+      for (std::size_t i = 0; i < detect.size(); ++i)
+        stream_of(static_cast<std::size_t>(decoded[static_cast<std::size_t>(detect[i])]))
+            ->set_language(languages[i]);
+    }
+    // Windows that decode alike share the decoder calls: the same search (greedy or the beam
+    // width) and the same prompt length (with or without timestamps), in groups of as many
+    // windows as the engines take (the step engine: windows times beams rows).
+    std::map<std::pair<int, bool>, std::vector<int>> groups;
+    for (std::size_t r = 0; r < decoded.size(); ++r) {
+      const EncoderDecoderStream* s = stream_of(static_cast<std::size_t>(decoded[r]));
+      groups[{s->beam_width(), s->timestamps()}].push_back(static_cast<int>(r));
+    }
+    for (const auto& [kind, members] : groups) {
+      const int beam_width = kind.first;
+      const auto per_call = static_cast<std::size_t>(
+          std::max(1, std::min(max_batch_, max_step_rows_ / std::max(1, beam_width))));
+      for (std::size_t first = 0; first < members.size(); first += per_call) {
+        const std::vector<int> part(members.begin() + static_cast<std::ptrdiff_t>(first),
+                                    members.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                          members.size(), first + per_call)));
+        std::vector<std::vector<int>> prompts;
+        std::vector<WindowDecoding*> part_searches;
+        for (int r : part) {
+          const EncoderDecoderStream* s =
+              stream_of(static_cast<std::size_t>(decoded[static_cast<std::size_t>(r)]));
+          prompts.push_back(s->prompt());
+          auto rules = s->timestamps() ? timestamp_rules_ : rules_;
+          auto& search = searches[static_cast<std::size_t>(r)];
+          if (beam_width > 0) {
+            search = std::make_unique<WindowBeamSearch>(rules, prompts.back(), beam_width);
+          } else {
+            search = std::make_unique<WindowSearch>(rules, prompts.back());
+          }
+          part_searches.push_back(search.get());
+        }
+        const bool whole = part.size() == decoded.size();
+        VOXRT_RETURN_IF_ERROR(
+            decode_windows(whole ? hidden : gather_rows(hidden, part), prompts, part_searches));
+      }
+    }
   }
   std::size_t next = 0;
   for (std::size_t b = 0; b < batch.size(); ++b) {
-    auto* stream = static_cast<EncoderDecoderStream*>(batch[b].stream);
-    const bool was_decoded = next < decoded.size() && decoded[next] == b;
+    const bool was_decoded = next < decoded.size() && decoded[next] == static_cast<int>(b);
+    std::optional<WindowOutcome> outcome;
+    if (was_decoded) outcome = searches[next]->outcome();
     VOXRT_RETURN_IF_ERROR(
-        stream->add_window(was_decoded ? &searches[next] : nullptr, batch[b].valid_output_frames));
+        stream_of(b)->add_window(was_decoded ? &*outcome : nullptr, batch[b].valid_output_frames));
     if (was_decoded) ++next;
   }
   return Status::ok();
 }
 
-Status EncoderDecoderModel::decode_windows(const Tensor& hidden,
-                                           std::vector<WindowSearch>& searches) {
+Expected<std::vector<int>> EncoderDecoderModel::detect_languages(const Tensor& hidden) {
   const int vocab = contract_.vocab_size;
-  const auto rows = static_cast<std::int64_t>(searches.size());
-  const auto prompt_length = static_cast<std::int64_t>(contract_.prompt.size());
+  const std::int64_t rows = hidden.dim(0);
+  std::vector<Tensor> inputs(2);
+  Tensor ids = Tensor::uninitialized(DType::kI64, {rows, 1});
+  for (std::int64_t r = 0; r < rows; ++r) ids.data<std::int64_t>()[r] = contract_.sot_id;
+  const int ids_at = index_of(decoder_->inputs(), "input_ids");
+  inputs[static_cast<std::size_t>(ids_at)] = std::move(ids);
+  inputs[static_cast<std::size_t>(1 - ids_at)] = hidden;
+  VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, decoder_context_->run(inputs));
+  ++calls_.language_detection;
+  const Tensor& logits = outputs[static_cast<std::size_t>(decoder_logits_)];
+  VOXRT_RETURN_IF_ERROR(expect_logits(logits, rows, 1, vocab, "decoder (language detection)"));
+  std::vector<int> languages(static_cast<std::size_t>(rows), -1);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = logits.data<float>() + r * vocab;
+    int& best = languages[static_cast<std::size_t>(r)];
+    for (const auto& language : contract_.languages) {
+      // Ties: the lower id, as an argmax over the masked logits gives.
+      if (best < 0 || row[language.id] > row[best] ||
+          (row[language.id] == row[best] && language.id < best))
+        best = language.id;
+    }
+  }
+  return languages;
+}
+
+Status EncoderDecoderModel::decode_windows(const Tensor& hidden,
+                                           const std::vector<std::vector<int>>& prompts,
+                                           std::span<WindowDecoding* const> searches) {
+  const int vocab = contract_.vocab_size;
+  const auto windows = static_cast<std::int64_t>(searches.size());
+  const auto prompt_length = static_cast<std::int64_t>(prompts[0].size());
   // ---- the prompt: decoder_model ----
   std::vector<Tensor> inputs(2);
-  Tensor ids = Tensor::uninitialized(DType::kI64, {rows, prompt_length});
-  for (std::int64_t r = 0; r < rows; ++r) {
+  Tensor ids = Tensor::uninitialized(DType::kI64, {windows, prompt_length});
+  for (std::int64_t w = 0; w < windows; ++w) {
     for (std::int64_t p = 0; p < prompt_length; ++p)
-      ids.data<std::int64_t>()[r * prompt_length + p] =
-          contract_.prompt[static_cast<std::size_t>(p)];
+      ids.data<std::int64_t>()[w * prompt_length + p] =
+          prompts[static_cast<std::size_t>(w)][static_cast<std::size_t>(p)];
   }
   const int ids_at = index_of(decoder_->inputs(), "input_ids");
   inputs[static_cast<std::size_t>(ids_at)] = std::move(ids);
@@ -312,51 +473,74 @@ Status EncoderDecoderModel::decode_windows(const Tensor& hidden,
   VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, decoder_context_->run(inputs));
   ++calls_.decoder;
   const Tensor& prompt_logits = outputs[static_cast<std::size_t>(decoder_logits_)];
-  VOXRT_RETURN_IF_ERROR(expect_logits(prompt_logits, rows, prompt_length, vocab, "decoder"));
-  std::vector<float> logits(static_cast<std::size_t>(vocab));
-  // Rows still decoding (indices into `searches`), and the step engine's inputs for them.
-  std::vector<int> active;
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* row = prompt_logits.data<float>() + r * prompt_length * vocab;
-    searches[static_cast<std::size_t>(r)].observe_first_position(row);
-    std::copy(row + (prompt_length - 1) * vocab, row + prompt_length * vocab, logits.begin());
-    if (searches[static_cast<std::size_t>(r)].accept_logits(logits.data()))
-      active.push_back(static_cast<int>(r));
+  VOXRT_RETURN_IF_ERROR(expect_logits(prompt_logits, windows, prompt_length, vocab, "decoder"));
+  // The rows of the next step: the window of each (a window's rows are adjacent), and the row of
+  // the call before whose past each extends.
+  std::vector<int> row_window;
+  std::vector<int> sources;
+  std::vector<int> local_sources;
+  std::vector<float> logits;
+  for (std::int64_t w = 0; w < windows; ++w) {
+    const float* row = prompt_logits.data<float>() + w * prompt_length * vocab;
+    WindowDecoding& search = *searches[static_cast<std::size_t>(w)];
+    search.observe_first_position(row);
+    logits.assign(row + (prompt_length - 1) * vocab, row + prompt_length * vocab);
+    search.advance(logits.data(), local_sources);
+    for (int source : local_sources) {
+      row_window.push_back(static_cast<int>(w));
+      sources.push_back(static_cast<int>(w) + source);
+    }
   }
   std::vector<Tensor> step_inputs(decoder_with_past_->inputs().size());
   for (const PastSource& source : past_) {
     step_inputs[static_cast<std::size_t>(source.step_input)] =
-        gather_rows(outputs[static_cast<std::size_t>(source.decoder_output)], active);
+        gather_rows(outputs[static_cast<std::size_t>(source.decoder_output)], sources);
   }
-  // ---- one token per step: decoder_with_past, the past kept between steps ----
-  while (!active.empty()) {
-    const auto n = static_cast<std::int64_t>(active.size());
+  // ---- one token per row and step: decoder_with_past, the past kept between steps ----
+  while (!row_window.empty()) {
+    const auto n = static_cast<std::int64_t>(row_window.size());
     Tensor step_ids = Tensor::uninitialized(DType::kI64, {n, 1});
-    for (std::int64_t i = 0; i < n; ++i)
-      step_ids.data<std::int64_t>()[i] = searches[static_cast<std::size_t>(active[i])].last_token();
+    for (std::int64_t r = 0, first = 0; r < n; ++r) {
+      if (r > 0 &&
+          row_window[static_cast<std::size_t>(r)] != row_window[static_cast<std::size_t>(r - 1)])
+        first = r;
+      step_ids.data<std::int64_t>()[r] =
+          searches[static_cast<std::size_t>(row_window[static_cast<std::size_t>(r)])]->next_token(
+              static_cast<int>(r - first));
+    }
     step_inputs[static_cast<std::size_t>(step_ids_input_)] = std::move(step_ids);
     VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> step_out, step_context_->run(step_inputs));
     ++calls_.decoder_with_past;
     const Tensor& step_logits = step_out[static_cast<std::size_t>(step_logits_)];
     VOXRT_RETURN_IF_ERROR(expect_logits(step_logits, n, 1, vocab, "decoder_with_past"));
-    std::vector<int> kept;  // positions in `active` that go on
-    std::vector<int> still_active;
-    for (std::int64_t i = 0; i < n; ++i) {
-      const float* row = step_logits.data<float>() + i * vocab;
-      std::copy(row, row + vocab, logits.begin());
-      if (searches[static_cast<std::size_t>(active[i])].accept_logits(logits.data())) {
-        kept.push_back(static_cast<int>(i));
-        still_active.push_back(active[i]);
+    std::vector<int> next_window;
+    sources.clear();
+    for (std::int64_t first = 0; first < n;) {
+      const int w = row_window[static_cast<std::size_t>(first)];
+      std::int64_t end = first;
+      while (end < n && row_window[static_cast<std::size_t>(end)] == w) ++end;
+      const float* block = step_logits.data<float>() + first * vocab;
+      logits.assign(block, block + (end - first) * vocab);
+      searches[static_cast<std::size_t>(w)]->advance(logits.data(), local_sources);
+      for (int source : local_sources) {
+        next_window.push_back(w);
+        sources.push_back(static_cast<int>(first) + source);
       }
+      first = end;
     }
-    const bool all_kept = kept.size() == active.size();
+    bool same_rows = sources.size() == row_window.size();
+    for (std::size_t i = 0; i < sources.size() && same_rows; ++i)
+      same_rows = sources[i] == static_cast<int>(i);
+    // The cross-attention past is the same for every row of a window: only a change in how many
+    // rows each window has moves it (a beam reordered within its window does not).
+    const bool same_layout = next_window == row_window;
     for (const PastSource& source : past_) {
       Tensor& past = step_inputs[static_cast<std::size_t>(source.step_input)];
-      if (source.step_output >= 0)
-        past = std::move(step_out[static_cast<std::size_t>(source.step_output)]);
-      if (!all_kept) past = gather_rows(past, kept);
+      const bool self_attention = source.step_output >= 0;
+      if (self_attention) past = std::move(step_out[static_cast<std::size_t>(source.step_output)]);
+      if (!same_rows && (self_attention || !same_layout)) past = gather_rows(past, sources);
     }
-    active = std::move(still_active);
+    row_window = std::move(next_window);
   }
   return Status::ok();
 }

@@ -2,11 +2,16 @@
 // docs/model_contract.md "encoder_decoder"): the driver cuts a stream's Whisper log-mel frames
 // (audio/whisper_log_mel.h) into 30 s windows of 3000 frames (a last window padded with
 // silence); each window is normalised as Whisper does, goes through the encoder once, and is
-// decoded greedily with the KV cache: decoder_model on the prompt, then decoder_with_past one
-// token per step, the past kept between steps (window_search.h says how a token is chosen and
-// when a window ends). The windows of every stream in one run_batch share one encoder call and
-// one decoder call per step; a row leaves the batch when its window ends, so a stream's tokens do
-// not depend on its batch mates. A stream's text is the text of its windows in order.
+// decoded with the KV cache: decoder_model on the prompt, then decoder_with_past one token per
+// step, the past kept between steps. The search is greedy (window_search.h) or a beam search
+// (beam_search.h: one row per beam, the cache reordered by the rows the beams extend), with or
+// without timestamp tokens (timestamp_rules.h; segments with times in the result). A
+// multilingual model built without a language detects each stream's language from its first
+// decoded window (one decoder call on <|startoftranscript|>, the most likely language token) and
+// decodes all its windows with that language's prompt. The windows of every stream in one
+// run_batch share one encoder call, and those that decode alike (the same search and prompt
+// length) one decoder call per step; a row leaves the batch when its window ends, so a stream's
+// tokens do not depend on its batch mates. A stream's text is the text of its windows in order.
 #pragma once
 
 #include <map>
@@ -16,6 +21,7 @@
 #include "decode/byte_level_bpe.h"
 #include "decode/vocabulary.h"
 #include "stream/bundle_manifest.h"
+#include "stream/encoder_decoder/beam_search.h"
 #include "stream/encoder_decoder/window_search.h"
 #include "stream/model_family.h"
 #include "voxrt/engine.h"
@@ -48,7 +54,8 @@ class EncoderDecoderModel final : public ModelFamily,
   // Engine calls since creation (tests and benchmarks).
   struct Calls {
     long long encoder = 0;
-    long long decoder = 0;
+    long long decoder = 0;             // prompt calls
+    long long language_detection = 0;  // decoder calls on <|startoftranscript|> alone
     long long decoder_with_past = 0;
   };
   const Calls& calls() const { return calls_; }
@@ -56,8 +63,13 @@ class EncoderDecoderModel final : public ModelFamily,
  private:
   friend class EncoderDecoderStream;
   EncoderDecoderModel() = default;
-  // Greedy search of `searches.size()` windows whose encoder states are `hidden` [B, S, d].
-  Status decode_windows(const Tensor& hidden, std::vector<WindowSearch>& searches);
+  // Decodes windows whose encoder states are `hidden` [B, S, d]: row b starts from prompts[b]
+  // (all of one length) and searches[b] chooses its tokens.
+  Status decode_windows(const Tensor& hidden, const std::vector<std::vector<int>>& prompts,
+                        std::span<WindowDecoding* const> searches);
+  // The most likely language token of each row of `hidden` (OpenAI Whisper's detection: the
+  // decoder on <|startoftranscript|> alone, the logits of the language tokens only).
+  Expected<std::vector<int>> detect_languages(const Tensor& hidden);
 
   std::shared_ptr<const Engine> encoder_;
   std::shared_ptr<const Engine> decoder_;
@@ -67,6 +79,8 @@ class EncoderDecoderModel final : public ModelFamily,
   std::unique_ptr<ExecutionContext> step_context_;
   EncoderDecoderContract contract_;
   std::shared_ptr<const WindowRules> rules_;
+  // The rules with timestamps; null when the model has no timestamp tokens.
+  std::shared_ptr<const WindowRules> timestamp_rules_;
   std::shared_ptr<const decode::ByteLevelBpeDecoder> tokenizer_;
   std::shared_ptr<const decode::Vocabulary> vocabulary_;
   audio::FeatureConfig feature_config_;
@@ -74,6 +88,8 @@ class EncoderDecoderModel final : public ModelFamily,
   decode::TimeBase time_base_;
   std::map<std::string, std::string> metadata_;
   int max_batch_ = 1;
+  // Rows decoder_with_past takes in one call: windows times beams (voxrt build --max-beam).
+  int max_step_rows_ = 1;
   int max_streams_ = 1;
   int streams_open_ = 0;
   // The decoder engines' outputs by position: logits, then the presents the step engine takes.

@@ -7,7 +7,21 @@
 namespace voxrt::stream {
 namespace {
 
-// log(sum(exp(logits))) over the ids whose logit is finite.
+// The n (1..kMaxRepeatTokens) of the n-gram said kRepeatCopies times at the end of `tokens`;
+// 0: none.
+int repeated_ngram_at_end(std::span<const int> tokens) {
+  const int size = static_cast<int>(tokens.size());
+  for (int n = 1; n <= kMaxRepeatTokens && n * kRepeatCopies <= size; ++n) {
+    bool repeated = true;
+    for (int i = size - n * (kRepeatCopies - 1); i < size && repeated; ++i)
+      repeated = tokens[static_cast<std::size_t>(i)] == tokens[static_cast<std::size_t>(i - n)];
+    if (repeated) return n;
+  }
+  return 0;
+}
+
+}  // namespace
+
 double log_sum_exp(const float* logits, int count) {
   float max_logit = -std::numeric_limits<float>::infinity();
   for (int i = 0; i < count; ++i) max_logit = std::max(max_logit, logits[i]);
@@ -18,16 +32,36 @@ double log_sum_exp(const float* logits, int count) {
   return max_logit + std::log(sum);
 }
 
-}  // namespace
+bool is_silence(const EncoderDecoderContract& c, double no_speech_probability,
+                double mean_log_probability) {
+  return c.no_speech_id >= 0 && no_speech_probability > c.no_speech_threshold &&
+         mean_log_probability < c.logprob_threshold;
+}
+
+std::size_t length_without_repeats(std::span<const int> tokens) {
+  for (std::size_t length = 1; length <= tokens.size(); ++length) {
+    const int n = repeated_ngram_at_end(tokens.first(length));
+    if (n > 0) return length - static_cast<std::size_t>((kRepeatCopies - 1) * n);
+  }
+  return tokens.size();
+}
 
 WindowRules WindowRules::create(const EncoderDecoderContract& contract,
-                                const std::vector<std::uint8_t>& special) {
+                                const std::vector<std::uint8_t>& special, bool timestamps) {
   WindowRules rules;
   rules.contract = contract;
   const auto vocab = static_cast<std::size_t>(contract.vocab_size);
   rules.suppressed.assign(vocab, 0);
   for (std::size_t id = 0; id < std::min(vocab, special.size()); ++id)
     rules.suppressed[id] = special[id];
+  // Timestamp ids are never text (a tokenizer may not mark them special): they are said only
+  // when the window decodes with timestamps; <|notimestamps|> (special) stays suppressed then.
+  if (contract.timestamp_begin_id >= 0) {
+    for (auto id = static_cast<std::size_t>(contract.timestamp_begin_id); id < vocab; ++id)
+      rules.suppressed[id] = timestamps ? 0 : 1;
+  }
+  if (timestamps)
+    rules.timestamps.emplace(contract.timestamp_begin_id, contract.eos_id, contract.vocab_size);
   for (int id : contract.suppress_tokens) rules.suppressed[static_cast<std::size_t>(id)] = 1;
   rules.suppressed[static_cast<std::size_t>(contract.eos_id)] = 0;
   rules.begin_suppressed = rules.suppressed;
@@ -36,7 +70,17 @@ WindowRules WindowRules::create(const EncoderDecoderContract& contract,
   return rules;
 }
 
-WindowSearch::WindowSearch(std::shared_ptr<const WindowRules> rules) : rules_(std::move(rules)) {}
+void WindowRules::filter(std::span<const int> sampled, float* logits) const {
+  const std::vector<std::uint8_t>& mask = sampled.empty() ? begin_suppressed : suppressed;
+  constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
+  for (int id = 0; id < contract.vocab_size; ++id) {
+    if (mask[static_cast<std::size_t>(id)]) logits[id] = kMinusInfinity;
+  }
+  if (timestamps) timestamps->apply(sampled, logits);
+}
+
+WindowSearch::WindowSearch(std::shared_ptr<const WindowRules> rules, std::vector<int> prompt)
+    : rules_(std::move(rules)), prompt_(std::move(prompt)) {}
 
 void WindowSearch::observe_first_position(const float* logits) {
   const int no_speech = rules_->contract.no_speech_id;
@@ -45,15 +89,19 @@ void WindowSearch::observe_first_position(const float* logits) {
                                     log_sum_exp(logits, rules_->contract.vocab_size));
 }
 
+void WindowSearch::advance(float* logits, std::vector<int>& sources) {
+  sources.clear();
+  if (accept_logits(logits)) sources.push_back(0);
+}
+
+WindowOutcome WindowSearch::outcome() const {
+  return {tokens_, no_speech_probability_, mean_log_probability(), is_silence()};
+}
+
 bool WindowSearch::accept_logits(float* logits) {
   if (done_) return false;
   const int vocab = rules_->contract.vocab_size;
-  const std::vector<std::uint8_t>& mask =
-      tokens_.empty() ? rules_->begin_suppressed : rules_->suppressed;
-  constexpr float kMinusInfinity = -std::numeric_limits<float>::infinity();
-  for (int id = 0; id < vocab; ++id) {
-    if (mask[static_cast<std::size_t>(id)]) logits[id] = kMinusInfinity;
-  }
+  rules_->filter(tokens_, logits);
   // The first highest logit (ties: the lowest id, as torch.argmax).
   const int chosen = static_cast<int>(std::max_element(logits, logits + vocab) - logits);
   sum_log_probability_ += static_cast<double>(logits[chosen]) - log_sum_exp(logits, vocab);
@@ -77,25 +125,16 @@ bool WindowSearch::accept_logits(float* logits) {
 }
 
 bool WindowSearch::repeats_at_end(int& ngram) const {
-  const int size = static_cast<int>(tokens_.size());
-  for (int n = 1; n <= kMaxRepeatTokens && n * kRepeatCopies <= size; ++n) {
-    bool repeated = true;
-    for (int i = size - n * (kRepeatCopies - 1); i < size && repeated; ++i)
-      repeated = tokens_[static_cast<std::size_t>(i)] == tokens_[static_cast<std::size_t>(i - n)];
-    if (repeated) {
-      ngram = n;
-      return true;
-    }
-  }
-  return false;
+  ngram = repeated_ngram_at_end(tokens_);
+  return ngram > 0;
 }
 
 int WindowSearch::last_token() const {
-  return tokens_.empty() ? rules_->contract.prompt.back() : tokens_.back();
+  return tokens_.empty() ? prompt_.back() : tokens_.back();
 }
 
 int WindowSearch::past_length() const {
-  return static_cast<int>(rules_->contract.prompt.size() + tokens_.size()) - 1;
+  return static_cast<int>(prompt_.size() + tokens_.size()) - 1;
 }
 
 double WindowSearch::mean_log_probability() const {
@@ -103,9 +142,8 @@ double WindowSearch::mean_log_probability() const {
 }
 
 bool WindowSearch::is_silence() const {
-  const EncoderDecoderContract& c = rules_->contract;
-  return c.no_speech_id >= 0 && no_speech_probability_ > c.no_speech_threshold &&
-         mean_log_probability() < c.logprob_threshold;
+  return voxrt::stream::is_silence(rules_->contract, no_speech_probability_,
+                                   mean_log_probability());
 }
 
 }  // namespace voxrt::stream

@@ -74,7 +74,11 @@ TEST(ByteLevelBpe, MalformedUtf8BecomesReplacementCharacters) {
   EXPECT_EQ(*text,
             "\xEF\xBF\xBD"
             "a");
-  EXPECT_EQ(utf8_with_replacements("\xA9\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
+  // A stray continuation byte is one; E2 82 (a 3-byte sequence cut short) is one more, as
+  // Python's b"\xA9\xE2\x82".decode(errors="replace") gives; F0 80 is two (80 cannot follow F0).
+  EXPECT_EQ(utf8_with_replacements("\xA9\xE2\x82"), "\xEF\xBF\xBD\xEF\xBF\xBD");
+  EXPECT_EQ(utf8_with_replacements("\xF0\x80z"), "\xEF\xBF\xBD\xEF\xBF\xBDz");
+  EXPECT_EQ(utf8_with_replacements("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");
   EXPECT_EQ(gpt2_byte_to_code_point(' '), 0x120);
   EXPECT_EQ(gpt2_byte_to_code_point('a'), 'a');
 }
