@@ -20,9 +20,9 @@ StreamingFeatureExtractor StreamingFeatureExtractor::create(
 StreamingFeatureExtractor::StreamingFeatureExtractor(
     std::shared_ptr<const FrameFeatureComputer> computer)
     : computer_(std::move(computer)),
+      placement_(make_frame_placement(computer_->config())),
       scratch_(computer_->make_scratch()),
-      frame_length_(computer_->config().frame_length_samples()),
-      frame_shift_(computer_->config().frame_shift_samples()) {
+      frame_length_(computer_->config().frame_length_samples()) {
   reset();
 }
 
@@ -38,11 +38,7 @@ void StreamingFeatureExtractor::reset() {
 }
 
 std::int64_t StreamingFeatureExtractor::frame_start(std::int64_t frame) const {
-  // torch.stft(center=True), Whisper's: frame centred on frame * shift.
-  if (config().type == FeatureType::kWhisperLogMel) return frame * frame_shift_ - frame_length_ / 2;
-  if (config().snip_edges) return frame * frame_shift_;
-  // Kaldi snip_edges=false: frame centred on frame * shift + shift / 2.
-  return frame * frame_shift_ + frame_shift_ / 2 - frame_length_ / 2;
+  return placement_->frame_start(frame);
 }
 
 // splitmix64 then Box-Muller: portable and reproducible across standard libraries.
@@ -67,34 +63,10 @@ double StreamingFeatureExtractor::next_gaussian() {
 }
 
 void StreamingFeatureExtractor::compute_frame(std::int64_t frame) {
-  const std::int64_t start = frame_start(frame);
-  const std::int64_t total = samples_received_;
-  const double scale = config().waveform_scale;
-  double* x = scratch_.samples.data();
-  if (config().type == FeatureType::kWhisperLogMel) {
-    // The start reflects without repeating the edge sample (torch's "reflect"); past the end the
-    // audio is zeros, as Whisper pads it to its 30 s window.
-    for (int j = 0; j < frame_length_; ++j) {
-      std::int64_t index = start + j;
-      if (index < 0) index = -index;
-      x[j] = index < total
-                 ? static_cast<double>(buffer_[static_cast<std::size_t>(index - buffer_start_)])
-                 : 0.0;
-    }
-    const int dim = output_dim();
-    const std::size_t offset = ready_.size();
-    ready_.resize(offset + static_cast<std::size_t>(dim));
-    computer_->compute(scratch_, ready_.data() + offset);
-    return;
-  }
-  for (int j = 0; j < frame_length_; ++j) {
-    std::int64_t index = start + j;
-    // Reflect at both edges as Kaldi's ExtractWindow does (only snip_edges=false gets here).
-    while (index < 0 || index >= total) index = index < 0 ? -index - 1 : 2 * total - 1 - index;
-    x[j] = static_cast<double>(buffer_[static_cast<std::size_t>(index - buffer_start_)]) * scale;
-  }
+  std::span<double> x(scratch_.samples.data(), static_cast<std::size_t>(frame_length_));
+  placement_->gather(frame, buffer_, buffer_start_, samples_received_, config().waveform_scale, x);
   if (config().dither > 0) {
-    for (int j = 0; j < frame_length_; ++j) x[j] += config().dither * next_gaussian();
+    for (double& sample : x) sample += config().dither * next_gaussian();
   }
   const int dim = output_dim();
   const std::size_t offset = ready_.size();
@@ -141,15 +113,7 @@ void StreamingFeatureExtractor::input_finished() {
   if (finished_) return;
   finished_ = true;
   if (samples_received_ == 0) return;
-  std::int64_t total_frames = 0;
-  if (config().type == FeatureType::kWhisperLogMel) {
-    // Every frame that holds a sample of the audio (the rest of its window is silence).
-    total_frames = (samples_received_ + frame_length_ / 2 - 1) / frame_shift_ + 1;
-  } else if (config().snip_edges) {
-    return;
-  } else {
-    total_frames = (samples_received_ + frame_shift_ / 2) / frame_shift_;
-  }
+  const std::int64_t total_frames = placement_->frames_when_finished(samples_received_);
   while (next_frame_ < total_frames) {
     compute_frame(next_frame_);
     ++next_frame_;

@@ -1,4 +1,5 @@
-// Streaming front end: samples of any chunk size in, feature frames out. Frames are computed as
+// Streaming front end: samples of any chunk size in, feature frames out (where frames sit and
+// what they see past the edges: frame_placement.h). Frames are computed as
 // soon as their last sample has arrived, each from exactly the same samples whatever the chunking,
 // so chunked and whole input give bit-identical features (dither included: the noise is drawn
 // per frame in frame order from a seeded generator).
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "audio/frame_features.h"
+#include "audio/frame_placement.h"
 
 namespace voxrt::audio {
 
@@ -48,9 +50,10 @@ class StreamingFeatureExtractor {
   double next_gaussian();
 
   std::shared_ptr<const FrameFeatureComputer> computer_;
+  // Shared by copies of the extractor (immutable), like the computer.
+  std::shared_ptr<const FramePlacement> placement_;
   FrameScratch scratch_;
   int frame_length_;
-  int frame_shift_;
   std::vector<float> buffer_;  // samples from buffer_start_ on
   std::int64_t buffer_start_ = 0;
   std::int64_t samples_received_ = 0;
