@@ -100,8 +100,7 @@ Expected<std::shared_ptr<OfflineTransducerModel>> OfflineTransducerModel::create
   VOXRT_ASSIGN_OR_RETURN(
       m->max_symbols_,
       metadata_int(metadata, "voxrt.transducer.max_symbols_per_frame", 10, false, where));
-  if (config.transducer.max_symbols_per_frame !=
-      decode::TransducerSearchConfig{}.max_symbols_per_frame)
+  if (config.transducer.max_symbols_per_frame > 0)
     m->max_symbols_ = config.transducer.max_symbols_per_frame;
   if (!config.lm_path.empty())
     return unsupported(where, ": an LM with transducers is not supported (--lm)");

@@ -62,8 +62,8 @@ class OfflineTransducerModel final : public ModelFamily,
   int features_input_ = 0;
   int length_input_ = 1;
   int output_ = 0;
-  // NeMo's greedy max_symbols (voxrt.transducer.max_symbols_per_frame) unless the recognizer
-  // sets another value than the built-in default.
+  // The recognizer's max_symbols_per_frame, or for 0 the bundle's
+  // voxrt.transducer.max_symbols_per_frame (NeMo's greedy max_symbols, 10).
   int max_symbols_ = 10;
   int max_streams_ = 0;
   int max_batch_ = 1;
