@@ -3,7 +3,8 @@
 # transducer layout: an RNN-T and a TDT model) through the CLI: `voxrt build --model-dir` with no
 # metadata written by hand, then `voxrt transcribe` on several files at once (batched as streams)
 # and `voxrt serve` (an upload) must give, file by file, the text of the Python reference decoder
-# (NeMo's front end, the torch modules, NeMo's greedy RNN-T / TDT rules with max_symbols 10).
+# (NeMo's front end, the torch modules, NeMo's greedy RNN-T / TDT rules with max_symbols 10; and
+# modified beam search, width 8, on the RNN-T model).
 set -euo pipefail
 voxrt=$1
 src=${VOXRT_SOURCE_DIR:?}
@@ -51,6 +52,17 @@ for kind in rnnt tdt; do
     got=$("$py" -c 'import json,sys; print(" ".join(j["text"] for j in map(json.loads, open(sys.argv[1])) if j["file"] == sys.argv[2] and j["is_final"] and j["text"]))' "$work/$kind.voxrt" "$f")
     check "$kind transcribe $(basename "$f")" "$want" "$got"
   done
+  if [ "$kind" = rnnt ]; then
+    # Modified beam search (width 8) with the LSTM state per hypothesis = the reference's.
+    "$py" "$script" reference "$work/$kind" --search beam --beam 8 "${files[@]}" 2>/dev/null \
+      > "$work/beam.reference"
+    "$voxrt" transcribe --engine "$work/$kind.bundle" --vad off --decoder beam --beam 8 --json \
+      "${files[@]}" 2>/dev/null > "$work/beam.voxrt"
+    for f in "${files[@]}"; do
+      got=$("$py" -c 'import json,sys; print(" ".join(j["text"] for j in map(json.loads, open(sys.argv[1])) if j["file"] == sys.argv[2] and j["is_final"] and j["text"]))' "$work/beam.voxrt" "$f")
+      check "$kind transcribe beam $(basename "$f")" "$(reference_text "$work/beam.reference" "$f")" "$got"
+    done
+  fi
   # The server (OpenAI-style upload) gives the same text as the reference.
   start_server "$voxrt" "$work/serve-$kind.log" --engine "$work/$kind.bundle" --vad off --max-batch 4
   for f in "${files[@]}"; do

@@ -5,11 +5,11 @@ scripts leave, and a straightforward reference decoder with NeMo's greedy rules,
 
   export DIR [--tdt] [--seed N]   encoder.onnx, decoder.onnx, joiner.onnx, tokens.txt (blank LAST), weights.pt,
                                   frontend.json
-  reference DIR [--segment-hops N] [--max-symbols K] WAV...
+  reference DIR [--segment-hops N] [--max-symbols K] [--search greedy|beam] [--beam K] WAV...
                                   one JSON line per file: {"file", "text", "ids"}: NeMo's front end
                                   (nemo_ctc.py's), the torch encoder on the whole utterance (or on consecutive
-                                  segments of N hops, each its own utterance), then greedy search over the torch
-                                  prediction and joint networks
+                                  segments of N hops, each its own utterance), then greedy search (or modified
+                                  beam search, RNN-T only) over the torch prediction and joint networks
 
 The layout follows sherpa-onnx's scripts/nemo/*/export-onnx*.py and offline-transducer-nemo-model.cc (read, not
 copied), which run NeMo's own exporters for the three modules:
@@ -36,6 +36,7 @@ A stream's prediction state and last unit carry over from one segment to the nex
 """
 import argparse
 import json
+import math
 import os
 import sys
 
@@ -232,6 +233,44 @@ def greedy(encoder_frames, decoder, joint, tdt, max_symbols, state):
     return last, h, c, ids
 
 
+def log_add(a, b):
+    if a < b:
+        a, b = b, a
+    if b == -math.inf:
+        return a
+    return a + math.log1p(math.exp(b - a))
+
+
+def modified_beam(encoder_frames, decoder, joint, beam, hyps):
+    """icefall's modified beam search (at most one unit per hypothesis and frame) over one segment's frames, the
+    prediction state per hypothesis. A hypothesis: (units, score, last unit, h, c). Per frame every (hypothesis,
+    unit) extension scores the hypothesis's score + the unit's log-softmax (float64); the `beam` best are kept
+    (ties: the earlier hypothesis, then the lower unit); equal unit sequences merge (scores log-added, the first
+    one's state kept)."""
+    for t in range(encoder_frames.shape[0]):
+        f = encoder_frames[t].view(1, -1, 1)
+        candidates = []
+        for i, (units, score, last, h, c) in enumerate(hyps):
+            g, _, h2, c2 = decoder(torch.tensor([[last]], dtype=torch.int32), torch.ones(1, dtype=torch.int32), h, c)
+            logp = torch.log_softmax(joint(f, g)[0, 0, 0].to(torch.float64), dim=0).tolist()
+            for k, lp in enumerate(logp):
+                candidates.append((score + lp, i, k, h2, c2))
+        candidates.sort(key=lambda x: (-x[0], x[1], x[2]))
+        nxt = []
+        for score, i, k, h2, c2 in candidates[:beam]:
+            units, _, last, h, c = hyps[i]
+            if k != BLANK:
+                units, last, h, c = units + [k], k, h2, c2
+            for j, other in enumerate(nxt):
+                if other[0] == units:
+                    nxt[j] = (other[0], log_add(other[1], score)) + other[2:]
+                    break
+            else:
+                nxt.append((units, score, last, h, c))
+        hyps = nxt
+    return hyps
+
+
 def reference(args):
     weights = torch.load(os.path.join(args.dir, "weights.pt"))
     tdt = weights["tdt"]
@@ -244,14 +283,22 @@ def reference(args):
     for wav in args.wavs:
         samples = nemo_ctc.read_wav(wav)
         step = args.segment_hops * hop if args.segment_hops > 0 else max(len(samples), 1)
-        state = (BLANK, torch.zeros(PRED_LAYERS, 1, PRED_HIDDEN), torch.zeros(PRED_LAYERS, 1, PRED_HIDDEN), [])
+        zeros = torch.zeros(PRED_LAYERS, 1, PRED_HIDDEN)
+        state = (BLANK, zeros, zeros, [])
+        hyps = [([], 0.0, BLANK, zeros, zeros)]
+        if args.search == "beam" and tdt:
+            sys.exit("modified beam search is for RNN-T models")
         with torch.no_grad():
             for begin in range(0, len(samples) // hop * hop, step):
                 x, frames = nemo_ctc.nemo_features(samples[begin: begin + step], cfg)
                 out, lengths = encoder(torch.from_numpy(x).unsqueeze(0), torch.tensor([frames], dtype=torch.int64))
-                valid = int(lengths[0])
-                state = greedy(out[0].transpose(0, 1)[:valid], decoder, joint, tdt, args.max_symbols, state)
-        ids = state[3]
+                frames_first = out[0].transpose(0, 1)[: int(lengths[0])]
+                if args.search == "beam":
+                    hyps = modified_beam(frames_first, decoder, joint, args.beam, hyps)
+                else:
+                    state = greedy(frames_first, decoder, joint, tdt, args.max_symbols, state)
+        # The best hypothesis: the first with the highest score.
+        ids = max(hyps, key=lambda h: h[1])[0] if args.search == "beam" else state[3]
         text = "".join(PIECES[i] for i in ids).replace("\u2581", " ").strip()
         print(json.dumps({"file": wav, "text": text, "ids": ids}))
 
@@ -268,6 +315,8 @@ def main():
     r.add_argument("wavs", nargs="+")
     r.add_argument("--segment-hops", type=int, default=0, help="hops per segment (0: the whole file)")
     r.add_argument("--max-symbols", type=int, default=10, help="NeMo's greedy max_symbols")
+    r.add_argument("--search", choices=["greedy", "beam"], default="greedy")
+    r.add_argument("--beam", type=int, default=4, help="modified beam search: hypotheses kept per stream")
     args = parser.parse_args()
     {"export": export, "reference": reference}[args.command](args)
 

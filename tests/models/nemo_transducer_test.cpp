@@ -5,7 +5,8 @@
 // durations from the joiner's width); the engines match onnxruntime on the exported ONNX; the
 // Recognizer gives the Python reference decoder's text (NeMo's front end, the torch modules and
 // NeMo's greedy RNN-T / TDT rules); segments of long audio, max_symbols, a stream's text does
-// not depend on its batch mates; import errors name the file and what was expected.
+// not depend on its batch mates; modified beam search (RNN-T) = the reference's; import errors
+// name the file and what was expected.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -315,18 +316,55 @@ TEST_F(NemoTransducerTest, TextDoesNotDependOnTheBatch) {
   }
 }
 
-// Beam search and hotwords are refused by name (not implemented for this family yet).
-TEST_F(NemoTransducerTest, BeamSearchIsRefused) {
+// Modified beam search with the LSTM state per hypothesis (RNN-T): the reference's, width 4 and
+// 8, the clips as streams of one batch, and over segments of 70 hops; it differs from greedy's.
+TEST_F(NemoTransducerTest, BeamSearchMatchesReference) {
+  const Model& model = models_[0];
+  for (int beam : {4, 8}) {
+    SCOPED_TRACE(beam);
+    std::string cmd = "/usr/bin/python3 '" + script() + "' reference '" + model.dir.string() +
+                      "' --search beam --beam " + std::to_string(beam);
+    std::vector<std::string> want;
+    for (const auto& w : wavs_) cmd += " '" + w + "'";
+    std::istringstream lines(run_capture(cmd + " 2>/dev/null"));
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded()) want.push_back(j.value("text", ""));
+    }
+    ASSERT_EQ(want.size(), wavs_.size()) << cmd;
+    EXPECT_NE(want, reference(model)) << "beam and greedy agree: the test would not tell";
+    stream::RecognizerConfig config;
+    config.engine_path = model.bundle.string();
+    config.vad = stream::VadKind::kOff;
+    config.decoder = stream::DecoderKind::kBeam;
+    config.transducer.beam_width = beam;
+    config.max_batch = 8;
+    auto r = stream::Recognizer::create(config);
+    ASSERT_TRUE(r.has_value()) << r.status().to_string();
+    EXPECT_EQ(run(**r, wavs_, 1600), want);
+    std::cout << "  beam " << beam << ": '" << want[0] << "'\n";
+  }
+}
+
+// TDT models are searched greedily only: beam search is refused by name, as are hotwords.
+TEST_F(NemoTransducerTest, TdtBeamSearchAndHotwordsAreRefused) {
   stream::RecognizerConfig config;
-  config.engine_path = models_[0].bundle.string();
+  config.engine_path = models_[1].bundle.string();
   config.vad = stream::VadKind::kOff;
   config.decoder = stream::DecoderKind::kBeam;
   auto r = stream::Recognizer::create(config);
   ASSERT_TRUE(r.has_value()) << r.status().to_string();
   auto s = (*r)->open_stream();
   ASSERT_FALSE(s.has_value());
-  EXPECT_NE(s.status().message().find("only greedy search"), std::string::npos)
+  EXPECT_NE(s.status().message().find("searched greedily only"), std::string::npos)
       << s.status().message();
+  stream::StreamOptions options;
+  options.hotwords = {"B E"};
+  auto greedy = make(models_[0].bundle, 1);
+  ASSERT_NE(greedy, nullptr);
+  s = greedy->open_stream(options);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_NE(s.status().message().find("hotwords"), std::string::npos) << s.status().message();
 }
 
 TEST_F(NemoTransducerTest, ImportErrorsNameTheFileAndWhatWasExpected) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "decode/stateful_transducer_beam.h"
 #include "runtime/engine_impl.h"
 #include "stream/batch_limit.h"
 #include "stream/model_metadata.h"
@@ -24,10 +25,12 @@ std::string names_of(const std::vector<TensorInfo>& infos) {
 
 }  // namespace
 
+// A stream with one of the two searches (greedy: StatefulTransducerStreamSearch; modified beam:
+// StatefulTransducerBeamSearch), which share these methods.
+template <class Search>
 class OfflineTransducerStream final : public FamilyStream {
  public:
-  OfflineTransducerStream(std::shared_ptr<OfflineTransducerModel> model,
-                          decode::StatefulTransducerStreamSearch search)
+  OfflineTransducerStream(std::shared_ptr<OfflineTransducerModel> model, Search search)
       : model_(std::move(model)), search_(std::move(search)) {
     ++model_->streams_open_;
   }
@@ -47,12 +50,15 @@ class OfflineTransducerStream final : public FamilyStream {
     search_.reset_state();
     return Status::ok();
   }
-  decode::StatefulTransducerStreamSearch& search() { return search_; }
+  Search& search() { return search_; }
 
  private:
   std::shared_ptr<OfflineTransducerModel> model_;
-  decode::StatefulTransducerStreamSearch search_;
+  Search search_;
 };
+
+using GreedyStream = OfflineTransducerStream<decode::StatefulTransducerStreamSearch>;
+using BeamStream = OfflineTransducerStream<decode::StatefulTransducerBeamSearch>;
 
 Expected<std::shared_ptr<OfflineTransducerModel>> OfflineTransducerModel::create(
     const BundleManifest& manifest, const std::string& folder, const RecognizerConfig& config) {
@@ -122,18 +128,23 @@ Expected<std::unique_ptr<FamilyStream>> OfflineTransducerModel::open_stream(
     return resource_exhausted("transducer_offline: ", streams_open_.load(),
                               " streams are open, the most the recognizer's max_streams allows");
   }
-  if (decoding.decoder == DecoderKind::kBeam) {
-    return unsupported("transducer_offline: only greedy search is implemented for NeMo ",
-                       "transducers (modified beam search with LSTM states is not yet)");
-  }
   if (!options.hotwords.empty()) {
-    return unsupported("transducer_offline: hotwords need a beam search, which this family does ",
-                       "not have yet");
+    return unsupported("transducer_offline: hotwords are not supported for NeMo transducers yet");
+  }
+  if (decoding.decoder == DecoderKind::kBeam) {
+    if (!networks_->durations().empty()) {
+      return unsupported("transducer_offline: modified beam search is for RNN-T models; this is ",
+                         "a TDT model (durations), searched greedily only");
+    }
+    decode::StatefulTransducerBeamSearch search(
+        vocabulary_, time_base_, decoding.transducer.beam_width, networks_->state_size());
+    return std::unique_ptr<FamilyStream>(
+        std::make_unique<BeamStream>(shared_from_this(), std::move(search)));
   }
   decode::StatefulTransducerStreamSearch search(vocabulary_, time_base_, max_symbols_,
                                                 networks_->state_size());
   return std::unique_ptr<FamilyStream>(
-      std::make_unique<OfflineTransducerStream>(shared_from_this(), std::move(search)));
+      std::make_unique<GreedyStream>(shared_from_this(), std::move(search)));
 }
 
 Status OfflineTransducerModel::run_batch(std::span<const ChunkInput> batch, int frames) {
@@ -160,17 +171,37 @@ Status OfflineTransducerModel::run_batch(std::span<const ChunkInput> batch, int 
       for (int t = 0; t < out_frames; ++t)
         frames_first[(static_cast<std::size_t>(b) * out_frames + t) * dim + d] =
             src[(static_cast<std::size_t>(b) * dim + d) * out_frames + t];
-  std::vector<decode::StatefulTransducerStreamSearch*> searches;
-  std::vector<int> valid;
+  // Greedy and beam streams may share a batch: each search runs on its own streams' frames.
+  std::vector<decode::StatefulTransducerStreamSearch*> greedy;
+  std::vector<decode::StatefulTransducerBeamSearch*> beam;
+  std::vector<float> greedy_frames, beam_frames;
+  std::vector<int> greedy_valid, beam_valid;
+  const std::size_t stream_values = static_cast<std::size_t>(out_frames) * dim;
   for (std::size_t b = 0; b < batch.size(); ++b) {
-    searches.push_back(&static_cast<OfflineTransducerStream*>(batch[b].stream)->search());
-    valid.push_back(segments.lengths[b] == 0
-                        ? 0
-                        : std::min(out_frames, segments_->output_frames(
-                                                   static_cast<int>(segments.lengths[b]))));
+    const int valid =
+        segments.lengths[b] == 0
+            ? 0
+            : std::min(out_frames, segments_->output_frames(static_cast<int>(segments.lengths[b])));
+    const float* rows_of_b = frames_first.data() + b * stream_values;
+    if (auto* g = dynamic_cast<GreedyStream*>(batch[b].stream)) {
+      greedy.push_back(&g->search());
+      greedy_frames.insert(greedy_frames.end(), rows_of_b, rows_of_b + stream_values);
+      greedy_valid.push_back(valid);
+    } else {
+      beam.push_back(&static_cast<BeamStream*>(batch[b].stream)->search());
+      beam_frames.insert(beam_frames.end(), rows_of_b, rows_of_b + stream_values);
+      beam_valid.push_back(valid);
+    }
   }
-  return decode::stateful_transducer_greedy(*networks_, searches, frames_first.data(), out_frames,
-                                            valid);
+  if (!greedy.empty()) {
+    VOXRT_RETURN_IF_ERROR(decode::stateful_transducer_greedy(
+        *networks_, greedy, greedy_frames.data(), out_frames, greedy_valid));
+  }
+  if (!beam.empty()) {
+    VOXRT_RETURN_IF_ERROR(decode::stateful_transducer_beam(*networks_, beam, beam_frames.data(),
+                                                           out_frames, beam_valid));
+  }
+  return Status::ok();
 }
 
 }  // namespace voxrt::stream

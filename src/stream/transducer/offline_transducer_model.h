@@ -2,8 +2,9 @@
 // Conformer/FastConformer transducers (RNN-T and TDT). An offline encoder over whole segments as
 // the ctc_offline family runs it (stream/offline_segments.h: NeMo's front end, segments of up to
 // voxrt.offline.max_frames hops, one encoder call for the segments of every stream in the batch),
-// then greedy search with the LSTM prediction network's state per stream
-// (decode/stateful_transducer_search.h), batched across the streams of the batch.
+// then greedy search (decode/stateful_transducer_search.h; RNN-T and TDT) or modified beam search
+// (decode/stateful_transducer_beam.h; RNN-T) with the LSTM prediction network's state per
+// hypothesis, batched across the streams of the batch.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,9 @@
 #include "voxrt/engine.h"
 
 namespace voxrt::stream {
+
+template <class Search>
+class OfflineTransducerStream;
 
 class OfflineTransducerModel final : public ModelFamily,
                                      public std::enable_shared_from_this<OfflineTransducerModel> {
@@ -49,6 +53,7 @@ class OfflineTransducerModel final : public ModelFamily,
   const LstmTransducerNetworks& networks() const { return *networks_; }
 
  private:
+  template <class Search>
   friend class OfflineTransducerStream;
   OfflineTransducerModel() = default;
 
