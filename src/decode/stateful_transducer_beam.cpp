@@ -27,11 +27,12 @@ void log_softmax(const float* logits, int count, std::vector<double>& out) {
 
 StatefulTransducerBeamSearch::StatefulTransducerBeamSearch(
     std::shared_ptr<const Vocabulary> vocabulary, TimeBase time_base, int beam_width,
-    int state_size)
+    int state_size, std::shared_ptr<const ContextGraph> hotwords)
     : vocabulary_(std::move(vocabulary)),
       time_base_(time_base),
       beam_width_(beam_width),
-      state_size_(state_size) {
+      state_size_(state_size),
+      hotwords_(std::move(hotwords)) {
   reset_state();
 }
 
@@ -66,7 +67,9 @@ DecodingResult StatefulTransducerBeamSearch::partial() const {
 
 DecodingResult StatefulTransducerBeamSearch::finalize() {
   const Hypothesis& h = best();
-  return make_result(*vocabulary_, h.tokens, time_base_, h.log_prob, true);
+  // An unfinished hotword match gives its bonus back.
+  const double score = h.log_prob + (hotwords_ ? hotwords_->finalize(h.context_state) : 0.0f);
+  return make_result(*vocabulary_, h.tokens, time_base_, score, true);
 }
 
 void StatefulTransducerBeamSearch::reset_utterance() {
@@ -75,6 +78,7 @@ void StatefulTransducerBeamSearch::reset_utterance() {
   kept.tokens.clear();
   kept.log_prob = 0.0;
   kept.last_emit_frame = -1;
+  kept.context_state = ContextGraph::kRoot;
   hyps_.assign(1, std::move(kept));
   utterance_start_frame_ = frames_seen_;
 }
@@ -194,6 +198,11 @@ Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
           h.state = h.next_state;
           h.decoder_out.clear();
           h.last_emit_frame = frame;
+          if (s.hotwords_) {
+            int next_state = ContextGraph::kRoot;
+            h.log_prob += s.hotwords_->forward(h.context_state, cand.unit, next_state);
+            h.context_state = next_state;
+          }
         }
         auto same = std::find_if(next.begin(), next.end(),
                                  [&](const Hypothesis& o) { return o.units == h.units; });

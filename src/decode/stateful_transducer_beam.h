@@ -6,8 +6,10 @@
 // plus the unit's log-softmax (the blank keeps the units); the beam_width best are kept
 // (ties: the earlier hypothesis, then the lower unit id); extensions with equal unit sequences
 // merge (their scores log-added, the first one's state kept: equal units give equal states). The
-// result is the hypothesis with the best score. TDT models are not searched this way (refused by
-// the family). The networks are decode/stateful_transducer_search.h's interface.
+// result is the hypothesis with the best score. Hotwords go through the stream's context graph as
+// in decode/transducer_search.h's beam search: the bonus of a chosen unit is added after the
+// selection, an unfinished match gives it back at the end. TDT models are not searched this way
+// (refused by the family). The networks are decode/stateful_transducer_search.h's interface.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <span>
 #include <vector>
 
+#include "decode/context_graph.h"
 #include "decode/decoding_result.h"
 #include "decode/stateful_transducer_search.h"
 
@@ -23,7 +26,8 @@ namespace voxrt::decode {
 class StatefulTransducerBeamSearch {
  public:
   StatefulTransducerBeamSearch(std::shared_ptr<const Vocabulary> vocabulary, TimeBase time_base,
-                               int beam_width, int state_size);
+                               int beam_width, int state_size,
+                               std::shared_ptr<const ContextGraph> hotwords = nullptr);
 
   void accept_skipped_frames(int frames);
   DecodingResult partial() const;
@@ -45,6 +49,7 @@ class StatefulTransducerBeamSearch {
     std::vector<float> decoder_out;  // empty until computed
     std::vector<float> next_state;
     long long last_emit_frame = -1;
+    int context_state = ContextGraph::kRoot;
   };
   const Hypothesis& best() const;
 
@@ -56,6 +61,7 @@ class StatefulTransducerBeamSearch {
   TimeBase time_base_;
   int beam_width_ = 4;
   int state_size_ = 0;
+  std::shared_ptr<const ContextGraph> hotwords_;
   std::vector<Hypothesis> hyps_;
   long long frames_seen_ = 0;
   long long utterance_start_frame_ = 0;

@@ -5,7 +5,8 @@ scripts leave, and a straightforward reference decoder with NeMo's greedy rules,
 
   export DIR [--tdt] [--seed N]   encoder.onnx, decoder.onnx, joiner.onnx, tokens.txt (blank LAST), weights.pt,
                                   frontend.json
-  reference DIR [--segment-hops N] [--max-symbols K] [--search greedy|beam] [--beam K] WAV...
+  reference DIR [--segment-hops N] [--max-symbols K] [--search greedy|beam] [--beam K] [--hotwords FILE]
+                [--hotword-bonus B] WAV...
                                   one JSON line per file: {"file", "text", "ids"}: NeMo's front end
                                   (nemo_ctc.py's), the torch encoder on the whole utterance (or on consecutive
                                   segments of N hops, each its own utterance), then greedy search (or modified
@@ -46,6 +47,7 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nemo_ctc  # noqa: E402  (its front end, subsampling and Conformer block)
+from icefall_transducer import ContextGraph  # noqa: E402  (voxrt's hotword graph, written in Python)
 
 N_MELS = nemo_ctc.N_MELS
 D_MODEL = nemo_ctc.D_MODEL
@@ -241,16 +243,33 @@ def log_add(a, b):
     return a + math.log1p(math.exp(b - a))
 
 
-def modified_beam(encoder_frames, decoder, joint, beam, hyps):
+def encode_hotword(text):
+    """A phrase as PIECES ids, longest piece first (as voxrt spells a phrase with a pieces vocabulary)."""
+    marked = "".join("\u2581" + w for w in text.split())
+    ids, pos = [], 0
+    while pos < len(marked):
+        for length in range(min(len(marked) - pos, max(len(p) for p in PIECES)), 0, -1):
+            piece = marked[pos:pos + length]
+            if piece in PIECES[1:]:
+                ids.append(PIECES.index(piece))
+                pos += length
+                break
+        else:
+            raise ValueError(f"hotword {text!r} cannot be spelled with the pieces")
+    return ids
+
+
+def modified_beam(encoder_frames, decoder, joint, beam, hyps, graph=None):
     """icefall's modified beam search (at most one unit per hypothesis and frame) over one segment's frames, the
     prediction state per hypothesis. A hypothesis: (units, score, last unit, h, c). Per frame every (hypothesis,
     unit) extension scores the hypothesis's score + the unit's log-softmax (float64); the `beam` best are kept
     (ties: the earlier hypothesis, then the lower unit); equal unit sequences merge (scores log-added, the first
-    one's state kept)."""
+    one's state kept). Hotwords (`graph`): a chosen unit's bonus is added after the selection; a hypothesis is
+    (units, score, last unit, h, c, context state)."""
     for t in range(encoder_frames.shape[0]):
         f = encoder_frames[t].view(1, -1, 1)
         candidates = []
-        for i, (units, score, last, h, c) in enumerate(hyps):
+        for i, (units, score, last, h, c, _) in enumerate(hyps):
             g, _, h2, c2 = decoder(torch.tensor([[last]], dtype=torch.int32), torch.ones(1, dtype=torch.int32), h, c)
             logp = torch.log_softmax(joint(f, g)[0, 0, 0].to(torch.float64), dim=0).tolist()
             for k, lp in enumerate(logp):
@@ -258,15 +277,18 @@ def modified_beam(encoder_frames, decoder, joint, beam, hyps):
         candidates.sort(key=lambda x: (-x[0], x[1], x[2]))
         nxt = []
         for score, i, k, h2, c2 in candidates[:beam]:
-            units, _, last, h, c = hyps[i]
+            units, _, last, h, c, ctx = hyps[i]
             if k != BLANK:
                 units, last, h, c = units + [k], k, h2, c2
+                if graph is not None:
+                    bonus, ctx = graph.forward(ctx, k)
+                    score += bonus
             for j, other in enumerate(nxt):
                 if other[0] == units:
                     nxt[j] = (other[0], log_add(other[1], score)) + other[2:]
                     break
             else:
-                nxt.append((units, score, last, h, c))
+                nxt.append((units, score, last, h, c, ctx))
         hyps = nxt
     return hyps
 
@@ -278,6 +300,10 @@ def reference(args):
     encoder.load_state_dict(weights["encoder"])
     decoder.load_state_dict(weights["decoder"])
     joint.load_state_dict(weights["joint"])
+    graph = None
+    if args.hotwords:
+        with open(args.hotwords, encoding="utf-8") as f:
+            graph = ContextGraph([encode_hotword(line.strip()) for line in f if line.strip()], args.hotword_bonus)
     cfg = frontend_config()
     hop = int(round(cfg["window_stride"] * cfg["sample_rate"]))
     for wav in args.wavs:
@@ -285,7 +311,7 @@ def reference(args):
         step = args.segment_hops * hop if args.segment_hops > 0 else max(len(samples), 1)
         zeros = torch.zeros(PRED_LAYERS, 1, PRED_HIDDEN)
         state = (BLANK, zeros, zeros, [])
-        hyps = [([], 0.0, BLANK, zeros, zeros)]
+        hyps = [([], 0.0, BLANK, zeros, zeros, 0)]
         if args.search == "beam" and tdt:
             sys.exit("modified beam search is for RNN-T models")
         with torch.no_grad():
@@ -294,7 +320,7 @@ def reference(args):
                 out, lengths = encoder(torch.from_numpy(x).unsqueeze(0), torch.tensor([frames], dtype=torch.int64))
                 frames_first = out[0].transpose(0, 1)[: int(lengths[0])]
                 if args.search == "beam":
-                    hyps = modified_beam(frames_first, decoder, joint, args.beam, hyps)
+                    hyps = modified_beam(frames_first, decoder, joint, args.beam, hyps, graph)
                 else:
                     state = greedy(frames_first, decoder, joint, tdt, args.max_symbols, state)
         # The best hypothesis: the first with the highest score.
@@ -317,6 +343,8 @@ def main():
     r.add_argument("--max-symbols", type=int, default=10, help="NeMo's greedy max_symbols")
     r.add_argument("--search", choices=["greedy", "beam"], default="greedy")
     r.add_argument("--beam", type=int, default=4, help="modified beam search: hypotheses kept per stream")
+    r.add_argument("--hotwords", help="a file of phrases, one a line (beam search)")
+    r.add_argument("--hotword-bonus", type=float, default=1.5)
     args = parser.parse_args()
     {"export": export, "reference": reference}[args.command](args)
 

@@ -5,8 +5,8 @@
 // durations from the joiner's width); the engines match onnxruntime on the exported ONNX; the
 // Recognizer gives the Python reference decoder's text (NeMo's front end, the torch modules and
 // NeMo's greedy RNN-T / TDT rules); segments of long audio, max_symbols, a stream's text does
-// not depend on its batch mates; modified beam search (RNN-T) = the reference's; import errors
-// name the file and what was expected.
+// not depend on its batch mates; modified beam search (RNN-T) = the reference's, with and without
+// hotwords; import errors name the file and what was expected.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -346,8 +346,70 @@ TEST_F(NemoTransducerTest, BeamSearchMatchesReference) {
   }
 }
 
-// TDT models are searched greedily only: beam search is refused by name, as are hotwords.
-TEST_F(NemoTransducerTest, TdtBeamSearchAndHotwordsAreRefused) {
+// Hotwords in the modified beam search (the stream's context graph, voxrt's default bonus 1.5):
+// the text is the reference's with the same phrases (its ContextGraph is icefall_transducer.py's
+// copy of voxrt's); each phrase changes the first clip's text; the stream next to it in the batch,
+// without hotwords, keeps the text it has alone.
+TEST_F(NemoTransducerTest, HotwordsInBeamSearch) {
+  const Model& model = models_[0];
+  auto beam_reference = [&](const std::string& phrase) {
+    std::string cmd = "/usr/bin/python3 '" + script() + "' reference '" + model.dir.string() +
+                      "' --search beam --beam 4";
+    if (!phrase.empty()) {
+      const fs::path file = work_dir() / "hotwords.txt";
+      std::ofstream(file) << phrase << "\n";
+      cmd += " --hotwords '" + file.string() + "' --hotword-bonus 1.5";
+    }
+    std::vector<std::string> texts;
+    for (const auto& w : wavs_) cmd += " '" + w + "'";
+    std::istringstream lines(run_capture(cmd + " 2>/dev/null"));
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded()) texts.push_back(j.value("text", ""));
+    }
+    EXPECT_EQ(texts.size(), wavs_.size()) << cmd;
+    return texts;
+  };
+  const std::vector<std::string> plain = beam_reference("");
+  stream::RecognizerConfig config;
+  config.engine_path = model.bundle.string();
+  config.vad = stream::VadKind::kOff;
+  config.decoder = stream::DecoderKind::kBeam;
+  config.transducer.beam_width = 4;
+  config.max_batch = 8;
+  auto r = stream::Recognizer::create(config);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  for (const std::string phrase : {"B EFG", "C D"}) {
+    SCOPED_TRACE(phrase);
+    const std::vector<std::string> want = beam_reference(phrase);
+    ASSERT_EQ(want.size(), wavs_.size());
+    EXPECT_NE(want[0], plain[0]) << "the phrase must change the text for the test to tell";
+    std::vector<stream::StreamOptions> options(wavs_.size());
+    for (auto& o : options) o.hotwords = {phrase};
+    std::vector<std::string> got(wavs_.size());
+    model_test::feed_files_as_streams(
+        **r, wavs_, std::vector<std::size_t>(wavs_.size(), 1600), options,
+        [&](std::size_t i, const stream::StreamResult& result) {
+          if (result.result.is_final) got[i] += (got[i].empty() ? "" : "|") + result.result.text;
+        });
+    EXPECT_EQ(got, want);
+    // The first clip with the phrase next to the second without: each as alone.
+    std::vector<stream::StreamOptions> mixed(2);
+    mixed[0].hotwords = {phrase};
+    std::vector<std::string> pair(2);
+    model_test::feed_files_as_streams(**r, {wavs_[0], wavs_[1]}, {1600, 1600}, mixed,
+                                      [&](std::size_t i, const stream::StreamResult& result) {
+                                        if (result.result.is_final)
+                                          pair[i] +=
+                                              (pair[i].empty() ? "" : "|") + result.result.text;
+                                      });
+    EXPECT_EQ(pair[0], want[0]);
+    EXPECT_EQ(pair[1], plain[1]);
+  }
+}
+
+// TDT models are searched greedily only: beam search is refused by name; hotwords need it.
+TEST_F(NemoTransducerTest, TdtBeamSearchAndGreedyHotwordsAreRefused) {
   stream::RecognizerConfig config;
   config.engine_path = models_[1].bundle.string();
   config.vad = stream::VadKind::kOff;
@@ -364,7 +426,8 @@ TEST_F(NemoTransducerTest, TdtBeamSearchAndHotwordsAreRefused) {
   ASSERT_NE(greedy, nullptr);
   s = greedy->open_stream(options);
   ASSERT_FALSE(s.has_value());
-  EXPECT_NE(s.status().message().find("hotwords"), std::string::npos) << s.status().message();
+  EXPECT_NE(s.status().message().find("hotwords need the beam decoder"), std::string::npos)
+      << s.status().message();
 }
 
 TEST_F(NemoTransducerTest, ImportErrorsNameTheFileAndWhatWasExpected) {

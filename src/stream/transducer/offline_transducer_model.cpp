@@ -128,16 +128,23 @@ Expected<std::unique_ptr<FamilyStream>> OfflineTransducerModel::open_stream(
     return resource_exhausted("transducer_offline: ", streams_open_.load(),
                               " streams are open, the most the recognizer's max_streams allows");
   }
-  if (!options.hotwords.empty()) {
-    return unsupported("transducer_offline: hotwords are not supported for NeMo transducers yet");
-  }
   if (decoding.decoder == DecoderKind::kBeam) {
     if (!networks_->durations().empty()) {
       return unsupported("transducer_offline: modified beam search is for RNN-T models; this is ",
                          "a TDT model (durations), searched greedily only");
     }
-    decode::StatefulTransducerBeamSearch search(
-        vocabulary_, time_base_, decoding.transducer.beam_width, networks_->state_size());
+    // Hotwords come only with beam search (hotwords_need_beam_search: the driver refuses them
+    // with greedy).
+    std::shared_ptr<const decode::ContextGraph> hotwords;
+    if (!options.hotwords.empty()) {
+      VOXRT_ASSIGN_OR_RETURN(auto graph,
+                             decode::ContextGraph::from_phrases(*vocabulary_, options.hotwords,
+                                                                decoding.hotword_bonus));
+      hotwords = std::make_shared<const decode::ContextGraph>(std::move(graph));
+    }
+    decode::StatefulTransducerBeamSearch search(vocabulary_, time_base_,
+                                                decoding.transducer.beam_width,
+                                                networks_->state_size(), std::move(hotwords));
     return std::unique_ptr<FamilyStream>(
         std::make_unique<BeamStream>(shared_from_this(), std::move(search)));
   }
