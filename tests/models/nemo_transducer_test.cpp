@@ -470,11 +470,28 @@ TEST_F(NemoTransducerTest, ImportErrorsNameTheFileAndWhatWasExpected) {
   EXPECT_NE(r.status().message().find("metadata vocab_size 23"), std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find("encoder.onnx"), std::string::npos) << r.status().message();
-  // No tokens.txt: the layout is not recognised and the message says what each layout needs.
+  // No tokens.txt: still the NeMo layout (the decoder says so), and the message says what is
+  // missing.
   const fs::path no_tokens = copy_without("no_tokens", "tokens.txt");
   r = import_dir(no_tokens, work_dir() / "no_tokens.bundle");
   ASSERT_FALSE(r.has_value());
-  EXPECT_NE(r.status().message().find("tokens.txt"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("no tokens.txt (sherpa-onnx's NeMo export"),
+            std::string::npos)
+      << r.status().message();
+  // A decoder whose states are not [pred_rnn_layers, N, pred_hidden]: the metadata says 3 layers.
+  const fs::path wrong_layers = copy_without("wrong_layers", "encoder.onnx");
+  const std::string edit =
+      "/usr/bin/python3 -c \"import onnx,sys; m=onnx.load(sys.argv[1]); "
+      "[setattr(p,'value','3') for p in m.metadata_props if p.key=='pred_rnn_layers']; "
+      "onnx.save(m, sys.argv[2])\" '" +
+      (model.dir / "encoder.onnx").string() + "' '" + (wrong_layers / "encoder.onnx").string() +
+      "'";
+  ASSERT_EQ(std::system(edit.c_str()), 0) << edit;
+  r = import_dir(wrong_layers, work_dir() / "wrong_layers.bundle");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.status().message().find("then h and c [3, N, 32]"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("decoder.onnx"), std::string::npos) << r.status().message();
 }
 
 }  // namespace

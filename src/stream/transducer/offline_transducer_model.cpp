@@ -106,6 +106,10 @@ Expected<std::shared_ptr<OfflineTransducerModel>> OfflineTransducerModel::create
   VOXRT_ASSIGN_OR_RETURN(
       m->max_symbols_,
       metadata_int(metadata, "voxrt.transducer.max_symbols_per_frame", 10, false, where));
+  if (m->max_symbols_ < 1 || m->max_symbols_ > 16) {
+    return invalid_argument(where, ": voxrt.transducer.max_symbols_per_frame must be 1..16, found ",
+                            m->max_symbols_);
+  }
   if (config.transducer.max_symbols_per_frame > 0)
     m->max_symbols_ = config.transducer.max_symbols_per_frame;
   if (!config.lm_path.empty())
