@@ -316,6 +316,24 @@ TEST_F(NemoTransducerTest, TextDoesNotDependOnTheBatch) {
   }
 }
 
+// A bundle whose max_symbols_per_frame is out of range is refused when the recognizer opens it.
+TEST_F(NemoTransducerTest, BundleMaxSymbolsOutOfRangeIsAnError) {
+  const fs::path bundle = work_dir() / "too_many_symbols.bundle";
+  fs::remove_all(bundle);
+  fs::copy(models_[0].bundle, bundle);
+  nlohmann::json m = manifest(bundle);
+  m["metadata"]["voxrt.transducer.max_symbols_per_frame"] = "17";
+  std::ofstream(bundle / "bundle.json") << m.dump(2);
+  stream::RecognizerConfig config;
+  config.engine_path = bundle.string();
+  config.vad = stream::VadKind::kOff;
+  auto r = stream::Recognizer::create(config);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.status().message().find("max_symbols_per_frame must be 1..16, found 17"),
+            std::string::npos)
+      << r.status().message();
+}
+
 // Modified beam search with the LSTM state per hypothesis (RNN-T): the reference's, width 4 and
 // 8, the clips as streams of one batch, and over segments of 70 hops; it differs from greedy's.
 TEST_F(NemoTransducerTest, BeamSearchMatchesReference) {
