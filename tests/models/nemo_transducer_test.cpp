@@ -496,6 +496,20 @@ TEST_F(NemoTransducerTest, ImportErrorsNameTheFileAndWhatWasExpected) {
   EXPECT_NE(r.status().message().find("no tokens.txt (sherpa-onnx's NeMo export"),
             std::string::npos)
       << r.status().message();
+  // NeMo's own export of a transducer (model_config.yaml, encoder-*.onnx, decoder_joint-*.onnx):
+  // refused by name, with the layout that is imported.
+  const fs::path nemo_export = work_dir() / "nemo_export";
+  fs::remove_all(nemo_export);
+  fs::create_directories(nemo_export);
+  fs::copy_file(model.dir / "encoder.onnx", nemo_export / "encoder-model.onnx");
+  fs::copy_file(model.dir / "decoder.onnx", nemo_export / "decoder_joint-model.onnx");
+  std::ofstream(nemo_export / "model_config.yaml")
+      << "decoder:\n  _target_: nemo.collections.asr.modules.RNNTDecoder\n";
+  r = import_dir(nemo_export, work_dir() / "nemo_export.bundle");
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.status().message().find("decoder_joint-*.onnx) is not imported yet"),
+            std::string::npos)
+      << r.status().message();
   // A decoder whose states are not [pred_rnn_layers, N, pred_hidden]: the metadata says 3 layers.
   const fs::path wrong_layers = copy_without("wrong_layers", "encoder.onnx");
   const std::string edit =
