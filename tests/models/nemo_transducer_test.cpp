@@ -364,6 +364,30 @@ TEST_F(NemoTransducerTest, BeamSearchMatchesReference) {
   }
 }
 
+// Greedy and beam streams in one batch (each stream's own decoder): each gives its reference's
+// text, so the family's split of a batch between the two searches keeps the streams apart.
+TEST_F(NemoTransducerTest, GreedyAndBeamStreamsShareABatch) {
+  const Model& model = models_[0];
+  const std::vector<std::string> greedy = reference(model);
+  std::string cmd = "/usr/bin/python3 '" + script() + "' reference '" + model.dir.string() +
+                    "' --search beam --beam 4 '" + wavs_[0] + "' 2>/dev/null";
+  const auto beam = nlohmann::json::parse(run_capture(cmd), nullptr, false);
+  ASSERT_FALSE(beam.is_discarded()) << cmd;
+  ASSERT_NE(beam.value("text", ""), greedy[0]) << "beam and greedy agree: the test would not tell";
+  auto r = make(model.bundle, 8);
+  ASSERT_NE(r, nullptr);
+  std::vector<stream::StreamOptions> options(3);
+  options[1].decoder = stream::DecoderKind::kBeam;
+  options[1].decoding.beam_width = 4;
+  std::vector<std::string> got(3);
+  model_test::feed_files_as_streams(*r, {wavs_[0], wavs_[0], wavs_[1]}, {1600, 1600, 1600}, options,
+                                    [&](std::size_t i, const stream::StreamResult& result) {
+                                      if (result.result.is_final)
+                                        got[i] += (got[i].empty() ? "" : "|") + result.result.text;
+                                    });
+  EXPECT_EQ(got, (std::vector<std::string>{greedy[0], beam.value("text", ""), greedy[1]}));
+}
+
 // Hotwords in the modified beam search (the stream's context graph, voxrt's default bonus 1.5):
 // the text is the reference's with the same phrases (its ContextGraph is icefall_transducer.py's
 // copy of voxrt's); each phrase changes the first clip's text; the stream next to it in the batch,
