@@ -79,9 +79,9 @@ Status joint_log_probs(TransducerNetworks& networks, const std::vector<float>& e
 }  // namespace
 
 Status TransducerSearchConfig::validate() const {
-  if (max_symbols_per_frame < 1 || max_symbols_per_frame > 16) {
-    return invalid_argument("transducer search: max_symbols_per_frame must be 1..16, got ",
-                            max_symbols_per_frame);
+  if (max_symbols_per_frame < 0 || max_symbols_per_frame > 16) {
+    return invalid_argument("transducer search: max_symbols_per_frame must be 0..16 (0: the ",
+                            "model's default), got ", max_symbols_per_frame);
   }
   if (beam_width < 1 || beam_width > 64)
     return invalid_argument("transducer search: beam_width must be 1..64, got ", beam_width);
@@ -196,8 +196,9 @@ Status transducer_search_chunk(TransducerNetworks& networks,
     }
     if (kind == TransducerSearchKind::kGreedy) {
       std::vector<std::size_t> active = live;
-      for (int symbol = 0; symbol < streams[0]->config_.max_symbols_per_frame && !active.empty();
-           ++symbol) {
+      // 0: this search's default, sherpa-onnx's one unit per frame.
+      const int max_symbols = std::max(1, streams[0]->config_.max_symbols_per_frame);
+      for (int symbol = 0; symbol < max_symbols && !active.empty(); ++symbol) {
         std::vector<TransducerHypothesis*> hyps;
         encoder_rows.clear();
         for (std::size_t b : active) {

@@ -22,8 +22,9 @@ namespace voxrt::decode {
 enum class TransducerSearchKind : std::uint8_t { kGreedy, kModifiedBeam };
 
 struct TransducerSearchConfig {
-  // Greedy: units one encoder frame may emit before the search moves on (sherpa-onnx: 1).
-  int max_symbols_per_frame = 1;
+  // Greedy: units one encoder frame may emit before the search moves on; 0: the model family's
+  // default (sherpa-onnx's 1 for this search; NeMo's 10 for NeMo transducers, whose bundle says).
+  int max_symbols_per_frame = 0;
   // Modified beam search: hypotheses kept per stream.
   int beam_width = 4;
 

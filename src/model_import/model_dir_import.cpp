@@ -22,6 +22,8 @@ Expected<ModelDirImportReport> import_model_dir(const ModelDirImportOptions& opt
   if (ec) return io_error(options.bundle_dir, ": cannot create the bundle folder: ", ec.message());
   // Before icefall's: an optimum folder also holds encoder*.onnx and decoder*.onnx files.
   if (is_optimum_whisper_dir(options.model_dir)) return import_optimum_whisper(options);
+  // Before icefall's: the same file names, but NeMo's decoder is an LSTM with (h, c) inputs.
+  if (is_nemo_transducer_dir(options.model_dir)) return import_nemo_transducer(options);
   if (is_icefall_transducer_dir(options.model_dir)) return import_icefall_transducer(options);
   if (is_icefall_streaming_ctc_dir(options.model_dir)) return import_icefall_streaming_ctc(options);
   if (is_nemo_export_ctc_dir(options.model_dir)) return import_nemo_export_ctc(options);
@@ -31,9 +33,10 @@ Expected<ModelDirImportReport> import_model_dir(const ModelDirImportOptions& opt
     found += (found.empty() ? "" : ", ") + entry.path().filename().string();
   return unsupported(options.model_dir,
                      ": no layout voxrt imports was recognised; expected an icefall/sherpa-onnx "
-                     "streaming transducer (encoder*.onnx, decoder*.onnx, joiner*.onnx, "
-                     "tokens.txt) or streaming CTC model (ctc*.onnx, tokens.txt), a NeMo CTC "
-                     "export (model_config.yaml and *.onnx; or sherpa-onnx's model.onnx and "
+                     "streaming transducer or sherpa-onnx's NeMo transducer (encoder*.onnx, "
+                     "decoder*.onnx, joiner*.onnx, tokens.txt), a streaming CTC model (ctc*.onnx, "
+                     "tokens.txt), a NeMo CTC export (model_config.yaml and *.onnx; or "
+                     "sherpa-onnx's model.onnx and "
                      "tokens.txt), or a Hugging Face optimum Whisper export (encoder_model.onnx, "
                      "decoder_model.onnx, decoder_with_past_model.onnx, config.json, "
                      "generation_config.json, vocab.json); found: ",

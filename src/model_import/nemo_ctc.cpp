@@ -13,6 +13,7 @@
 #include "model_import/icefall_encoder.h"
 #include "model_import/nemo_layouts.h"
 #include "model_import/nemo_model_config.h"
+#include "model_import/nemo_offline_encoder.h"
 #include "onnx_import/importer.h"
 #include "stream/bundle_manifest.h"
 
@@ -20,11 +21,9 @@ namespace voxrt::model_import {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kFeaturesInput = "audio_signal";
-constexpr const char* kLengthInput = "length";
+constexpr const char* kFeaturesInput = kNemoFeaturesInput;
+constexpr const char* kLengthInput = kNemoLengthInput;
 constexpr const char* kOutput = "logprobs";
-// Hops (10 ms) per segment: NeMo's offline models are trained on utterances up to ~20-30 s.
-constexpr int kMaxSegmentHops = 3000;
 
 struct NemoGraph {
   std::unique_ptr<ir::Graph> graph;
@@ -80,41 +79,6 @@ Expected<NemoGraph> read_nemo_graph(const std::string& file) {
   // Encoded lengths (a second output of some exports) are not needed: the family computes them.
   graph.outputs = {out};
   return g;
-}
-
-// The family's contract keys common to both layouts.
-std::map<std::string, std::string> offline_contract(const audio::NemoFeatureConfig& front_end,
-                                                    int subsampling) {
-  std::map<std::string, std::string> m = front_end.to_metadata();
-  m["voxrt.model_family"] = "ctc_offline";
-  m["voxrt.subsampling"] = std::to_string(subsampling);
-  m["voxrt.offline.max_frames"] = std::to_string(kMaxSegmentHops);
-  m["voxrt.offline.features_input"] = kFeaturesInput;
-  m["voxrt.offline.length_input"] = kLengthInput;
-  m["voxrt.offline.output"] = kOutput;
-  return m;
-}
-
-Status build_nemo_engine(NemoGraph g, const std::string& file,
-                         const audio::NemoFeatureConfig& front_end,
-                         const ModelDirImportOptions& options) {
-  BuilderConfig config = options.build;
-  config.states.clear();
-  const std::int64_t opt_rows = std::min(options.max_batch, 4);
-  const std::int64_t max_frames =
-      front_end.frames_for(static_cast<std::int64_t>(kMaxSegmentHops) * front_end.hop_samples()) +
-      front_end.pad_to;
-  const std::int64_t opt_frames = std::min<std::int64_t>(max_frames, 500);
-  config.profiles = {
-      OptimizationProfile{"utterances",
-                          {{kFeaturesInput, ShapeRange{{1, g.n_mels, 1},
-                                                       {opt_rows, g.n_mels, opt_frames},
-                                                       {options.max_batch, g.n_mels, max_frames}}},
-                           {kLengthInput, ShapeRange{{1}, {opt_rows}, {options.max_batch}}}}}};
-  config.profiling_values[kLengthInput] = Tensor::from_vector<std::int64_t>(
-      {opt_rows}, std::vector<std::int64_t>(static_cast<std::size_t>(opt_rows), opt_frames));
-  return build_bundle_engine(std::move(g.graph), file, config, options.bundle_dir, "model.engine",
-                             options);
 }
 
 Status check_classes(const NemoGraph& g, const std::string& file, std::size_t pieces,
@@ -260,11 +224,8 @@ Expected<ModelDirImportReport> import_nemo_sherpa_ctc(const ModelDirImportOption
   VOXRT_RETURN_IF_ERROR(check_classes(g, model_file, pieces.size(), tokens_file));
   // sherpa-onnx keeps no preprocessor settings: NeMo's Conformer/FastConformer defaults
   // (16 kHz, 25/10 ms hann frames, n_fft 512, pre-emphasis 0.97, Slaney mel, log + 2^-24).
-  audio::NemoFeatureConfig front_end;
-  front_end.window_size_s = 0.025;
-  front_end.n_fft = 512;
-  front_end.n_mels = g.n_mels;
-  VOXRT_ASSIGN_OR_RETURN(front_end.normalize, audio::nemo_normalize_from_name(normalize->second));
+  VOXRT_ASSIGN_OR_RETURN(audio::NemoFeatureConfig front_end,
+                         sherpa_nemo_front_end(g.n_mels, normalize->second));
   auto model_type = meta.find("model_type");
   report.notes.push_back(
       str_cat("model_type ", model_type == meta.end() ? "(none)" : model_type->second, ", ",
@@ -276,14 +237,15 @@ Expected<ModelDirImportReport> import_nemo_sherpa_ctc(const ModelDirImportOption
   stream::BundleManifest manifest;
   manifest.family = "ctc_offline";
   manifest.engines = {{"model", "model.engine"}};
-  manifest.metadata = offline_contract(front_end, subsampling);
+  manifest.metadata = nemo_offline_contract(front_end, subsampling, "ctc_offline", kOutput);
   manifest.metadata["voxrt.vocabulary"] = vocabulary_lines(pieces);
   manifest.metadata["voxrt.unit"] = "pieces";
   manifest.metadata["voxrt.blank_id"] = std::to_string(pieces.size() - 1);
   manifest.source = {{"layout", report.layout},
                      {"model", fs::path(model_file).filename().string()},
                      {"tokens", "tokens.txt"}};
-  VOXRT_RETURN_IF_ERROR(build_nemo_engine(std::move(g), model_file, front_end, options));
+  VOXRT_RETURN_IF_ERROR(build_nemo_offline_encoder(std::move(g.graph), g.n_mels, model_file,
+                                                   front_end, "model.engine", options));
   VOXRT_RETURN_IF_ERROR(manifest.write(options.bundle_dir));
   return report;
 }
@@ -388,6 +350,16 @@ Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOption
   report.family = "ctc_offline";
   const std::string config_file = (fs::path(dir) / "model_config.yaml").string();
   VOXRT_ASSIGN_OR_RETURN(auto root, read_yaml_subset_file(config_file));
+  // NeMo's own export of a transducer writes encoder-*.onnx and decoder_joint-*.onnx (the
+  // prediction and joint networks merged): not this CTC layout, and not imported yet.
+  const std::string decoder = yaml_text(root->at("decoder._target_"), "");
+  if (has_file(dir, "decoder_joint", ".onnx") || decoder.find("RNNT") != std::string::npos) {
+    return unsupported(
+        dir, ": a NeMo transducer (decoder._target_ '", decoder,
+        "') in NeMo's own export layout (encoder-*.onnx, decoder_joint-*.onnx) is "
+        "not imported yet; export it with sherpa-onnx's NeMo transducer scripts "
+        "(encoder.onnx, decoder.onnx, joiner.onnx, tokens.txt), which voxrt imports");
+  }
   VOXRT_ASSIGN_OR_RETURN(std::string model_file, find_one_file(dir, "", ".onnx", "ONNX model"));
   VOXRT_ASSIGN_OR_RETURN(audio::NemoFeatureConfig front_end,
                          front_end_from_yaml(*root, config_file));
@@ -420,7 +392,8 @@ Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOption
   stream::BundleManifest manifest;
   manifest.family = "ctc_offline";
   manifest.engines = {{"model", "model.engine"}};
-  manifest.metadata = offline_contract(front_end, static_cast<int>(subsampling));
+  manifest.metadata =
+      nemo_offline_contract(front_end, static_cast<int>(subsampling), "ctc_offline", kOutput);
   manifest.metadata["voxrt.vocabulary"] = vocabulary_lines(units);
   manifest.metadata["voxrt.unit"] = vocabulary.unit_type;
   if (vocabulary.unit_type == "char") manifest.metadata["voxrt.word_boundary"] = " ";
@@ -429,7 +402,8 @@ Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOption
                      {"model", fs::path(model_file).filename().string()},
                      {"config", "model_config.yaml"},
                      {"vocabulary", vocabulary.source}};
-  VOXRT_RETURN_IF_ERROR(build_nemo_engine(std::move(g), model_file, front_end, options));
+  VOXRT_RETURN_IF_ERROR(build_nemo_offline_encoder(std::move(g.graph), g.n_mels, model_file,
+                                                   front_end, "model.engine", options));
   VOXRT_RETURN_IF_ERROR(manifest.write(options.bundle_dir));
   return report;
 }

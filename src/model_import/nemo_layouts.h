@@ -1,4 +1,4 @@
-// NeMo's CTC exports (one file per layout, nemo_ctc.cpp): what sherpa-onnx's
+// NeMo's exports (one file per layout: nemo_ctc.cpp, nemo_transducer.cpp): what sherpa-onnx's
 // scripts/nemo/*/export-onnx-ctc*.py leave, and what NeMo's own model.export() leaves next to the
 // unpacked .nemo archive. Both are offline, whole-utterance models (family ctc_offline).
 #pragma once
@@ -17,5 +17,10 @@ Expected<ModelDirImportReport> import_nemo_sherpa_ctc(const ModelDirImportOption
 // model_config.yaml (a .nemo archive's) and one *.onnx.
 bool is_nemo_export_ctc_dir(const std::string& dir);
 Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOptions& options);
+
+// sherpa-onnx's NeMo transducer layout (nemo_transducer.cpp): encoder*.onnx, decoder*.onnx,
+// joiner*.onnx and tokens.txt, the decoder an LSTM prediction network with (h, c) inputs.
+bool is_nemo_transducer_dir(const std::string& dir);
+Expected<ModelDirImportReport> import_nemo_transducer(const ModelDirImportOptions& options);
 
 }  // namespace voxrt::model_import

@@ -11,9 +11,6 @@
 namespace voxrt::stream {
 namespace {
 
-// Hops per segment when the model does not say: 30 s of 10 ms hops.
-constexpr int kDefaultMaxFrames = 3000;
-
 int input_index(const Engine& engine, const std::string& name) {
   const auto& inputs = engine.inputs();
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -47,42 +44,21 @@ class OfflineCtcStream final : public FamilyStream {
   CtcSearch search_;
 };
 
-int OfflineCtcModel::output_frames_for(int feature_frames, int subsampling) {
-  int frames = feature_frames;
-  for (int factor = subsampling; factor > 1; factor /= 2) frames = (frames + 1) / 2;
-  return frames;
-}
-
 Expected<std::shared_ptr<OfflineCtcModel>> OfflineCtcModel::create(
     std::shared_ptr<const Engine> engine, const std::map<std::string, std::string>& metadata,
     const std::string& engine_path, const std::string& model_dir, const RecognizerConfig& config) {
   auto m = std::shared_ptr<OfflineCtcModel>(new OfflineCtcModel());
   m->engine_ = std::move(engine);
   m->metadata_ = metadata;
-  VOXRT_ASSIGN_OR_RETURN(auto nemo, audio::NemoFeatureConfig::from_metadata(metadata));
-  VOXRT_ASSIGN_OR_RETURN(auto front_end, audio::NemoFeatureComputer::create(nemo));
-  m->front_end_.emplace(std::move(front_end));
-  m->feature_config_ = audio::FeatureConfig::waveform(
-      nemo.sample_rate_hz, 1000.0 * nemo.hop_samples() / nemo.sample_rate_hz);
-  VOXRT_RETURN_IF_ERROR(m->feature_config_.validate().with_context(engine_path));
-  VOXRT_ASSIGN_OR_RETURN(m->layout_.subsampling,
-                         metadata_int(metadata, "voxrt.subsampling", 1, true, engine_path));
+  VOXRT_ASSIGN_OR_RETURN(auto segments, OfflineSegmentFrontEnd::create(metadata, engine_path));
+  m->segments_.emplace(std::move(segments));
+  m->layout_ = m->segments_->layout();
   const int s = m->layout_.subsampling;
-  if ((s & (s - 1)) != 0) {
-    return unsupported(engine_path, ": voxrt.subsampling ", s,
-                       " is not a power of two (NeMo's striding subsampling halves the length)");
-  }
-  VOXRT_ASSIGN_OR_RETURN(
-      m->layout_.chunk_frames,
-      metadata_int(metadata, "voxrt.offline.max_frames", kDefaultMaxFrames, false, engine_path));
-  m->layout_.shift_frames = m->layout_.chunk_frames;
-  m->layout_.min_chunk_frames = 1;
-  m->layout_.pad_frame.assign(static_cast<std::size_t>(m->feature_config_.output_dim()), 0.0f);
   VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::from_metadata(metadata, model_dir));
   m->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
   VOXRT_ASSIGN_OR_RETURN(
       m->time_base_,
-      time_base_from_metadata(metadata, s, m->feature_config_.frame_shift_ms, engine_path));
+      time_base_from_metadata(metadata, s, m->feature_config().frame_shift_ms, engine_path));
   VOXRT_ASSIGN_OR_RETURN(m->features_input_,
                          metadata_string(metadata, "voxrt.offline.features_input", engine_path));
   VOXRT_ASSIGN_OR_RETURN(m->length_input_,
@@ -133,42 +109,13 @@ Expected<std::unique_ptr<FamilyStream>> OfflineCtcModel::open_stream(
 }
 
 Status OfflineCtcModel::run_batch(std::span<const ChunkInput> batch, int frames) {
-  const int hop = feature_config_.output_dim();
-  const int mels = front_end_->config().n_mels;
-  // Each stream's segment is its own utterance: features (normalised over its own audio only),
-  // then all of them zero-padded to the longest, with each one's length, in one engine call.
-  std::vector<audio::NemoFeatures> features;
-  features.reserve(batch.size());
-  int longest = 1;
-  for (const ChunkInput& input : batch) {
-    const int valid = std::clamp(input.valid_frames, 0, frames);
-    if (valid == 0) {
-      features.emplace_back();
-      continue;
-    }
-    VOXRT_ASSIGN_OR_RETURN(auto f, front_end_->compute(std::span<const float>(
-                                       input.features, static_cast<std::size_t>(valid) *
-                                                           static_cast<std::size_t>(hop))));
-    longest = std::max(longest, f.padded_frames);
-    features.push_back(std::move(f));
-  }
+  VOXRT_ASSIGN_OR_RETURN(OfflineSegmentBatch segments, segments_->features(batch, frames));
   const auto rows = static_cast<std::int64_t>(batch.size());
-  Tensor signal = Tensor::zeros(DType::kF32, {rows, mels, longest});
-  std::vector<std::int64_t> lengths(batch.size(), 0);
-  const float pad_value = static_cast<float>(front_end_->config().pad_value);
-  for (std::size_t b = 0; b < batch.size(); ++b) {
-    float* row = signal.data<float>() + b * static_cast<std::size_t>(mels) * longest;
-    std::fill(row, row + static_cast<std::size_t>(mels) * longest, pad_value);
-    const audio::NemoFeatures& f = features[b];
-    for (int m = 0; m < f.n_mels; ++m)
-      std::copy_n(f.values.data() + static_cast<std::size_t>(m) * f.padded_frames, f.padded_frames,
-                  row + static_cast<std::size_t>(m) * longest);
-    lengths[b] = f.frames;
-  }
   std::vector<Tensor> inputs(2);
-  inputs[static_cast<std::size_t>(input_index(*engine_, features_input_))] = std::move(signal);
+  inputs[static_cast<std::size_t>(input_index(*engine_, features_input_))] =
+      std::move(segments.signal);
   inputs[static_cast<std::size_t>(input_index(*engine_, length_input_))] =
-      Tensor::from_vector<std::int64_t>({rows}, lengths);
+      Tensor::from_vector<std::int64_t>({rows}, segments.lengths);
   VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, context_->run(inputs));
   const Tensor& log_probs = outputs[0];
   if (log_probs.rank() != 3 || log_probs.dim(0) != rows || log_probs.dim(2) != vocab_size()) {
@@ -177,9 +124,9 @@ Status OfflineCtcModel::run_batch(std::span<const ChunkInput> batch, int frames)
   }
   const auto out_frames = static_cast<int>(log_probs.dim(1));
   for (std::size_t b = 0; b < batch.size(); ++b) {
-    if (features[b].frames == 0) continue;
+    if (segments.lengths[b] == 0) continue;
     const int valid =
-        std::min(out_frames, output_frames_for(features[b].frames, layout_.subsampling));
+        std::min(out_frames, segments_->output_frames(static_cast<int>(segments.lengths[b])));
     auto* stream = static_cast<OfflineCtcStream*>(batch[b].stream);
     VOXRT_RETURN_IF_ERROR(stream->accept(
         log_probs.data<float>() + b * static_cast<std::size_t>(out_frames) * vocab_size(), valid));

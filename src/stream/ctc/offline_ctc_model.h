@@ -15,11 +15,11 @@
 #include <string>
 
 #include "audio/feature_config.h"
-#include "audio/nemo_features.h"
 #include "decode/arpa_lm.h"
 #include "decode/lexicon.h"
 #include "decode/vocabulary.h"
 #include "stream/model_family.h"
+#include "stream/offline_segments.h"
 #include "voxrt/engine.h"
 
 namespace voxrt::stream {
@@ -32,7 +32,9 @@ class OfflineCtcModel final : public ModelFamily,
       const std::string& engine_path, const std::string& model_dir, const RecognizerConfig& config);
 
   std::string_view name() const override { return "ctc_offline"; }
-  const audio::FeatureConfig& feature_config() const override { return feature_config_; }
+  const audio::FeatureConfig& feature_config() const override {
+    return segments_->feature_config();
+  }
   const ChunkLayout& chunk_layout() const override { return layout_; }
   const decode::TimeBase& time_base() const override { return time_base_; }
   const std::map<std::string, std::string>& metadata() const override { return metadata_; }
@@ -47,19 +49,13 @@ class OfflineCtcModel final : public ModelFamily,
                                                       const ResolvedDecoding& decoding) override;
   Status run_batch(std::span<const ChunkInput> batch, int frames) override;
 
-  // Output frames of a segment of `feature_frames` frames: NeMo's striding subsampling halves
-  // the length log2(subsampling) times, each time rounding up (ConvSubsampling.calc_length with
-  // kernel 3, stride 2, padding 1).
-  static int output_frames_for(int feature_frames, int subsampling);
-
  private:
   friend class OfflineCtcStream;
   OfflineCtcModel() = default;
 
   std::shared_ptr<const Engine> engine_;
   std::unique_ptr<ExecutionContext> context_;
-  std::optional<audio::NemoFeatureComputer> front_end_;
-  audio::FeatureConfig feature_config_;
+  std::optional<OfflineSegmentFrontEnd> segments_;
   ChunkLayout layout_;
   decode::TimeBase time_base_;
   std::map<std::string, std::string> metadata_;

@@ -216,8 +216,12 @@ TEST(TransducerSearch, ResetsKeepOrDropTheDecoderContext) {
 
 TEST(TransducerSearch, BadConfigsAndMismatchedBatchesAreErrors) {
   TransducerSearchConfig config;
-  config.max_symbols_per_frame = 0;
+  config.max_symbols_per_frame = -1;
   EXPECT_FALSE(config.validate().is_ok());
+  config.max_symbols_per_frame = 17;
+  EXPECT_FALSE(config.validate().is_ok());
+  config.max_symbols_per_frame = 0;  // the model's default
+  EXPECT_TRUE(config.validate().is_ok());
   config.max_symbols_per_frame = 1;
   config.beam_width = 0;
   EXPECT_FALSE(config.validate().is_ok());
