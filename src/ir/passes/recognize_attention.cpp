@@ -69,6 +69,9 @@ struct Match {
   bool condition_keeps = true;  // true: condition true keeps the score
   float fill = 0.0f;
   std::size_t condition_rank = 0;
+  // The product's operands with the scalar Muls of peel_operand_scales taken off, and those Muls.
+  Value* operands[2] = {nullptr, nullptr};
+  std::vector<Node*> operand_scales;
 };
 
 std::optional<std::size_t> rank_of(const Value* value) {
@@ -114,6 +117,32 @@ Node* max_shift(const Graph& graph, const Node& sub) {
       graph.consumers(x).size() != 2)
     return nullptr;
   return max;
+}
+
+// torch 2.x's SDPA export scales Q and K^T by sqrt(scale) each before the product (two Muls by
+// a scalar constant): (a Q)(b K^T) = a b (Q K^T), so a scalar Mul on an operand that only the
+// product reads folds into the Attention's scale instead of running as a pass over Q or K.
+void peel_operand_scales(const Graph& graph, Match& match) {
+  Node& product = *match.product;
+  for (std::size_t i = 0; i < 2; ++i) {
+    Value* operand = product.input(i);
+    match.operands[i] = operand;
+    Node* mul = operand->producer;
+    if (!mul || mul->op != OpKind::kMul || mul->inputs.size() != 2 ||
+        sole_consumer(graph, operand) != &product || !rank_of(operand))
+      continue;
+    for (std::size_t side = 0; side < 2; ++side) {
+      Value* x = mul->input(side);
+      const std::optional<float> c = scalar_constant(mul->input(1 - side), operand->shape.size());
+      if (!c || !std::isfinite(*c) || !x || x->is_constant() || x->dtype != operand->dtype ||
+          rank_of(x) != rank_of(operand))
+        continue;
+      match.scale *= *c;
+      match.operands[i] = x;
+      match.operand_scales.push_back(mul);
+      break;
+    }
+  }
 }
 
 // Walks from the softmax's input back to the product, then reads the chain forwards into the
@@ -208,6 +237,7 @@ std::optional<Match> match_at(const Graph& graph, Node* softmax) {
     flowing = node->output(0);
   }
   if (*land != *score_rank) return std::nullopt;
+  peel_operand_scales(graph, match);
   return match;
 }
 
@@ -234,9 +264,8 @@ struct KeySource {
   std::vector<std::int64_t> perm;  // Transpose(transposed_from, perm) gives K (when value == null)
 };
 
-KeySource key_source(const Node& product) {
+KeySource key_source(const Node& product, Value* operand) {
   KeySource key;
-  Value* operand = product.input(1);
   if (product.op == OpKind::kFusedMatMul) {
     key.value = operand;
     return key;
@@ -300,8 +329,8 @@ class RecognizeAttentionPass final : public Pass {
 
   // K as [.., S, D] from the product's second operand, inserting a Transpose when the graph
   // only has K^T or a permutation of it.
-  Value* key_operand(Graph& graph, const Node& product, const std::string& base) {
-    KeySource key = key_source(product);
+  Value* key_operand(Graph& graph, const Node& product, Value* operand, const std::string& base) {
+    KeySource key = key_source(product, operand);
     if (key.value) return key.value;
     Node* t = add(graph, OpKind::kTranspose, base + "_key", {key.transposed_from},
                   key.transposed_from->dtype);
@@ -332,10 +361,11 @@ class RecognizeAttentionPass final : public Pass {
     Node& product = *match.product;
     const std::size_t rank = product.output(0)->shape.size();
     if (rank != 3 && rank != 4) return false;
-    Value* q = product.input(0);
+    Value* q = match.operands[0];
+    Value* k_operand = match.operands[1];
     Value* v = match.pv->input(1);
     if (!rank_of(v) || v->shape.size() != rank || v->dtype != q->dtype ||
-        product.input(1)->dtype != q->dtype)
+        k_operand->dtype != q->dtype)
       return false;
     const std::string base = match.softmax->name + "_attention";
 
@@ -348,7 +378,7 @@ class RecognizeAttentionPass final : public Pass {
     Value* v4 = nullptr;
     Value* k4 = nullptr;
     if (rank == 3) {
-      const KeySource key = key_source(product);
+      const KeySource key = key_source(product, k_operand);
       q4 = lift_heads(q);
       v4 = lift_heads(v);
       k4 = key.value ? lift_heads(key.value) : nullptr;
@@ -381,6 +411,7 @@ class RecognizeAttentionPass final : public Pass {
         origin.insert(origin.end(), node->origin.begin(), node->origin.end());
       }
     };
+    for (const Node* node : match.operand_scales) note(node);
     note(&product);
     for (const Node* node : match.chain) note(node);
     for (const Node* node : match.dropped) note(node);
@@ -389,13 +420,13 @@ class RecognizeAttentionPass final : public Pass {
 
     Value *q_in = q, *k_in = nullptr, *v_in = v;
     if (rank == 4) {
-      k_in = key_operand(graph, product, base);
+      k_in = key_operand(graph, product, k_operand, base);
     } else if (lifted) {
       q_in = q4;
       v_in = v4;
       k_in = k4;
     } else {
-      Value* k3 = key_operand(graph, product, base);
+      Value* k3 = key_operand(graph, product, k_operand, base);
       Value* axes = i64_constant(graph, base + "_axes", {0});
       auto unsqueeze = [&](Value* x, const char* what) {
         return add(graph, OpKind::kUnsqueeze, base + what, {x, axes}, x->dtype)->output(0);
@@ -438,6 +469,7 @@ class RecognizeAttentionPass final : public Pass {
     graph.remove_node(match.softmax);
     graph.remove_node(match.pv);
     graph.remove_node(&product);
+    for (Node* node : match.operand_scales) graph.remove_node(node);
 
     std::vector<Value*> inputs{q_in, k_in, v_in};
     if (mask || bias) inputs.push_back(mask);

@@ -1,13 +1,14 @@
 // The recognize_attention pass on the forms exporters write (rank-4 heads, Hugging Face's heads
 // folded into the batch, torch's baddbmm with a 3-D mask, masked_fill, a relative-position bias,
-// a max shift before the Softmax): each becomes one Attention node whose graph gives what the
-// unfused graph gave (both run on the CPU reference kernels), and a pattern whose intermediate
-// is also needed elsewhere is left alone.
+// a max shift before the Softmax, torch 2.x's SDPA export with both operands scaled): each
+// becomes one Attention node whose graph gives what the unfused graph gave (both run on the CPU
+// reference kernels), and a pattern whose intermediate is also needed elsewhere is left alone.
 #include <cmath>
 #include <limits>
 #include <map>
 
 #include "attention_test_support.h"
+#include "ir/passes/eliminate_dead_nodes.h"
 #include "ir/passes/recognize_attention.h"
 
 namespace voxrt::attention_test {
@@ -189,6 +190,45 @@ TEST(RecognizeAttention, MaskedFillRelativePositionBiasAndMaxShift) {
   s = g.node(OpKind::kSub, {s, max});
   g.graph.outputs.push_back(g.node(OpKind::kMatMul, {g.softmax(s), v}));
   EXPECT_EQ(g.fuse_and_compare(), 1);
+}
+
+// torch 2.x's export of scaled_dot_product_attention: Q and K^T each multiplied by sqrt(scale)
+// before the product. Both Muls and the Transpose fold into the one Attention node (the scale
+// becomes 1/sqrt(D)); a Mul whose output is also read elsewhere stays.
+TEST(RecognizeAttention, TorchSdpaExportScalesBothOperands) {
+  std::mt19937 rng(36);
+  GraphBuilder g;
+  ir::Value* q = g.input("q", random_f32({B, H, T, D}, rng));
+  ir::Value* k = g.input("k", random_f32({B, H, S, D}, rng));
+  ir::Value* v = g.input("v", random_f32({B, H, S, D}, rng));
+  const float root_scale = std::sqrt(1.0f / std::sqrt(float(D)));
+  ir::Value* qs = g.node(OpKind::kMul, {q, g.scalar(root_scale)});
+  ir::Value* ks = g.node(OpKind::kMul, {g.transpose(k, {0, 1, 3, 2}), g.scalar(root_scale)});
+  ir::Value* s = g.node(OpKind::kMatMul, {qs, ks});
+  g.graph.outputs.push_back(g.node(OpKind::kMatMul, {g.softmax(s), v}));
+  EXPECT_EQ(g.fuse_and_compare(), 1);
+  ir::PassReport report;  // K's Transpose is left without readers: the build's next pass drops it
+  EXPECT_TRUE(ir::make_eliminate_dead_nodes_pass()->apply(g.graph, report));
+  for (const ir::Node* n : g.graph.nodes()) {
+    EXPECT_NE(n->op, OpKind::kMul) << n->name;
+    EXPECT_NE(n->op, OpKind::kTranspose) << n->name;
+    if (n->op == OpKind::kAttention) {
+      EXPECT_NEAR(n->attrs.get_float("scale", 0.0f), 1.0f / std::sqrt(float(D)), 1e-6f);
+    }
+  }
+
+  GraphBuilder shared;
+  q = shared.input("q", random_f32({B, H, T, D}, rng));
+  k = shared.input("k", random_f32({B, H, S, D}, rng));
+  v = shared.input("v", random_f32({B, H, S, D}, rng));
+  qs = shared.node(OpKind::kMul, {q, shared.scalar(root_scale)});
+  s = shared.node(OpKind::kMatMul, {qs, shared.transpose(k, {0, 1, 3, 2})});
+  shared.graph.outputs.push_back(shared.node(OpKind::kMatMul, {shared.softmax(s), v}));
+  shared.graph.outputs.push_back(qs);  // the scaled Q is read elsewhere: its Mul must stay
+  EXPECT_EQ(shared.fuse_and_compare(), 1);
+  int muls = 0;
+  for (const ir::Node* n : shared.graph.nodes()) muls += n->op == OpKind::kMul;
+  EXPECT_EQ(muls, 1);
 }
 
 TEST(RecognizeAttention, LeavesPatternsWhoseScoresAreNeededElsewhere) {
