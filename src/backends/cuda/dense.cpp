@@ -16,6 +16,7 @@
 #include "backends/cuda/conv_direct.h"
 #include "backends/cuda/conv_width_fold.h"
 #include "backends/cuda/conv_width_fold_call.h"
+#include "backends/cuda/copy_plan.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_conv.h"
 #include "backends/cuda/dense_common.h"
@@ -72,7 +73,32 @@ struct MatMulPlan {
   ops::NaiveGemm g;  // shape (also used by the cuBLASLt path)
   bool convert_a = false, convert_b = false;
   std::size_t a_bytes = 0, b_bytes = 0;
+  // An operand whose batch dims broadcast against the output's partly (a relative-position
+  // [1, H, D, P] against [B, H, T, D]) is first copied out to the output's whole batch, as
+  // FP32, so that one strided-batched GEMM covers it.
+  std::optional<ops::StridedCopy> expand[2];
+  std::int64_t elements[2] = {0, 0};  // each operand's elements as the GEMM reads them
+  std::size_t expand_bytes(int i) const {
+    return expand[i] ? static_cast<std::size_t>(elements[i]) * sizeof(float) : 0;
+  }
 };
+
+// The copy that writes operand `x` out to the output's batch dims `batch_dims` (its own last two
+// dims kept), where x's batch dims broadcast against them (right-aligned, 1 or equal): Expand's
+// copy (copy_plan.h, unit-tested on the CPU).
+std::optional<ops::StridedCopy> batch_expansion(const Dims& x, const Dims& batch_dims) {
+  const std::size_t rank = batch_dims.size() + 2;
+  if (rank > static_cast<std::size_t>(ops::kMaxRank) || x.size() < 2 || x.size() > rank)
+    return std::nullopt;
+  Dims target = batch_dims;
+  target.push_back(x[x.size() - 2]);
+  target.push_back(x.back());
+  for (std::size_t d = 0; d + 2 < x.size(); ++d) {
+    const std::int64_t extent = target[rank - x.size() + d];
+    if (x[d] != extent && x[d] != 1) return std::nullopt;
+  }
+  return expand_copy(x, target);
+}
 
 class MatMulCall final : public CudaCall {
  public:
@@ -85,22 +111,33 @@ class MatMulCall final : public CudaCall {
         has_bias_(has_bias),
         act_(act) {}
   std::size_t scratch_bytes() const override {
-    return align_up(plan_.a_bytes) + align_up(plan_.b_bytes);
+    return align_up(plan_.expand_bytes(0)) + align_up(plan_.expand_bytes(1)) +
+           align_up(plan_.a_bytes) + align_up(plan_.b_bytes);
   }
   Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
                  const CudaRunContext& context) const override {
     const void* a = in[0].data;
     const void* b = weight_ ? weight_ : in[1].data;
     char* scratch = static_cast<char*>(context.scratch);
+    // Scratch: [A expanded][B expanded][A converted][B converted], each present or empty.
+    char* expanded[2] = {scratch, scratch + align_up(plan_.expand_bytes(0))};
+    char* converted = expanded[1] + align_up(plan_.expand_bytes(1));
+    for (int i = 0; i < 2; ++i) {
+      if (!plan_.expand[i]) continue;
+      VOXRT_CUDA_TRY(ops::strided_copy(in[static_cast<std::size_t>(i)].data, expanded[i],
+                                       sizeof(float), ops::merged_axes(*plan_.expand[i]),
+                                       context.stream));
+      (i == 0 ? a : b) = expanded[i];
+    }
     if (plan_.convert_a) {
-      VOXRT_CUDA_TRY(ops::convert_from_f32(in[0].as<const float>(), scratch, operand_,
-                                           in[0].count(), context.stream));
-      a = scratch;
+      VOXRT_CUDA_TRY(ops::convert_from_f32(static_cast<const float*>(a), converted, operand_,
+                                           plan_.elements[0], context.stream));
+      a = converted;
     }
     if (plan_.convert_b) {
-      void* target = scratch + align_up(plan_.a_bytes);
-      VOXRT_CUDA_TRY(ops::convert_from_f32(in[1].as<const float>(), target, operand_, in[1].count(),
-                                           context.stream));
+      void* target = converted + align_up(plan_.a_bytes);
+      VOXRT_CUDA_TRY(ops::convert_from_f32(static_cast<const float*>(b), target, operand_,
+                                           plan_.elements[1], context.stream));
       b = target;
     }
     const float* bias = has_bias_ ? in[2].as<const float>() : nullptr;
@@ -146,6 +183,8 @@ class MatMulKernel final : public CudaKernel {
       return unsupported("MatMul with a rank-1 operand is not supported on the CUDA backend");
     MatMulPlan plan;
     ops::NaiveGemm& g = plan.g;
+    plan.elements[0] = in[0].count();
+    plan.elements[1] = in[1].count();
     g.trans_a = trans_a_;
     g.trans_b = trans_b_;
     g.n = d.back();
@@ -158,11 +197,24 @@ class MatMulKernel final : public CudaKernel {
       g.m = d[d.size() - 2];
       const std::int64_t batch_a = in[0].count() / (a[a.size() - 1] * a[a.size() - 2]);
       const std::int64_t batch_b = in[1].count() / (b[b.size() - 1] * b[b.size() - 2]);
-      g.batch = std::max(batch_a, batch_b);
-      if ((batch_a != g.batch && batch_a != 1) || (batch_b != g.batch && batch_b != 1))
-        return unsupported("MatMul batch broadcasting beyond 1 vs N is not supported on CUDA");
-      g.stride_a = batch_a == 1 ? 0 : g.m * g.k;
-      g.stride_b = batch_b == 1 ? 0 : g.k * g.n;
+      g.batch = 1;
+      for (std::size_t i = 0; i + 2 < d.size(); ++i) g.batch *= d[i];
+      const Dims batch_dims(d.begin(), d.end() - 2);
+      const std::int64_t batches[2] = {batch_a, batch_b};
+      for (int i = 0; i < 2; ++i) {
+        if (batches[i] == g.batch || batches[i] == 1) continue;
+        if (i == 1 && weight_)
+          return unsupported("MatMul: a constant B whose batch dims broadcast partly (",
+                             dims_to_string(b), " against ", dims_to_string(d), ")");
+        plan.expand[i] = batch_expansion(in[static_cast<std::size_t>(i)].dims, batch_dims);
+        if (!plan.expand[i])
+          return unsupported("MatMul: operand ",
+                             dims_to_string(in[static_cast<std::size_t>(i)].dims),
+                             " does not broadcast to the output's batch ", dims_to_string(d));
+        plan.elements[i] = in[static_cast<std::size_t>(i)].count() / batches[i] * g.batch;
+      }
+      g.stride_a = batch_a == 1 && !plan.expand[0] ? 0 : g.m * g.k;
+      g.stride_b = batch_b == 1 && !plan.expand[1] ? 0 : g.k * g.n;
       g.stride_d = g.m * g.n;
     }
     if (has_bias_ && in[2].count() != g.n)
@@ -199,10 +251,10 @@ class MatMulKernel final : public CudaKernel {
       gemm = std::move(*made);
       if (operand != ops::LowType::kF32) {
         plan.convert_a = true;
-        plan.a_bytes = static_cast<std::size_t>(in[0].count()) * 2;
+        plan.a_bytes = static_cast<std::size_t>(plan.elements[0]) * 2;
         if (!weight_) {
           plan.convert_b = true;
-          plan.b_bytes = static_cast<std::size_t>(in[1].count()) * 2;
+          plan.b_bytes = static_cast<std::size_t>(plan.elements[1]) * 2;
         }
       }
     }

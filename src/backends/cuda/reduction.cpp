@@ -60,12 +60,32 @@ class SoftmaxKernel final : public CudaKernel {
 
 class LayerNormCall final : public CudaCall {
  public:
-  LayerNormCall(std::int64_t rows, std::int64_t cols, float epsilon)
-      : rows_(rows), cols_(cols), epsilon_(epsilon) {}
+  // `broadcast_scale` / `broadcast_bias`: a one-element scale or bias (a LayerNorm recognised
+  // from a graph that scales by a scalar), written out to `cols` values in scratch each call.
+  LayerNormCall(std::int64_t rows, std::int64_t cols, float epsilon, bool broadcast_scale,
+                bool broadcast_bias)
+      : rows_(rows), cols_(cols), epsilon_(epsilon), broadcast_{broadcast_scale, broadcast_bias} {}
+  std::size_t scratch_bytes() const override {
+    const std::size_t row = align_up(static_cast<std::size_t>(cols_) * sizeof(float));
+    return (broadcast_[0] ? row : 0) + (broadcast_[1] ? row : 0);
+  }
   Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
                  const CudaRunContext& context) const override {
-    const float* bias = in.size() > 2 ? in[2].as<const float>() : nullptr;
-    VOXRT_CUDA_TRY(ops::layer_norm(in[0].as<const float>(), in[1].as<const float>(), bias,
+    const float* params[2] = {in[1].as<const float>(),
+                              in.size() > 2 ? in[2].as<const float>() : nullptr};
+    char* scratch = static_cast<char*>(context.scratch);
+    for (int i = 0; i < 2; ++i) {
+      if (!broadcast_[i] || !params[i]) continue;
+      ops::StridedCopy copy;
+      copy.rank = 1;
+      copy.dims[0] = cols_;
+      copy.in_strides[0] = 0;
+      copy.out_strides[0] = 1;
+      VOXRT_CUDA_TRY(ops::strided_copy(params[i], scratch, sizeof(float), copy, context.stream));
+      params[i] = reinterpret_cast<const float*>(scratch);
+      scratch += align_up(static_cast<std::size_t>(cols_) * sizeof(float));
+    }
+    VOXRT_CUDA_TRY(ops::layer_norm(in[0].as<const float>(), params[0], params[1],
                                    out[0].as<float>(), rows_, cols_, epsilon_, context.stream));
     return Status::ok();
   }
@@ -73,6 +93,7 @@ class LayerNormCall final : public CudaCall {
  private:
   std::int64_t rows_, cols_;
   float epsilon_;
+  bool broadcast_[2];
 };
 
 class LayerNormKernel final : public CudaKernel {
@@ -87,11 +108,15 @@ class LayerNormKernel final : public CudaKernel {
     if (axis < 0 || axis >= rank) return invalid_argument("LayerNormalization axis out of range");
     const auto a = static_cast<std::size_t>(axis);
     const std::int64_t cols = product(d, a, d.size());
-    if (in[1].count() != cols || (in.size() > 2 && in[2].data && in[2].count() != cols)) {
-      return unsupported("LayerNormalization scale/bias must have ", cols,
-                         " elements (no broadcasting on the CUDA backend)");
+    const bool has_bias = in.size() > 2 && in[2].data;
+    const std::int64_t scale_count = in[1].count();
+    const std::int64_t bias_count = has_bias ? in[2].count() : cols;
+    if ((scale_count != cols && scale_count != 1) || (bias_count != cols && bias_count != 1)) {
+      return unsupported("LayerNormalization scale/bias of ", scale_count, "/", bias_count,
+                         " elements: expected ", cols, " or 1 (the normalised axes' size)");
     }
-    return std::unique_ptr<CudaCall>(new LayerNormCall(product(d, 0, a), cols, epsilon_));
+    return std::unique_ptr<CudaCall>(new LayerNormCall(product(d, 0, a), cols, epsilon_,
+                                                       scale_count != cols, bias_count != cols));
   }
 
  private:

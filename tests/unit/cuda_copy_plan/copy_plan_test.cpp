@@ -270,6 +270,25 @@ TEST(CudaCopyPlan, TransposeDefaultPermAndExpand) {
   expect_same(run(expand_copy(ed, eo), e, eo), e_want, "expand");
 }
 
+// A MatMul operand whose batch dims broadcast partly (a relative-position [1, H, D, P] against
+// queries [B, H, T, D]) is written out to the output's whole batch with Expand's copy before one
+// strided-batched GEMM (dense.cpp): every batch b gets the same [H, D, P] block.
+TEST(CudaCopyPlan, MatMulOperandExpandedToTheOutputBatch) {
+  const Dims xd{1, 3, 4, 5}, od{2, 3, 4, 5};
+  const auto x = iota_tensor(xd);
+  std::vector<float> want;
+  for (int b = 0; b < 2; ++b) want.insert(want.end(), x.begin(), x.end());
+  expect_same(run(expand_copy(xd, od), x, od), want, "relative-position operand");
+  const Dims yd{3, 1, 4, 5}, yo{2, 3, 2, 4, 5};  // a missing leading dim and an inner 1
+  const auto y = iota_tensor(yd);
+  std::vector<float> y_want;
+  for (int a = 0; a < 2; ++a)
+    for (int h = 0; h < 3; ++h)
+      for (int g = 0; g < 2; ++g)
+        y_want.insert(y_want.end(), y.begin() + h * 20, y.begin() + (h + 1) * 20);
+  expect_same(run(expand_copy(yd, yo), y, yo), y_want, "rank-5 output batch");
+}
+
 // merged_axes: the same elements land in the same places, with fewer axes where both sides are
 // contiguous across neighbours (what the launcher runs).
 TEST(CudaCopyPlan, MergedAxesCopyTheSameElements) {
