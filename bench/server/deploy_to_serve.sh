@@ -13,7 +13,9 @@ target=${1:-cpu}
 voxrt=${VOXRT:-build/bin/voxrt}
 poll_ms=${POLL_MS:-2000}
 work=$(mktemp -d)
-trap 'kill $server 2>/dev/null; rm -rf "$work"' EXIT
+server=""
+# On any failure, the step's log before the scratch folder goes.
+trap 'rc=$?; [ $rc -ne 0 ] && tail -30 "$work"/*.log 2>/dev/null; [ -n "$server" ] && kill $server 2>/dev/null; rm -rf "$work"' EXIT
 cp -rL models/repo "$work/repo"
 rm -rf "$work/repo/eval"  # no accuracy gate here: this measures the pipeline, not the model
 mkdir -p "$work/repo/default/1"
