@@ -169,6 +169,8 @@ TEST_F(TransformerModels, IcefallStreamingChunksEqualTheWholeUtterance) {
   std::vector<Tensor> whole;
   expect_matches_onnxruntime(exported("icefall_conformer_whole.onnx"), {}, {{"x", utterance}}, 1e-4,
                              1e-5, &whole);
+  // Without onnxruntime the helper skipped (in its own frame): nothing to compare the chunks with.
+  if (IsSkipped()) return;
   ASSERT_EQ(whole.size(), 1u);
   std::vector<Input> inputs = streaming_states(nullptr, 0);
   inputs.insert(inputs.begin(), {"x", Tensor::zeros(DType::kF32, {1, kChunk, 40})});
