@@ -7,35 +7,8 @@
 # modified beam search, width 8, on the RNN-T model).
 set -euo pipefail
 voxrt=$1
-src=${VOXRT_SOURCE_DIR:?}
-work=$(mktemp -d)
-source "$(dirname "$0")/serve_for_test.sh"
-trap 'stop_server; rm -rf "$work"' EXIT
-py=/usr/bin/python3
+source "$(dirname "$0")/nemo_cli_common.sh"
 script="$src/tests/models/nemo_transducer.py"
-wav="$src/samples/play_music.wav"
-# A second clip: the sample reversed, after 0.3 s of silence, its length not a whole number of hops.
-"$py" - "$wav" "$work/reversed.wav" <<'PY'
-import sys, wave
-import numpy as np
-with wave.open(sys.argv[1], "rb") as w:
-    x = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16)
-y = np.concatenate([np.zeros(4800, dtype=np.int16), x[::-1][:-77]])
-with wave.open(sys.argv[2], "wb") as w:
-    w.setnchannels(1); w.setsampwidth(2); w.setframerate(16000); w.writeframes(y.tobytes())
-PY
-files=("$wav" "$work/reversed.wav")
-
-check() {  # name expected got
-  if [ "$2" != "$3" ]; then
-    echo "FAIL: $1: expected '$2', got '$3'"
-    exit 1
-  fi
-  echo "ok: $1: $3"
-}
-reference_text() {  # reference-file wav
-  "$py" -c 'import json,sys; print([j for j in map(json.loads, open(sys.argv[1])) if j["file"] == sys.argv[2]][0]["text"])' "$1" "$2"
-}
 
 for kind in rnnt tdt; do
   flag=""
@@ -49,7 +22,7 @@ for kind in rnnt tdt; do
   for f in "${files[@]}"; do
     want=$(reference_text "$work/$kind.reference" "$f")
     [ -n "$want" ] || { echo "FAIL: the reference decoded nothing for $f"; exit 1; }
-    got=$("$py" -c 'import json,sys; print(" ".join(j["text"] for j in map(json.loads, open(sys.argv[1])) if j["file"] == sys.argv[2] and j["is_final"] and j["text"]))' "$work/$kind.voxrt" "$f")
+    got=$(transcribed_text "$work/$kind.voxrt" "$f")
     check "$kind transcribe $(basename "$f")" "$want" "$got"
   done
   if [ "$kind" = rnnt ]; then
@@ -59,7 +32,7 @@ for kind in rnnt tdt; do
     "$voxrt" transcribe --engine "$work/$kind.bundle" --vad off --decoder beam --beam 8 --json \
       "${files[@]}" 2>/dev/null > "$work/beam.voxrt"
     for f in "${files[@]}"; do
-      got=$("$py" -c 'import json,sys; print(" ".join(j["text"] for j in map(json.loads, open(sys.argv[1])) if j["file"] == sys.argv[2] and j["is_final"] and j["text"]))' "$work/beam.voxrt" "$f")
+      got=$(transcribed_text "$work/beam.voxrt" "$f")
       check "$kind transcribe beam $(basename "$f")" "$(reference_text "$work/beam.reference" "$f")" "$got"
     done
   fi

@@ -5,6 +5,7 @@
 
 #include "stream/batch_limit.h"
 #include "stream/model_metadata.h"
+#include "stream/transducer/joiner_batches.h"
 
 namespace voxrt::stream {
 namespace {
@@ -220,32 +221,15 @@ Status LstmTransducerNetworks::run_decoder(std::span<const std::int64_t> units,
 Status LstmTransducerNetworks::run_joiner(std::span<const float> encoder_frames,
                                           std::span<const float> decoder_out, int rows,
                                           std::vector<float>& logits) {
-  const std::int64_t width = vocab_size_ + static_cast<std::int64_t>(durations_.size());
-  logits.clear();
-  logits.reserve(static_cast<std::size_t>(rows * width));
-  for (std::int64_t begin = 0; begin < rows; begin += joiner_max_rows_) {
-    const std::int64_t n = std::min<std::int64_t>(joiner_max_rows_, rows - begin);
-    // [N, dim, 1]: one frame (or one decoder step) per row, so a row is contiguous.
-    Tensor enc = Tensor::uninitialized(DType::kF32, {n, encoder_dim_, 1});
-    Tensor dec = Tensor::uninitialized(DType::kF32, {n, hidden_, 1});
-    std::copy_n(encoder_frames.begin() + begin * encoder_dim_, n * encoder_dim_, enc.data<float>());
-    std::copy_n(decoder_out.begin() + begin * hidden_, n * hidden_, dec.data<float>());
-    std::vector<Tensor> inputs;
-    if (joiner_encoder_first_) {
-      inputs = {std::move(enc), std::move(dec)};
-    } else {
-      inputs = {std::move(dec), std::move(enc)};
-    }
-    VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, joiner_context_->run(inputs));
-    ++joiner_calls_;
-    const Tensor& l = out[0];
-    if (l.element_count() != n * width) {
-      return invalid_argument("transducer joiner output is ", dims_to_string(l.dims()),
-                              ", expected [", n, ", 1, 1, ", width, "]");
-    }
-    logits.insert(logits.end(), l.data<float>(), l.data<float>() + l.element_count());
-  }
-  return Status::ok();
+  const JoinerLayout layout{
+      .encoder_dim = encoder_dim_,
+      .decoder_dim = hidden_,
+      .logits_width = vocab_size_ + static_cast<std::int64_t>(durations_.size()),
+      .max_rows = joiner_max_rows_,
+      .encoder_first = joiner_encoder_first_,
+      .trailing_unit_axis = true};
+  return run_joiner_in_batches(*joiner_context_, layout, encoder_frames, decoder_out, rows, logits,
+                               joiner_calls_);
 }
 
 }  // namespace voxrt::stream

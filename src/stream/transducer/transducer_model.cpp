@@ -8,6 +8,7 @@
 #include "stream/batch_limit.h"
 #include "stream/model_metadata.h"
 #include "stream/recognizer.h"
+#include "stream/transducer/joiner_batches.h"
 
 namespace voxrt::stream {
 namespace {
@@ -116,32 +117,14 @@ Status EngineTransducerNetworks::run_decoder(std::span<const std::int64_t> conte
 Status EngineTransducerNetworks::run_joiner(std::span<const float> encoder_frames,
                                             std::span<const float> decoder_out, int rows,
                                             std::vector<float>& logits) {
-  logits.clear();
-  logits.reserve(static_cast<std::size_t>(rows) * vocab_size_);
-  for (std::int64_t begin = 0; begin < rows; begin += joiner_max_rows_) {
-    const std::int64_t n = std::min<std::int64_t>(joiner_max_rows_, rows - begin);
-    Tensor enc = Tensor::uninitialized(DType::kF32, {n, encoder_dim_});
-    Tensor dec = Tensor::uninitialized(DType::kF32, {n, decoder_dim_});
-    std::copy(encoder_frames.begin() + begin * encoder_dim_,
-              encoder_frames.begin() + (begin + n) * encoder_dim_, enc.data<float>());
-    std::copy(decoder_out.begin() + begin * decoder_dim_,
-              decoder_out.begin() + (begin + n) * decoder_dim_, dec.data<float>());
-    std::vector<Tensor> inputs;
-    if (joiner_encoder_first_) {
-      inputs = {std::move(enc), std::move(dec)};
-    } else {
-      inputs = {std::move(dec), std::move(enc)};
-    }
-    VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, joiner_context_->run(inputs));
-    ++joiner_calls_;
-    const Tensor& l = out[0];
-    if (l.element_count() != n * vocab_size_) {
-      return invalid_argument("transducer joiner output is ", dims_to_string(l.dims()),
-                              ", expected [", n, ", ", vocab_size_, "]");
-    }
-    logits.insert(logits.end(), l.data<float>(), l.data<float>() + l.element_count());
-  }
-  return Status::ok();
+  const JoinerLayout layout{.encoder_dim = encoder_dim_,
+                            .decoder_dim = decoder_dim_,
+                            .logits_width = vocab_size_,
+                            .max_rows = joiner_max_rows_,
+                            .encoder_first = joiner_encoder_first_,
+                            .trailing_unit_axis = false};
+  return run_joiner_in_batches(*joiner_context_, layout, encoder_frames, decoder_out, rows, logits,
+                               joiner_calls_);
 }
 
 // ---- one stream ---------------------------------------------------------------------------
