@@ -123,14 +123,8 @@ class NemoCtcTest : public ::testing::Test {
   // final texts joined with '|'.
   static std::vector<std::string> run(stream::Recognizer& r, const std::vector<std::string>& files,
                                       std::size_t piece) {
-    std::vector<std::string> texts(files.size());
-    model_test::feed_files_as_streams(r, files, std::vector<std::size_t>(files.size(), piece), {},
-                                      [&](std::size_t i, const stream::StreamResult& result) {
-                                        if (result.result.is_final)
-                                          texts[i] +=
-                                              (texts[i].empty() ? "" : "|") + result.result.text;
-                                      });
-    return texts;
+    return model_test::final_texts_of_streams(r, files,
+                                              std::vector<std::size_t>(files.size(), piece));
   }
 
   static std::vector<std::string> reference(const Layout& layout, int segment_hops = 0,

@@ -58,4 +58,19 @@ inline void feed_files_as_streams(
   }
 }
 
+// Each stream's final texts (empty ones included), joined with '|': what the model tests
+// compare with their Python references.
+inline std::vector<std::string> final_texts_of_streams(
+    stream::Recognizer& recognizer, const std::vector<std::string>& files,
+    const std::vector<std::size_t>& pieces,
+    const std::vector<stream::StreamOptions>& options = {}) {
+  std::vector<std::string> texts(files.size());
+  feed_files_as_streams(recognizer, files, pieces, options,
+                        [&](std::size_t i, const stream::StreamResult& result) {
+                          if (result.result.is_final)
+                            texts[i] += (texts[i].empty() ? "" : "|") + result.result.text;
+                        });
+  return texts;
+}
+
 }  // namespace voxrt::model_test

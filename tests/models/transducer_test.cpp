@@ -121,13 +121,7 @@ class TransducerTest : public ::testing::Test {
   static std::vector<std::string> run(stream::Recognizer& r, const std::vector<std::string>& files,
                                       const std::vector<std::size_t>& pieces,
                                       const std::vector<stream::StreamOptions>& options = {}) {
-    std::vector<std::string> texts(files.size());
-    model_test::feed_files_as_streams(
-        r, files, pieces, options, [&](std::size_t i, const stream::StreamResult& result) {
-          if (result.result.is_final)
-            texts[i] += (texts[i].empty() ? "" : "|") + result.result.text;
-        });
-    return texts;
+    return model_test::final_texts_of_streams(r, files, pieces, options);
   }
 
   // The Python reference decoder's text per file; fails the test when voxrt's endpoint rules
