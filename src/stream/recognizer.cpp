@@ -66,6 +66,7 @@ Status RecognizerConfig::validate() const {
     return invalid_argument("recognizer: an LM (", lm_path, ") needs the beam decoder");
   }
   VOXRT_RETURN_IF_ERROR(decoding.validate());
+  VOXRT_RETURN_IF_ERROR(encoder_decoder.validate());
   if (decoding.lexicon_only.value_or(false) && lm_path.empty())
     return invalid_argument("recognizer: lexicon_only needs an LM (its words are the lexicon)");
   if (vad_preroll_chunks < 0)
