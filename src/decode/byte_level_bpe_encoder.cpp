@@ -34,12 +34,15 @@ std::vector<Char> characters(const std::string& text) {
   std::vector<Char> out;
   for (std::size_t at = 0; at < text.size();) {
     const auto lead = static_cast<unsigned char>(text[at]);
-    std::size_t length = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3
-                                       : (lead & 0xF8) == 0xF0   ? 4
-                                                                 : 0;
-    std::uint32_t cp = length == 1 ? lead : length == 2 ? (lead & 0x1Fu)
-                                        : length == 3   ? (lead & 0x0Fu)
-                                                        : (lead & 0x07u);
+    std::size_t length = lead < 0x80             ? 1
+                         : (lead & 0xE0) == 0xC0 ? 2
+                         : (lead & 0xF0) == 0xE0 ? 3
+                         : (lead & 0xF8) == 0xF0 ? 4
+                                                 : 0;
+    std::uint32_t cp = length == 1   ? lead
+                       : length == 2 ? (lead & 0x1Fu)
+                       : length == 3 ? (lead & 0x0Fu)
+                                     : (lead & 0x07u);
     bool ok = length > 0 && at + length <= text.size();
     for (std::size_t k = 1; ok && k < length; ++k) {
       const auto next = static_cast<unsigned char>(text[at + k]);
@@ -135,8 +138,8 @@ Expected<ByteLevelBpeEncoder> ByteLevelBpeEncoder::from_files(const std::string&
     const std::size_t space = line.find(' ');
     if (space == std::string::npos || space == 0 || space + 1 == line.size() ||
         line.find(' ', space + 1) != std::string::npos) {
-      return invalid_argument(merges_txt, ":", line_number, ": expected two symbols \"a b\", found '",
-                              line, "'");
+      return invalid_argument(merges_txt, ":", line_number,
+                              ": expected two symbols \"a b\", found '", line, "'");
     }
     e.merge_ranks_.emplace(std::make_pair(line.substr(0, space), line.substr(space + 1)), rank++);
   }

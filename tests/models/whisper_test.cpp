@@ -74,6 +74,9 @@ struct Reference {
   std::vector<std::string> window_texts;
   std::string language;
   std::vector<Segment> segments;
+  // Per decoded window: the temperature of the result kept, and the prompt.
+  std::vector<double> temperatures;
+  std::vector<std::vector<int>> prompts;
 };
 
 // The Python reference decoder's results for `wavs` (optimum_whisper.py reference `options`).
@@ -99,6 +102,10 @@ std::vector<Reference> run_reference(const fs::path& export_dir,
       ++r.windows;
       if (window.contains("too_short")) ++r.too_short;
       r.window_texts.push_back(window["text"].get<std::string>());
+      if (window.contains("temperature")) {
+        r.temperatures.push_back(window["temperature"].get<double>());
+        r.prompts.push_back(window["prompt"].get<std::vector<int>>());
+      }
       if (window["silence"].get<bool>()) continue;
       for (const auto& t : window["tokens"]) r.tokens.push_back(t.get<int>());
     }
@@ -110,6 +117,8 @@ std::vector<Reference> run_reference(const fs::path& export_dir,
   EXPECT_EQ(references.size(), wavs.size()) << "the reference decoder failed: " << cmd;
   return references;
 }
+
+std::string tokens_string(const std::vector<int>& tokens);
 
 class WhisperTest : public ::testing::Test {
  protected:
@@ -191,6 +200,40 @@ class WhisperTest : public ::testing::Test {
     auto r = stream::Recognizer::create(config);
     EXPECT_TRUE(r.has_value()) << r.status().to_string();
     return r ? *r : nullptr;
+  }
+
+  // A recognizer (VAD off, greedy unless `beam_width`) with the family's options.
+  static std::shared_ptr<stream::Recognizer> make_with(const stream::EncoderDecoderOptions& options,
+                                                       int beam_width = 0,
+                                                       const fs::path& bundle = bundle_) {
+    stream::RecognizerConfig config;
+    config.engine_path = bundle.string();
+    config.vad = stream::VadKind::kOff;
+    if (beam_width > 0) {
+      config.decoder = stream::DecoderKind::kBeam;
+      config.decoding.beam_width = beam_width;
+    }
+    config.encoder_decoder = options;
+    config.max_batch = 4;
+    config.max_streams = 8;
+    auto r = stream::Recognizer::create(config);
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : nullptr;
+  }
+
+  // Every clip batched together and each alone: the reference's tokens and text.
+  static void expect_reference(const std::shared_ptr<stream::Recognizer>& r,
+                               const std::vector<Reference>& references) {
+    ASSERT_TRUE(r);
+    ASSERT_EQ(references.size(), wavs_.size());
+    const auto together = run(*r, wavs_, {3200, 4000, 16000});
+    for (std::size_t i = 0; i < wavs_.size(); ++i) {
+      SCOPED_TRACE(wavs_[i]);
+      EXPECT_EQ(tokens_string(together[i].tokens), tokens_string(references[i].tokens));
+      EXPECT_EQ(together[i].text, references[i].text);
+      const auto alone = run(*r, {wavs_[i]}, {8000});
+      EXPECT_EQ(tokens_string(alone[0].tokens), tokens_string(references[i].tokens));
+    }
   }
 
   struct Output {
@@ -562,6 +605,95 @@ void edit_json(const fs::path& path, const std::function<void(nlohmann::json&)>&
   std::ifstream(path) >> j;
   edit(j);
   std::ofstream(path) << j.dump();
+}
+
+// Conditioning on previous text (on by default, as OpenAI's): the long clip's later windows
+// start their prompt with <|startofprev|> and the tokens before (the reference's prompts); with it
+// off, and with an initial prompt (BPE-encoded by each side's own encoder), the engine gives the
+// reference's tokens, batched and alone, and each choice changes what is said (greedy here;
+// BeamSearchGivesTheReferenceTokens runs the beam search conditioned, the default).
+TEST_F(WhisperTest, ConditionsOnPreviousTextAsOpenAIDoes) {
+  const int sot_prev = 275;  // <|startofprev|> in optimum_whisper.py's vocabulary
+  ASSERT_GE(references_[1].prompts.size(), 2u);
+  EXPECT_EQ(references_[1].prompts[0].front(), 269);  // <|startoftranscript|>: nothing before
+  EXPECT_EQ(references_[1].prompts[1].front(), sot_prev);
+  stream::EncoderDecoderOptions off;
+  off.condition_on_previous_text = false;
+  const auto unconditioned = run_reference(export_dir_, wavs_, "--no-condition");
+  ASSERT_EQ(unconditioned.size(), wavs_.size());
+  for (const auto& prompt : unconditioned[1].prompts) EXPECT_NE(prompt.front(), sot_prev);
+  EXPECT_NE(tokens_string(unconditioned[1].tokens), tokens_string(references_[1].tokens));
+  expect_reference(make_with(off), unconditioned);
+
+  stream::EncoderDecoderOptions prompted;
+  prompted.initial_prompt = "  hello world, the speech ";
+  const auto with_prompt =
+      run_reference(export_dir_, wavs_, "--initial-prompt '" + prompted.initial_prompt + "'");
+  ASSERT_EQ(with_prompt.size(), wavs_.size());
+  ASSERT_FALSE(with_prompt[0].prompts.empty());
+  EXPECT_EQ(with_prompt[0].prompts[0].front(), sot_prev);
+  EXPECT_NE(tokens_string(with_prompt[0].tokens), tokens_string(references_[0].tokens));
+  expect_reference(make_with(prompted), with_prompt);
+}
+
+// Temperature fallback with OpenAI's temperatures and a log-probability threshold between what
+// the clips' windows score (the random model is unsure everywhere): some windows keep their
+// greedy result, others fall back to sampling; the engine draws the reference's tokens (the same
+// counter-based draws), batched and alone, and another seed draws others.
+TEST_F(WhisperTest, TemperatureFallbackSamplesAsTheReference) {
+  stream::EncoderDecoderOptions options;
+  options.fallback.temperatures = stream::TemperatureFallbackConfig::openai_temperatures();
+  options.fallback.logprob_threshold = -5.175;
+  options.fallback.seed = 7;
+  const auto references =
+      run_reference(export_dir_, wavs_,
+                    "--temperatures 0,0.2,0.4,0.6,0.8,1.0 --logprob-threshold -5.175 --seed 7");
+  ASSERT_EQ(references.size(), wavs_.size());
+  int greedy = 0;
+  int sampled = 0;
+  for (const auto& r : references) {
+    for (double t : r.temperatures) (t > 0.0 ? sampled : greedy) += 1;
+  }
+  EXPECT_GE(greedy, 1);
+  EXPECT_GE(sampled, 1);
+  auto recognizer = make_with(options);
+  expect_reference(recognizer, references);
+  options.fallback.seed = 8;
+  const auto other_seed = run(*make_with(options), {wavs_[1]}, {8000});
+  EXPECT_NE(tokens_string(other_seed[0].tokens), tokens_string(references[1].tokens));
+  // Fallback off (the default): the greedy result whatever its score.
+  EXPECT_EQ(run(*make_with({}), {wavs_[1]}, {8000})[0].text, references_[1].text);
+}
+
+// --task translate puts <|translate|> in the prompt: the reference's tokens, batched and alone;
+// a model without <|translate|> refuses it with a message that says so.
+TEST_F(WhisperTest, TranslateTaskUsesTheTranslateToken) {
+  const auto references = run_reference(export_dir_, wavs_, "--task translate");
+  ASSERT_EQ(references.size(), wavs_.size());
+  ASSERT_FALSE(references[0].prompts.empty());
+  EXPECT_EQ(references[0].prompts[0][2], 272);  // <|translate|>
+  // (The tiny model's tokens follow the positions and the audio, not the prompt's tokens: the
+  // task changes its log-probabilities only past the fourth decimal and no token on these clips,
+  // so this shows the engine and the reference agree under translate; WindowPrompt's unit test
+  // shows the token is the prompt's.)
+  stream::EncoderDecoderOptions translate;
+  translate.task = stream::WhisperTask::kTranslate;
+  expect_reference(make_with(translate), references);
+
+  const fs::path bundle = work_dir() / "bundle_no_translate";
+  fs::remove_all(bundle);
+  fs::copy(bundle_, bundle, fs::copy_options::recursive);
+  auto manifest = stream::BundleManifest::read(bundle.string());
+  ASSERT_TRUE(manifest.has_value()) << manifest.status().to_string();
+  ASSERT_EQ(manifest->metadata.erase("voxrt.encoder_decoder.translate_id"), 1u);
+  ASSERT_TRUE(manifest->write(bundle.string()).is_ok());
+  stream::RecognizerConfig config;
+  config.engine_path = bundle.string();
+  config.encoder_decoder = translate;
+  auto refused = stream::Recognizer::create(config);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("translate"), std::string::npos)
+      << refused.status().to_string();
 }
 
 TEST_F(WhisperTest, ImportErrorsNameTheFileAndKey) {

@@ -36,8 +36,7 @@ bool FallbackPolicy::fails_checks(const WindowOutcome& outcome, std::string_view
   return (repetitive || unsure) && !silence;
 }
 
-bool FallbackPolicy::retry(int attempt, const WindowOutcome& outcome,
-                           std::string_view text) const {
+bool FallbackPolicy::retry(int attempt, const WindowOutcome& outcome, std::string_view text) const {
   return attempt + 1 < attempts() && fails_checks(outcome, text);
 }
 
