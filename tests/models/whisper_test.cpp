@@ -413,6 +413,38 @@ TEST_F(WhisperTest, TranscribeProgramGivesTheReferenceText) {
   }
 }
 
+// The Whisper options through `voxrt transcribe`: the fallback, its threshold and seed, an
+// initial prompt and the task, on every clip: the reference's text with the same options; a
+// malformed --temperatures is refused with the item named.
+TEST_F(WhisperTest, TranscribeProgramTakesTheWhisperOptions) {
+  const char* cli = std::getenv("VOXRT_CLI");
+  if (cli == nullptr) GTEST_SKIP() << "VOXRT_CLI (the voxrt program) is not set";
+  const std::string options =
+      "--temperature-fallback --logprob-threshold -5.175 --seed 7 --initial-prompt 'hello world' "
+      "--task translate";
+  const auto references = run_reference(
+      export_dir_, wavs_,
+      "--temperatures 0,0.2,0.4,0.6,0.8,1.0 --logprob-threshold -5.175 --seed 7 "
+      "--initial-prompt 'hello world' --task translate");
+  ASSERT_EQ(references.size(), wavs_.size());
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    const std::string cmd = std::string("'") + cli + "' transcribe --json --engine '" +
+                            bundle_.string() + "' --vad off " + options + " '" + wavs_[i] +
+                            "' 2>/dev/null";
+    std::istringstream lines(run_capture(cmd));
+    std::string text;
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      ASSERT_FALSE(j.is_discarded()) << cmd << ": " << line;
+      if (j.value("is_final", false)) text = j["text"].get<std::string>();
+    }
+    EXPECT_EQ(text, references[i].text) << cmd;
+  }
+  const std::string bad = std::string("'") + cli + "' transcribe --engine '" + bundle_.string() +
+                          "' --temperatures 0,x '" + wavs_[0] + "' 2>&1";
+  EXPECT_NE(run_capture(bad).find("'x' is not a number"), std::string::npos) << bad;
+}
+
 std::string segments_string(const std::vector<Segment>& segments) {
   std::string out;
   char times[64];
