@@ -422,10 +422,10 @@ TEST_F(WhisperTest, TranscribeProgramTakesTheWhisperOptions) {
   const std::string options =
       "--temperature-fallback --logprob-threshold -5.175 --seed 7 --initial-prompt 'hello world' "
       "--task translate";
-  const auto references = run_reference(
-      export_dir_, wavs_,
-      "--temperatures 0,0.2,0.4,0.6,0.8,1.0 --logprob-threshold -5.175 --seed 7 "
-      "--initial-prompt 'hello world' --task translate");
+  const auto references =
+      run_reference(export_dir_, wavs_,
+                    "--temperatures 0,0.2,0.4,0.6,0.8,1.0 --logprob-threshold -5.175 --seed 7 "
+                    "--initial-prompt 'hello world' --task translate");
   ASSERT_EQ(references.size(), wavs_.size());
   for (std::size_t i = 0; i < wavs_.size(); ++i) {
     const std::string cmd = std::string("'") + cli + "' transcribe --json --engine '" +
