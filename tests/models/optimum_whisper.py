@@ -6,9 +6,12 @@ reference greedy decoder over the same torch modules (for tests/models/whisper_t
       transformer_models.py, optimum's names and dynamic axes), config.json,
       generation_config.json, vocab.json (GPT-2 byte-level tokens and a few merges),
       added_tokens.json or tokenizer.json, and torch_model.pt (the weights, for the reference).
-  optimum_whisper.py reference DIR [--language CODE] [--timestamps] [--beam N] WAV...
+  optimum_whisper.py reference DIR [--language CODE] [--timestamps] [--beam N] [--no-condition]
+          [--initial-prompt TEXT] [--temperatures 0,0.2,...] [--seed N] [--logprob-threshold X]
+          [--compression-ratio-threshold X] [--no-speech-threshold X] [--task translate] WAV...
       prints one JSON line per WAV: {"wav", "windows": [{"tokens", "text", "no_speech", "avg_logprob",
-      "silence"}], "text", "language", "segments": [{"text", "start", "end"}]}.
+      "silence", "temperature", "compression_ratio", "prompt"}], "text", "language", "segments":
+      [{"text", "start", "end"}]}.
 
 The reference decodes without a KV cache (the whole sequence through the decoder at every step)
 and follows the window rules of docs/model_contract.md: suppress_tokens and every special token
@@ -18,7 +21,13 @@ max_target_positions, or when one n-gram (n <= 16) ends the window 4 times (one 
 N: OpenAI's beam search (stream/encoder_decoder/beam_search.h), the chosen sequence cut at its
 first repeat; silence when P(no_speech) at the first prompt position > 0.6 and the mean
 log-probability of the chosen tokens (end-of-text included) < -1; a window with under 3 frames of
-audio (frame f holds samples 160 f - 200 .. 160 f + 199) is not decoded. Without --language a
+audio (frame f holds samples 160 f - 200 .. 160 f + 199) is not decoded. A window's prompt starts
+with <|startofprev|> and the last n_text_ctx/2 - 1 tokens of the initial prompt (GPT-2's BPE with
+Python's Unicode classes) and the non-silent windows before it, reset after a window kept at a
+temperature above 0.5 or when --no-condition; P(no_speech) is read at <|startoftranscript|>. With
+--temperatures, a window failing OpenAI's checks (zlib compression ratio, mean log-probability,
+unless silence) is decoded again by sampling with stream/encoder_decoder/token_sampling.h's
+counter-based draws. Without --language a
 multilingual model's language is detected from the first decoded window (the decoder on
 <|startoftranscript|> alone, the most likely language token). The features are tests/unit/audio's
 reference."""
