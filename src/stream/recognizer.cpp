@@ -101,6 +101,7 @@ std::string RecognizerConfig::to_string() const {
     out << " state_at_endpoint="
         << (*state_at_endpoint == StateAtEndpoint::kReset ? "reset" : "carry");
   out << " endpoint={" << endpoint.to_string() << "}";
+  out << " encoder_decoder=" << encoder_decoder.to_string();
   return out.str();
 }
 

@@ -4,15 +4,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <thread>
 
 #include "audio/audio_io.h"
@@ -21,6 +18,7 @@
 #include "stream/recognizer.h"
 #include "transcribe_input.h"
 #include "transcript_output.h"
+#include "whisper_options_args.h"
 
 namespace voxrt::cli {
 namespace {
@@ -54,16 +52,7 @@ struct TranscribeArgs {
   std::string output_format = "txt";
   std::string output_dir;
   bool timestamps = false;
-  // Whisper models (RecognizerConfig::encoder_decoder).
-  std::string task = "transcribe";
-  std::string initial_prompt;
-  bool no_condition_on_previous_text = false;
-  bool temperature_fallback = false;
-  std::string temperatures;
-  double compression_ratio_threshold = 2.4;
-  std::optional<double> logprob_threshold;
-  std::optional<double> no_speech_threshold;
-  std::uint64_t seed = 0;
+  WhisperOptionArgs whisper;  // Whisper models (RecognizerConfig::encoder_decoder)
   bool partials = true;
   int threads = 1;
   int chunk_ms = 20;
@@ -155,35 +144,12 @@ int run_transcribe(const TranscribeArgs& args) {
   if (args.timestamps || args.output_format == "srt" || args.output_format == "vtt" ||
       args.output_format == "tsv")
     config.decoding.timestamps = true;
-  if (args.task != "transcribe" && args.task != "translate") {
-    std::cerr << "error: --task '" << args.task << "': expected transcribe or translate\n";
+  auto whisper = whisper_options(args.whisper);
+  if (!whisper) {
+    std::cerr << "error: " << whisper.status().message() << "\n";
     return 2;
   }
-  stream::EncoderDecoderOptions& whisper = config.encoder_decoder;
-  whisper.task =
-      args.task == "translate" ? stream::WhisperTask::kTranslate : stream::WhisperTask::kTranscribe;
-  whisper.initial_prompt = args.initial_prompt;
-  whisper.condition_on_previous_text = !args.no_condition_on_previous_text;
-  if (args.temperature_fallback)
-    whisper.fallback.temperatures = stream::TemperatureFallbackConfig::openai_temperatures();
-  if (!args.temperatures.empty()) {
-    whisper.fallback.temperatures.clear();
-    std::istringstream list(args.temperatures);
-    for (std::string item; std::getline(list, item, ',');) {
-      char* end = nullptr;
-      const double t = std::strtod(item.c_str(), &end);
-      if (item.empty() || end != item.c_str() + item.size()) {
-        std::cerr << "error: --temperatures '" << args.temperatures << "': '" << item
-                  << "' is not a number (expected e.g. 0,0.2,0.4)\n";
-        return 2;
-      }
-      whisper.fallback.temperatures.push_back(t);
-    }
-  }
-  whisper.fallback.compression_ratio_threshold = args.compression_ratio_threshold;
-  whisper.fallback.logprob_threshold = args.logprob_threshold;
-  whisper.fallback.no_speech_threshold = args.no_speech_threshold;
-  whisper.fallback.seed = args.seed;
+  config.encoder_decoder = *whisper;
   config.transducer.max_symbols_per_frame = args.max_symbols_per_frame;
   config.lm_path = args.lm;
   config.threads = args.threads;
@@ -537,34 +503,7 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--timestamps", args->timestamps,
                 "txt: each utterance with its [start --> end] time; Whisper models: decode with "
                 "timestamp tokens (segments in the json output)");
-  cmd->add_option("--task", args->task,
-                  "Whisper models: transcribe | translate (to English; multilingual models)")
-      ->capture_default_str();
-  cmd->add_option("--initial-prompt", args->initial_prompt,
-                  "Whisper models: text the first window is conditioned on (tokenized with the "
-                  "model's BPE; needs its merges.txt)");
-  cmd->add_flag("--no-condition-on-previous-text", args->no_condition_on_previous_text,
-                "Whisper models: do not start a window's prompt with the text decoded before it");
-  cmd->add_flag("--temperature-fallback", args->temperature_fallback,
-                "Whisper models: OpenAI's fallback, temperatures 0,0.2,0.4,0.6,0.8,1.0");
-  cmd->add_option("--temperatures", args->temperatures,
-                  "Whisper models: the fallback's temperatures, ascending, e.g. 0,0.5,1 "
-                  "(default: 0, no fallback)");
-  cmd->add_option("--compression-ratio-threshold", args->compression_ratio_threshold,
-                  "Whisper models: fall back when the window's text's gzip compression ratio "
-                  "is above this")
-      ->capture_default_str();
-  cmd->add_option("--logprob-threshold", args->logprob_threshold,
-                  "Whisper models: fall back when the mean token log-probability is below this "
-                  "(default: the model's, OpenAI's -1)");
-  cmd->add_option("--no-speech-threshold", args->no_speech_threshold,
-                  "Whisper models: with a low log-probability, a window whose P(no speech) is "
-                  "above this is silence (default: the model's, OpenAI's 0.6)")
-      ->check(CLI::Range(0.0, 1.0));
-  cmd->add_option("--seed", args->seed,
-                  "Whisper models: seed of the fallback's sampling (the same seed gives the "
-                  "same text)")
-      ->capture_default_str();
+  add_whisper_options(cmd, args->whisper);
   cmd->add_option("--threads", args->threads, "Kernel threads, 1..256")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));
