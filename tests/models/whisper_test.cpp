@@ -32,6 +32,7 @@
 #include "stream/encoder_decoder/beam_search.h"
 #include "stream/encoder_decoder/encoder_decoder_model.h"
 #include "stream/encoder_decoder/timestamp_rules.h"
+#include "stream/encoder_decoder/window_prompt.h"
 #include "stream/encoder_decoder/window_search.h"
 #include "stream/recognizer.h"
 #include "stream_feeding.h"
@@ -900,7 +901,9 @@ std::shared_ptr<const stream::WindowRules> rules(const stream::EncoderDecoderCon
 }
 
 TEST(WindowSearch, SuppressesAndStopsAtEndOfText) {
-  stream::WindowSearch search(rules(small_contract()), small_contract().prompt(-1, false));
+  stream::WindowSearch search(
+      rules(small_contract()),
+      stream::window_prompt(small_contract(), -1, stream::WhisperTask::kTranscribe, false, {}));
   EXPECT_EQ(search.last_token(), 8);  // the prompt's last
   EXPECT_EQ(search.past_length(), 1);
   auto l = logits_for(2, 3);  // 2 is begin-suppressed: 3 wins
@@ -919,7 +922,9 @@ TEST(WindowSearch, SuppressesAndStopsAtEndOfText) {
 }
 
 TEST(WindowSearch, StopsAtMaxTargetPositions) {
-  stream::WindowSearch search(rules(small_contract()), small_contract().prompt(-1, false));
+  stream::WindowSearch search(
+      rules(small_contract()),
+      stream::window_prompt(small_contract(), -1, stream::WhisperTask::kTranscribe, false, {}));
   int chosen = 0;
   for (int step = 0; step < 20; ++step) {
     auto l = logits_for(3 + step % 3);  // 3 4 5 3 4 5 ...: a 3-gram, but only 3 copies fit
@@ -934,7 +939,8 @@ TEST(WindowSearch, StopsAtMaxTargetPositions) {
 TEST(WindowSearch, RepetitionGuardKeepsOneCopy) {
   auto c = small_contract();
   c.max_target_positions = 40;
-  stream::WindowSearch search(rules(c), c.prompt(-1, false));
+  stream::WindowSearch search(
+      rules(c), stream::window_prompt(c, -1, stream::WhisperTask::kTranscribe, false, {}));
   const std::vector<int> said = {0, 3, 4, 3, 4, 3, 4, 3, 4, 5};
   std::size_t step = 0;
   for (; step < said.size(); ++step) {
@@ -947,7 +953,9 @@ TEST(WindowSearch, RepetitionGuardKeepsOneCopy) {
 
 TEST(WindowSearch, NoSpeechNeedsHighProbabilityAndLowConfidence) {
   auto silent = [](float no_speech_logit, float margin) {
-    stream::WindowSearch search(rules(small_contract()), small_contract().prompt(-1, false));
+    stream::WindowSearch search(
+        rules(small_contract()),
+        stream::window_prompt(small_contract(), -1, stream::WhisperTask::kTranscribe, false, {}));
     std::vector<float> first(10, 0.0f);
     first[6] = no_speech_logit;
     search.observe_first_position(first.data());
@@ -973,13 +981,26 @@ TEST(EncoderDecoderContract, PromptKeysRoundTripAndOldBundlesStillLoad) {
   c.languages = {{"en", 10}, {"de", 11}};
   c.task_id = 12;
   c.timestamp_begin_id = 14;
+  c.translate_id = 13;
+  c.sot_prev_id = 15;
+  c.merges_file = "merges.txt";
   auto read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
+  ASSERT_TRUE(read.has_value()) << read.status().to_string();
+  EXPECT_EQ(read->translate_id, 13);
+  EXPECT_EQ(read->sot_prev_id, 15);
+  EXPECT_EQ(read->merges_file, "merges.txt");
+  EXPECT_EQ(read->max_previous_tokens(), 5);
+  c.translate_id = -1;
+  c.sot_prev_id = -1;
+  read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
   ASSERT_TRUE(read.has_value()) << read.status().to_string();
   EXPECT_EQ(read->language_id, -1);  // detected per stream
   EXPECT_EQ(read->language_code(11), "de");
   EXPECT_EQ(read->timestamp_begin_id, 14);
-  EXPECT_EQ(read->prompt(11, false), (std::vector<int>{7, 11, 12, 8}));
-  EXPECT_EQ(read->prompt(10, true), (std::vector<int>{7, 10, 12}));
+  EXPECT_EQ(stream::window_prompt(*read, 11, stream::WhisperTask::kTranscribe, false, {}),
+            (std::vector<int>{7, 11, 12, 8}));
+  EXPECT_EQ(stream::window_prompt(*read, 10, stream::WhisperTask::kTranscribe, true, {}),
+            (std::vector<int>{7, 10, 12}));
   c.language_id = 10;
   read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
   ASSERT_TRUE(read.has_value());
@@ -989,7 +1010,8 @@ TEST(EncoderDecoderContract, PromptKeysRoundTripAndOldBundlesStillLoad) {
   read = stream::EncoderDecoderContract::from_metadata(english.to_metadata(), "test");
   ASSERT_TRUE(read.has_value());
   EXPECT_FALSE(read->multilingual());
-  EXPECT_EQ(read->prompt(-1, false), (std::vector<int>{7, 8}));
+  EXPECT_EQ(stream::window_prompt(*read, -1, stream::WhisperTask::kTranscribe, false, {}),
+            (std::vector<int>{7, 8}));
   // A bundle written before these keys: `prompt` alone, a fixed language without timestamps.
   auto old = english.to_metadata();
   for (const char* key : {"sot_id", "no_timestamps_id"})
@@ -997,7 +1019,9 @@ TEST(EncoderDecoderContract, PromptKeysRoundTripAndOldBundlesStillLoad) {
   old["voxrt.encoder_decoder.prompt"] = "7,5,4,8";
   read = stream::EncoderDecoderContract::from_metadata(old, "test");
   ASSERT_TRUE(read.has_value()) << read.status().to_string();
-  EXPECT_EQ(read->prompt(read->language_id, false), (std::vector<int>{7, 5, 4, 8}));
+  EXPECT_EQ(
+      stream::window_prompt(*read, read->language_id, stream::WhisperTask::kTranscribe, false, {}),
+      (std::vector<int>{7, 5, 4, 8}));
   EXPECT_EQ(read->timestamp_begin_id, -1);
   // Errors name the key and what was found.
   auto bad = c.to_metadata();
@@ -1150,9 +1174,11 @@ TEST(WindowBeamSearch, FindsTheLikelierSequenceGreedyMisses) {
   c.begin_suppress_tokens = {};
   c.suppress_tokens = {};
   auto r = rules(c);
-  stream::WindowSearch greedy(r, c.prompt(-1, false));
+  stream::WindowSearch greedy(
+      r, stream::window_prompt(c, -1, stream::WhisperTask::kTranscribe, false, {}));
   EXPECT_EQ(run_search(greedy), (std::vector<int>{3, 0}));
-  stream::WindowBeamSearch beam(r, c.prompt(-1, false), 2);
+  stream::WindowBeamSearch beam(
+      r, stream::window_prompt(c, -1, stream::WhisperTask::kTranscribe, false, {}), 2);
   EXPECT_EQ(run_search(beam), (std::vector<int>{4, 5}));
   // Two finished sequences kept (beam 2), each ended by end-of-text.
   ASSERT_EQ(beam.finished().size(), 2u);

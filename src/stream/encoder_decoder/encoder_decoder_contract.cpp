@@ -186,16 +186,6 @@ Expected<EncoderDecoderContract> EncoderDecoderContract::from_metadata(
   return c;
 }
 
-std::vector<int> EncoderDecoderContract::prompt(int language, bool timestamps) const {
-  std::vector<int> ids = {sot_id};
-  if (language >= 0) {
-    ids.push_back(language);
-    ids.push_back(task_id);
-  }
-  if (!timestamps) ids.push_back(no_timestamps_id);
-  return ids;
-}
-
 std::string EncoderDecoderContract::language_code(int id) const {
   for (const Language& l : languages) {
     if (l.id == id) return l.code;

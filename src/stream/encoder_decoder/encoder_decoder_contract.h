@@ -20,8 +20,8 @@ struct EncoderDecoderContract {
   int vocab_size = 0;
   // Tokens a window may hold, prompt included (config.json max_target_positions).
   int max_target_positions = 0;
-  // The prompt fed to decoder_model is <|startoftranscript|> [<|lang|> <|transcribe|>]
-  // [<|notimestamps|>] (prompt() builds it): the language for multilingual models, and
+  // The prompt fed to decoder_model is [<|startofprev|> previous text] <|startoftranscript|>
+  // [<|lang|> <|transcribe|>] [<|notimestamps|>] (window_prompt.h builds it): the language for multilingual models, and
   // <|notimestamps|> unless the stream decodes with timestamp tokens.
   int sot_id = -1;
   // -1: a multilingual model detects the language from each stream's first window (OpenAI
@@ -59,9 +59,6 @@ struct EncoderDecoderContract {
   std::string merges_file;
 
   bool multilingual() const { return !languages.empty(); }
-  // The prompt for `language` (a language token id; -1: none) with or without timestamps, to
-  // transcribe, without previous text (window_prompt.h builds every kind).
-  std::vector<int> prompt(int language, bool timestamps) const;
   // Previous-text tokens a prompt holds after <|startofprev|> (OpenAI's n_text_ctx / 2 - 1);
   // 0 without <|startofprev|>.
   int max_previous_tokens() const { return sot_prev_id >= 0 ? max_target_positions / 2 - 1 : 0; }
