@@ -21,8 +21,8 @@ struct EncoderDecoderContract {
   // Tokens a window may hold, prompt included (config.json max_target_positions).
   int max_target_positions = 0;
   // The prompt fed to decoder_model is [<|startofprev|> previous text] <|startoftranscript|>
-  // [<|lang|> <|transcribe|>] [<|notimestamps|>] (window_prompt.h builds it): the language for multilingual models, and
-  // <|notimestamps|> unless the stream decodes with timestamp tokens.
+  // [<|lang|> <|transcribe|>] [<|notimestamps|>] (window_prompt.h builds it): the language for
+  // multilingual models, and <|notimestamps|> unless the stream decodes with timestamp tokens.
   int sot_id = -1;
   // -1: a multilingual model detects the language from each stream's first window (OpenAI
   // Whisper's rule: one decoder call on <|startoftranscript|>, the most likely language token);
