@@ -6,12 +6,13 @@
 // give exactly the tokens, text, language and segments of the Python reference decoder (torch,
 // the same modules, no KV cache) on a short clip, a 68 s clip (3 windows) and a clip whose second
 // window is not decoded: greedy and beam 3, with and without timestamp tokens, the language
-// detected per stream or built in; a stream's text does not depend on which streams share its
-// batch or how its audio is cut; the driver's VAD gives no text for a silent stream; import
-// errors name the file and key; the window rules (window_search.h), the timestamp rules and
-// segments (timestamp_rules.h) and the beam search (beam_search.h) on hand-made logits; and the
-// family batches three streams' windows into one encoder call, one detection call and one prompt
-// call.
+// detected per stream or built in, each window conditioned on the text before it (or not, or
+// after an initial prompt), the temperature fallback's sampling, the translate task; a stream's
+// text does not depend on which streams share its batch or how its audio is cut; the driver's VAD
+// gives no text for a silent stream; import errors name the file and key; the window rules
+// (window_search.h), the timestamp rules and segments (timestamp_rules.h) and the beam search
+// (beam_search.h) on hand-made logits; and the family batches three streams' windows into one
+// encoder call, one detection call and one prompt call.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -696,6 +697,47 @@ TEST_F(WhisperTest, TemperatureFallbackSamplesAsTheReference) {
   EXPECT_NE(tokens_string(other_seed[0].tokens), tokens_string(references[1].tokens));
   // Fallback off (the default): the greedy result whatever its score.
   EXPECT_EQ(run(*make_with({}), {wavs_[1]}, {8000})[0].text, references_[1].text);
+}
+
+// Beam search, timestamps, previous text and the fallback together: windows whose beam result
+// is unsure are sampled at 0.2 under the timestamp rules (and, below 0.5, still condition the
+// next window); tokens, text and segments are the reference's, batched and alone.
+TEST_F(WhisperTest, BeamTimestampsAndFallbackTogether) {
+  stream::EncoderDecoderOptions options;
+  options.fallback.temperatures = stream::TemperatureFallbackConfig::openai_temperatures();
+  options.fallback.logprob_threshold = -4.65;
+  options.fallback.seed = 7;
+  const auto references = run_reference(export_dir_, wavs_,
+                                        "--beam 3 --timestamps --temperatures "
+                                        "0,0.2,0.4,0.6,0.8,1.0 --logprob-threshold -4.65 --seed 7");
+  ASSERT_EQ(references.size(), wavs_.size());
+  int beam = 0;
+  int sampled = 0;
+  for (const auto& r : references) {
+    for (double t : r.temperatures) (t > 0.0 ? sampled : beam) += 1;
+  }
+  EXPECT_GE(beam, 1);
+  EXPECT_GE(sampled, 1);
+  stream::RecognizerConfig config;
+  config.engine_path = bundle_.string();
+  config.vad = stream::VadKind::kOff;
+  config.decoder = stream::DecoderKind::kBeam;
+  config.decoding.beam_width = 3;
+  config.decoding.timestamps = true;
+  config.encoder_decoder = options;
+  config.max_batch = 4;
+  config.max_streams = 8;
+  auto r = stream::Recognizer::create(config);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  const auto together = run(**r, wavs_, {3200, 4000, 16000});
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    SCOPED_TRACE(wavs_[i]);
+    EXPECT_EQ(tokens_string(together[i].tokens), tokens_string(references[i].tokens));
+    EXPECT_EQ(together[i].text, references[i].text);
+    EXPECT_EQ(segments_string(together[i].segments), segments_string(references[i].segments));
+    const auto alone = run(**r, {wavs_[i]}, {8000});
+    EXPECT_EQ(tokens_string(alone[0].tokens), tokens_string(references[i].tokens));
+  }
 }
 
 // --task translate puts <|translate|> in the prompt: the reference's tokens, batched and alone;
