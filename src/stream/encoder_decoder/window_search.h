@@ -7,7 +7,7 @@
 // - the window ends at end-of-text, when prompt + tokens reach max_target_positions, or (greedy)
 //   when the repetition guard fires (kRepeatCopies copies of one n-gram at the end: one copy
 //   stays);
-// - the window is silence (no text) when P(no_speech) at the prompt's first position is above
+// - the window is silence (no text) when P(no_speech) at <|startoftranscript|> is above
 //   no_speech_threshold and the mean log-probability of the chosen tokens (end-of-text included)
 //   is below logprob_threshold, as OpenAI Whisper decides it.
 // WindowSearch is the greedy search, or with a WindowSampling the sampling of the temperature
@@ -67,7 +67,8 @@ struct WindowSampling {
 class WindowDecoding {
  public:
   virtual ~WindowDecoding() = default;
-  // The logits at the prompt's first position (vocab values): P(no_speech).
+  // The logits at the prompt's <|startoftranscript|> (vocab values; after any previous text):
+  // P(no_speech).
   virtual void observe_first_position(const float* logits) = 0;
   // Rows that take the next decoder step; 0: the window has ended.
   virtual int live_rows() const = 0;
