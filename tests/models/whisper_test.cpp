@@ -868,6 +868,59 @@ TEST_F(WhisperTest, OneEncoderCallPerBatchOfWindows) {
   EXPECT_NE(together[0], together[1]);
 }
 
+// The fallback's attempts are batched too: the windows that fail at one temperature share one
+// prompt call at the next (three fresh streams: one prompt length), and each window's tokens are
+// those it gets decoded alone.
+TEST_F(WhisperTest, FallbackAttemptsShareDecoderCalls) {
+  stream::RecognizerConfig config;
+  config.engine_path = bundle_.string();
+  config.max_batch = 4;
+  config.encoder_decoder.fallback.temperatures =
+      stream::TemperatureFallbackConfig::openai_temperatures();
+  config.encoder_decoder.fallback.logprob_threshold = -5.175;
+  auto loaded = stream::load_model_family(config);
+  ASSERT_TRUE(loaded.has_value()) << loaded.status().to_string();
+  auto* model = dynamic_cast<stream::EncoderDecoderModel*>(loaded->get());
+  ASSERT_NE(model, nullptr);
+  std::vector<std::vector<float>> windows;
+  for (const auto& [wav, window] : {std::pair{0, 0}, std::pair{1, 0}, std::pair{1, 1}}) {
+    auto clip = audio::read_audio_file(wavs_[static_cast<std::size_t>(wav)]);
+    ASSERT_TRUE(clip.has_value());
+    auto frames = audio::compute_features(model->feature_config(), clip->samples);
+    ASSERT_TRUE(frames.has_value());
+    frames->resize(3 * 3000 * 80, audio::kWhisperSilenceLogMel);
+    windows.emplace_back(frames->begin() + window * 3000 * 80,
+                         frames->begin() + (window + 1) * 3000 * 80);
+  }
+  auto decode = [&](const std::vector<std::size_t>& which) {
+    std::vector<std::unique_ptr<stream::FamilyStream>> streams;
+    std::vector<stream::ChunkInput> batch;
+    for (std::size_t i : which) {
+      auto s = model->open_stream(stream::StreamOptions{}, stream::ResolvedDecoding{});
+      EXPECT_TRUE(s.has_value()) << s.status().to_string();
+      streams.push_back(std::move(*s));
+      batch.push_back({streams.back().get(), windows[i].data(), 3000});
+    }
+    EXPECT_TRUE(model->run_batch(batch, 3000).is_ok());
+    std::vector<std::string> texts;
+    for (auto& s : streams) texts.push_back(s->finalize().text);
+    return texts;
+  };
+  const auto before = model->calls();
+  const auto together = decode({0, 1, 2});
+  const auto after = model->calls();
+  const long long rounds = after.decoder - before.decoder;
+  const long long again = after.fallback_decodings - before.fallback_decodings;
+  EXPECT_EQ(after.encoder - before.encoder, 1);
+  // At least one window fell back (the long clip's first scores -5.181 greedily), and each
+  // round after the first decoded one to three windows in its one prompt call.
+  EXPECT_GE(rounds, 2);
+  EXPECT_LE(rounds, 6);
+  EXPECT_GE(again, rounds - 1);
+  EXPECT_LE(again, 3 * (rounds - 1));
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(together[i], decode({i})[0]) << "window " << i;
+}
+
 // The special tokens from tokenizer.json's added_tokens instead of added_tokens.json: the same
 // bundle contract, the same text.
 TEST_F(WhisperTest, ImportsTokenizerJsonInsteadOfAddedTokens) {
