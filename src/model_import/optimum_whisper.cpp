@@ -101,7 +101,8 @@ Expected<ModelDirImportReport> import_optimum_whisper(const ModelDirImportOption
   const std::int64_t heads = hf.decoder_heads;
   const std::int64_t head_dim = hf.d_model / hf.decoder_heads;
   // The decoder takes a prompt of 1 (<|startoftranscript|> alone: language detection) to
-  // max_prompt_tokens tokens; the step engine takes a window's rows times the beam.
+  // max_prompt_tokens tokens (previous text included); the step engine takes a window's rows
+  // times the beam.
   const std::int64_t prompt = contract.max_prompt_tokens();
   const std::int64_t max_step_rows = max_batch * std::max(1, options.max_beam);
   const std::int64_t max_past = contract.max_target_positions - 1;
@@ -177,6 +178,10 @@ Expected<ModelDirImportReport> import_optimum_whisper(const ModelDirImportOption
                 fs::copy_options::overwrite_existing, ec);
   if (!ec && !hf.added_tokens_path.empty()) {
     fs::copy_file(hf.added_tokens_path, fs::path(options.bundle_dir) / contract.added_tokens_file,
+                  fs::copy_options::overwrite_existing, ec);
+  }
+  if (!ec && !hf.merges_path.empty()) {
+    fs::copy_file(hf.merges_path, fs::path(options.bundle_dir) / contract.merges_file,
                   fs::copy_options::overwrite_existing, ec);
   }
   if (ec) return io_error(options.bundle_dir, ": cannot copy the tokenizer files: ", ec.message());

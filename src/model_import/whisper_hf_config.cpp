@@ -126,6 +126,11 @@ Expected<WhisperHfConfig> read_whisper_hf_config(const std::string& dir,
     }
     VOXRT_ASSIGN_OR_RETURN(c.task_id, token_key(generation["task_to_id"], "transcribe",
                                                 c.vocab_size, generation_path + " task_to_id"));
+    if (generation["task_to_id"].contains("translate")) {
+      VOXRT_ASSIGN_OR_RETURN(c.translate_id,
+                             token_key(generation["task_to_id"], "translate", c.vocab_size,
+                                       generation_path + " task_to_id"));
+    }
   }
   VOXRT_ASSIGN_OR_RETURN(c.suppress_tokens,
                          id_list(generation, "suppress_tokens", c.vocab_size, generation_path));
@@ -153,6 +158,7 @@ Expected<WhisperHfConfig> read_whisper_hf_config(const std::string& dir,
                                              out.vocab_path, out.added_tokens_path));
   std::vector<int> prompt_tokens = {c.sot_id, c.no_timestamps_id};
   if (c.multilingual()) prompt_tokens.push_back(c.task_id);
+  if (c.translate_id >= 0) prompt_tokens.push_back(c.translate_id);
   for (const auto& l : c.languages) prompt_tokens.push_back(l.id);
   for (int id : prompt_tokens) {
     if (id >= tokenizer.size() || !tokenizer.is_special(id)) {
@@ -175,6 +181,18 @@ Expected<WhisperHfConfig> read_whisper_hf_config(const std::string& dir,
   }
   for (const char* name : {"<|nospeech|>", "<|nocaptions|>"}) {
     if (tokenizer.id_of(name) >= 0) c.no_speech_id = tokenizer.id_of(name);
+  }
+  // Conditioning on previous text needs <|startofprev|> as a special token (not text).
+  const int sot_prev = tokenizer.id_of("<|startofprev|>");
+  if (sot_prev >= 0 && tokenizer.is_special(sot_prev)) c.sot_prev_id = sot_prev;
+  if (c.max_prompt_tokens() >= c.max_target_positions) {
+    return invalid_argument(config_path, ": max_target_positions ", c.max_target_positions,
+                            " leaves no room after a ", c.max_prompt_tokens(),
+                            "-token prompt (previous text included)");
+  }
+  if (fs::exists(fs::path(dir) / "merges.txt")) {
+    out.merges_path = (fs::path(dir) / "merges.txt").string();
+    c.merges_file = "merges.txt";
   }
   c.vocab_file = "vocab.json";
   c.added_tokens_file =

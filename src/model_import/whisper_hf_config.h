@@ -23,6 +23,8 @@ struct WhisperHfConfig {
   // The tokenizer files found in the model folder (added_tokens may be empty).
   std::string vocab_path;
   std::string added_tokens_path;
+  // merges.txt; empty when the folder has none.
+  std::string merges_path;
   // The prompt's language, as lang_to_id spells it ("<|en|>"); empty for English-only models
   // and where each stream's language is detected.
   std::string language_token;

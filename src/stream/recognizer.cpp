@@ -66,6 +66,7 @@ Status RecognizerConfig::validate() const {
     return invalid_argument("recognizer: an LM (", lm_path, ") needs the beam decoder");
   }
   VOXRT_RETURN_IF_ERROR(decoding.validate());
+  VOXRT_RETURN_IF_ERROR(encoder_decoder.validate());
   if (decoding.lexicon_only.value_or(false) && lm_path.empty())
     return invalid_argument("recognizer: lexicon_only needs an LM (its words are the lexicon)");
   if (vad_preroll_chunks < 0)
@@ -100,6 +101,7 @@ std::string RecognizerConfig::to_string() const {
     out << " state_at_endpoint="
         << (*state_at_endpoint == StateAtEndpoint::kReset ? "reset" : "carry");
   out << " endpoint={" << endpoint.to_string() << "}";
+  out << " encoder_decoder=" << encoder_decoder.to_string();
   return out.str();
 }
 

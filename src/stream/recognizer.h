@@ -24,6 +24,7 @@
 #include "decode/decoding_choices.h"
 #include "decode/endpoint.h"
 #include "decode/transducer_search.h"
+#include "stream/encoder_decoder/decoding_options.h"
 #include "stream/model_family.h"
 #include "stream/silero_vad_model.h"
 #include "stream/wake_word.h"
@@ -75,6 +76,9 @@ struct RecognizerConfig {
   decode::TransducerSearchConfig transducer;
   // Choices for every stream, over the model's tuned values; a stream's own win.
   DecodingChoices decoding;
+  // encoder_decoder (Whisper) models: the task, conditioning on previous text, the initial
+  // prompt and the temperature fallback (the other families ignore it).
+  EncoderDecoderOptions encoder_decoder;
   std::string lm_path;  // ARPA; CTC beam search only
   VadKind vad = VadKind::kEnergy;
   audio::EnergyVadConfig energy_vad;

@@ -6,9 +6,12 @@ reference greedy decoder over the same torch modules (for tests/models/whisper_t
       transformer_models.py, optimum's names and dynamic axes), config.json,
       generation_config.json, vocab.json (GPT-2 byte-level tokens and a few merges),
       added_tokens.json or tokenizer.json, and torch_model.pt (the weights, for the reference).
-  optimum_whisper.py reference DIR [--language CODE] [--timestamps] [--beam N] WAV...
+  optimum_whisper.py reference DIR [--language CODE] [--timestamps] [--beam N] [--no-condition]
+          [--initial-prompt TEXT] [--temperatures 0,0.2,...] [--seed N] [--logprob-threshold X]
+          [--compression-ratio-threshold X] [--no-speech-threshold X] [--task translate] WAV...
       prints one JSON line per WAV: {"wav", "windows": [{"tokens", "text", "no_speech", "avg_logprob",
-      "silence"}], "text", "language", "segments": [{"text", "start", "end"}]}.
+      "silence", "temperature", "compression_ratio", "prompt"}], "text", "language", "segments":
+      [{"text", "start", "end"}]}.
 
 The reference decodes without a KV cache (the whole sequence through the decoder at every step)
 and follows the window rules of docs/model_contract.md: suppress_tokens and every special token
@@ -18,7 +21,13 @@ max_target_positions, or when one n-gram (n <= 16) ends the window 4 times (one 
 N: OpenAI's beam search (stream/encoder_decoder/beam_search.h), the chosen sequence cut at its
 first repeat; silence when P(no_speech) at the first prompt position > 0.6 and the mean
 log-probability of the chosen tokens (end-of-text included) < -1; a window with under 3 frames of
-audio (frame f holds samples 160 f - 200 .. 160 f + 199) is not decoded. Without --language a
+audio (frame f holds samples 160 f - 200 .. 160 f + 199) is not decoded. A window's prompt starts
+with <|startofprev|> and the last n_text_ctx/2 - 1 tokens of the initial prompt (GPT-2's BPE with
+Python's Unicode classes) and the non-silent windows before it, reset after a window kept at a
+temperature above 0.5 or when --no-condition; P(no_speech) is read at <|startoftranscript|>. With
+--temperatures, a window failing OpenAI's checks (zlib compression ratio, mean log-probability,
+unless silence) is decoded again by sampling with stream/encoder_decoder/token_sampling.h's
+counter-based draws. Without --language a
 multilingual model's language is detected from the first decoded window (the decoder on
 <|startoftranscript|> alone, the most likely language token). The features are tests/unit/audio's
 reference."""
@@ -26,7 +35,9 @@ import json
 import math
 import os
 import sys
+import unicodedata
 import wave
+import zlib
 
 import numpy as np
 import torch
@@ -77,6 +88,123 @@ def vocabulary(size="tiny"):
                     tokens.append(table[a] + table[b])
     specials = {name: len(tokens) + i for i, name in enumerate(SPECIALS)}
     return tokens, specials
+
+
+def merges_of(words):
+    """merges.txt's pairs that build each of `words` from its characters, left to right (the
+    intermediate symbols are not all tokens: encoding a text works when its words end as tokens)."""
+    pairs = []
+    for word in words:
+        for k in range(2, len(word) + 1):
+            pair = (word[:k - 1], word[k - 1])
+            if pair not in pairs:
+                pairs.append(pair)
+    return pairs
+
+
+# ---- GPT-2's byte-level BPE encoding (for the initial prompt), with Python's own Unicode classes
+def _char_class(ch):
+    if ch.isspace():
+        return "space"
+    category = unicodedata.category(ch)
+    return "letter" if category[0] == "L" else "number" if category[0] == "N" else "other"
+
+
+def gpt2_split(text):
+    """GPT-2's pattern 's|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+."""
+    pieces, i, n = [], 0, len(text)
+    kinds = [_char_class(ch) for ch in text]
+    while i < n:
+        if text[i] == "'":
+            suffix = next((c for c in ("s", "t", "re", "ve", "m", "ll", "d") if text.startswith(c, i + 1)), None)
+            if suffix:
+                pieces.append(text[i:i + 1 + len(suffix)])
+                i += 1 + len(suffix)
+                continue
+        start = i + 1 if text[i] == " " else i
+        matched = False
+        for kind in ("letter", "number", "other"):
+            if start < n and kinds[start] == kind:
+                end = start
+                while end < n and kinds[end] == kind:
+                    end += 1
+                pieces.append(text[i:end])
+                i, matched = end, True
+                break
+        if matched:
+            continue
+        end = i
+        while end < n and kinds[end] == "space":
+            end += 1
+        if end < n and end - i >= 2:
+            end -= 1
+        pieces.append(text[i:end])
+        i = end
+    return pieces
+
+
+def bpe_encode(text, vocab, merges):
+    table = bytes_to_unicode()
+    rank = {pair: r for r, pair in enumerate(merges)}
+    ids = []
+    for piece in gpt2_split(text):
+        symbols = [table[b] for b in piece.encode("utf-8")]
+        while len(symbols) > 1:
+            ranked = [rank.get((symbols[k], symbols[k + 1])) for k in range(len(symbols) - 1)]
+            ranked = [r for r in ranked if r is not None]
+            if not ranked:
+                break
+            best = merges[min(ranked)]
+            merged, k = [], 0
+            while k < len(symbols):
+                if k + 1 < len(symbols) and (symbols[k], symbols[k + 1]) == best:
+                    merged.append(symbols[k] + symbols[k + 1])
+                    k += 2
+                else:
+                    merged.append(symbols[k])
+                    k += 1
+            symbols = merged
+        ids += [vocab[sym] for sym in symbols]
+    return ids
+
+
+# ---- the sampling draws of stream/encoder_decoder/token_sampling.h
+MASK64 = (1 << 64) - 1
+
+
+def splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & MASK64
+    return x ^ (x >> 31)
+
+
+def sampling_key(seed, window, attempt):
+    return splitmix64(splitmix64(splitmix64(seed) ^ window) ^ attempt)
+
+
+def sampling_uniform(key, step):
+    return (splitmix64(key ^ step) >> 11) * 2.0 ** -53
+
+
+def sample_token(logits, temperature, uniform):
+    values = logits.tolist()
+    finite = [i for i, v in enumerate(values) if math.isfinite(v)]
+    top = max(values[i] for i in finite)
+    total = 0.0
+    for i in finite:
+        total += math.exp((values[i] - top) / temperature)
+    target, running = uniform * total, 0.0
+    for i in finite:
+        running += math.exp((values[i] - top) / temperature)
+        if running > target:
+            return i
+    return finite[-1]
+
+
+def compression_ratio(text):
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
 def config(mels, size="tiny"):
@@ -150,6 +278,8 @@ def export(out, tokenizer_json, mels, size):
     vocab["<|endoftext|>"] = specials["<|endoftext|>"]  # GPT-2's vocab.json holds it
     with open(os.path.join(out, "vocab.json"), "w", encoding="utf-8") as f:
         json.dump(vocab, f, ensure_ascii=False)
+    with open(os.path.join(out, "merges.txt"), "w", encoding="utf-8") as f:
+        f.write("#version: 0.2\n" + "".join(a + " " + b + "\n" for a, b in merges_of(MERGES)))
     if tokenizer_json:
         added = [{"id": i, "content": n, "special": True, "single_word": False, "lstrip": False, "rstrip": False,
                   "normalized": False} for n, i in specials.items()]
@@ -241,19 +371,30 @@ def step_logits(decoder, hidden, ids):
     return logits[0].double()
 
 
-def no_speech_probability(logits, no_speech_id):
-    return torch.softmax(logits[0], -1)[no_speech_id].item() if no_speech_id >= 0 else 0.0
+def no_speech_probability(logits, no_speech_id, at):
+    """At <|startoftranscript|> (position `at`: after any previous text)."""
+    return torch.softmax(logits[at], -1)[no_speech_id].item() if no_speech_id >= 0 else 0.0
 
 
-def greedy_window(decoder, hidden, prompt, rules, no_speech_id):
+SOT_ID = None  # set by reference()
+
+
+def sot_index(prompt):
+    return len(prompt) - 1 - prompt[::-1].index(SOT_ID)
+
+
+def greedy_window(decoder, hidden, prompt, rules, no_speech_id, sampling=None):
+    """sampling: (temperature, key) samples each token (token_sampling.h) instead of the argmax."""
     tokens, choices, sum_logprob, no_speech = [], 0, 0.0, 0.0
     while True:
         logits = step_logits(decoder, hidden, prompt + tokens)
         if not tokens and choices == 0:
-            no_speech = no_speech_probability(logits, no_speech_id)
+            no_speech = no_speech_probability(logits, no_speech_id, sot_index(prompt))
         last = logits[-1].clone()
         rules.apply(last, tokens)
         chosen = int(torch.argmax(last))
+        if sampling:
+            chosen = sample_token(last, sampling[0], sampling_uniform(sampling[1], choices))
         sum_logprob += torch.log_softmax(last, -1)[chosen].item()
         choices += 1
         if chosen == rules.eos:
@@ -271,7 +412,7 @@ def greedy_window(decoder, hidden, prompt, rules, no_speech_id):
 def beam_window(decoder, hidden, prompt, rules, no_speech_id, width):
     """OpenAI Whisper's beam search (patience 1, no length penalty) as beam_search.h describes it."""
     beams, finished = [([], 0.0)], []  # (tokens, sum of log-probabilities[, ended])
-    no_speech = no_speech_probability(step_logits(decoder, hidden, prompt), no_speech_id)
+    no_speech = no_speech_probability(step_logits(decoder, hidden, prompt), no_speech_id, sot_index(prompt))
     while beams:
         candidates = []
         for j, (tokens, score) in enumerate(beams):
@@ -355,12 +496,15 @@ def detokenize(tokens, id_to_token, specials_ids):
     for t in tokens:
         if t in specials_ids.values():
             continue
-        data += bytes(inverse[ch] for ch in id_to_token[t])
+        data += bytes(inverse[ch] for ch in id_to_token.get(t, ""))  # a gap (vocab.json lacks the id): no text, as the C++ decoder
     return data.decode("utf-8", errors="replace")
 
 
-def reference(folder, wavs, language=None, timestamps=False, beam=0):
+def reference(folder, wavs, language=None, timestamps=False, beam=0, condition=True, initial_prompt="",
+              temperatures=(0.0,), seed=0, compression_ratio_threshold=2.4, logprob_threshold=-1.0,
+              no_speech_threshold=0.6, task="transcribe"):
     """language: a code ("en"), or None: detected from the first decoded window (multilingual models)."""
+    global SOT_ID
     torch.set_num_threads(1)
     state = torch.load(os.path.join(folder, "torch_model.pt"))
     size = state.get("size", "tiny")
@@ -377,12 +521,21 @@ def reference(folder, wavs, language=None, timestamps=False, beam=0):
     rules = Rules(gen, specials, c.vocab, timestamps)
     no_speech_id = specials.get("<|nospeech|>", specials.get("<|nocaptions|>", -1))
     code_of = {i: t[2:-2] for t, i in gen.get("lang_to_id", {}).items()}
+    SOT_ID = gen["decoder_start_token_id"]
+    sot_prev = specials.get("<|startofprev|>")
+    max_previous = c.target_positions // 2 - 1
+    initial = []
+    if initial_prompt:
+        with open(os.path.join(folder, "merges.txt"), encoding="utf-8") as f:
+            merges = [tuple(line.rstrip("\n").split(" ")) for line in f if line.strip() and not line.startswith("#")]
+        initial = bpe_encode(" " + initial_prompt.strip(), vocab, merges)
     for wav in wavs:
         samples = read_wav(wav)
         features = whisper_features(samples, c.mels).astype(np.float32)
         frames_with_audio = -(-(len(samples) + 200) // 160)
         windows, segments = [], []
         language_id = gen["lang_to_id"]["<|%s|>" % language] if language else None
+        previous, decoded_windows = list(initial), 0
         for w in range(features.shape[0] // 3000):
             window_frames = min(3000, frames_with_audio - w * 3000)
             if window_frames < MIN_WINDOW_AUDIO_FRAMES:
@@ -393,17 +546,33 @@ def reference(folder, wavs, language=None, timestamps=False, beam=0):
                 hidden = encoder(x)
             if language_id is None and code_of:
                 language_id = detect_language(decoder, hidden, gen)
-            prompt = [gen["decoder_start_token_id"]]
+            prompt = [sot_prev] + previous[-max_previous:] if previous and sot_prev is not None else []
+            prompt += [gen["decoder_start_token_id"]]
             if code_of:
-                prompt += [language_id, gen["task_to_id"]["transcribe"]]
+                prompt += [language_id, gen["task_to_id"][task]]
             if not timestamps:
                 prompt.append(gen["no_timestamps_token_id"])
-            if beam:
-                tokens, no_speech, avg = beam_window(decoder, hidden, prompt, rules, no_speech_id, beam)
-            else:
-                tokens, no_speech, avg = greedy_window(decoder, hidden, prompt, rules, no_speech_id)
-            silence = no_speech_id >= 0 and no_speech > 0.6 and avg < -1.0
-            result = {"tokens": tokens, "no_speech": no_speech, "avg_logprob": avg, "silence": silence}
+            for attempt, temperature in enumerate(temperatures):
+                if temperature > 0:
+                    key = sampling_key(seed, decoded_windows, attempt)
+                    tokens, no_speech, avg = greedy_window(decoder, hidden, prompt, rules, no_speech_id,
+                                                           (temperature, key))
+                elif beam:
+                    tokens, no_speech, avg = beam_window(decoder, hidden, prompt, rules, no_speech_id, beam)
+                else:
+                    tokens, no_speech, avg = greedy_window(decoder, hidden, prompt, rules, no_speech_id)
+                ratio = compression_ratio(detokenize(tokens, id_to_token, specials))
+                fails = ratio > compression_ratio_threshold or avg < logprob_threshold
+                if no_speech_id >= 0 and no_speech > no_speech_threshold and avg < logprob_threshold:
+                    fails = False
+                if not fails:
+                    break
+            decoded_windows += 1
+            silence = no_speech_id >= 0 and no_speech > no_speech_threshold and avg < logprob_threshold
+            if not silence:
+                previous = [] if not condition or temperature > 0.5 else previous + tokens
+            result = {"tokens": tokens, "no_speech": no_speech, "avg_logprob": avg, "silence": silence,
+                      "temperature": temperature, "compression_ratio": ratio, "prompt": prompt}
             result["text"] = "" if silence else detokenize(tokens, id_to_token, specials)
             if timestamps and not silence:
                 for first, end, start_s, end_s in split_segments(tokens, rules.timestamp_begin,
@@ -429,6 +598,22 @@ if __name__ == "__main__":
             flag = args.pop(0)
             if flag == "--timestamps":
                 options["timestamps"] = True
+            elif flag == "--no-condition":
+                options["condition"] = False
+            elif flag == "--initial-prompt":
+                options["initial_prompt"] = args.pop(0)
+            elif flag == "--temperatures":
+                options["temperatures"] = [float(t) for t in args.pop(0).split(",")]
+            elif flag == "--seed":
+                options["seed"] = int(args.pop(0))
+            elif flag == "--logprob-threshold":
+                options["logprob_threshold"] = float(args.pop(0))
+            elif flag == "--compression-ratio-threshold":
+                options["compression_ratio_threshold"] = float(args.pop(0))
+            elif flag == "--no-speech-threshold":
+                options["no_speech_threshold"] = float(args.pop(0))
+            elif flag == "--task":
+                options["task"] = args.pop(0)
             elif flag == "--language":
                 options["language"] = args.pop(0)
             elif flag == "--beam":

@@ -6,12 +6,13 @@
 // give exactly the tokens, text, language and segments of the Python reference decoder (torch,
 // the same modules, no KV cache) on a short clip, a 68 s clip (3 windows) and a clip whose second
 // window is not decoded: greedy and beam 3, with and without timestamp tokens, the language
-// detected per stream or built in; a stream's text does not depend on which streams share its
-// batch or how its audio is cut; the driver's VAD gives no text for a silent stream; import
-// errors name the file and key; the window rules (window_search.h), the timestamp rules and
-// segments (timestamp_rules.h) and the beam search (beam_search.h) on hand-made logits; and the
-// family batches three streams' windows into one encoder call, one detection call and one prompt
-// call.
+// detected per stream or built in, each window conditioned on the text before it (or not, or
+// after an initial prompt), the temperature fallback's sampling, the translate task; a stream's
+// text does not depend on which streams share its batch or how its audio is cut; the driver's VAD
+// gives no text for a silent stream; import errors name the file and key; the window rules
+// (window_search.h), the timestamp rules and segments (timestamp_rules.h) and the beam search
+// (beam_search.h) on hand-made logits; and the family batches three streams' windows into one
+// encoder call, one detection call and one prompt call.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,6 +33,7 @@
 #include "stream/encoder_decoder/beam_search.h"
 #include "stream/encoder_decoder/encoder_decoder_model.h"
 #include "stream/encoder_decoder/timestamp_rules.h"
+#include "stream/encoder_decoder/window_prompt.h"
 #include "stream/encoder_decoder/window_search.h"
 #include "stream/recognizer.h"
 #include "stream_feeding.h"
@@ -74,6 +76,9 @@ struct Reference {
   std::vector<std::string> window_texts;
   std::string language;
   std::vector<Segment> segments;
+  // Per decoded window: the temperature of the result kept, and the prompt.
+  std::vector<double> temperatures;
+  std::vector<std::vector<int>> prompts;
 };
 
 // The Python reference decoder's results for `wavs` (optimum_whisper.py reference `options`).
@@ -99,6 +104,10 @@ std::vector<Reference> run_reference(const fs::path& export_dir,
       ++r.windows;
       if (window.contains("too_short")) ++r.too_short;
       r.window_texts.push_back(window["text"].get<std::string>());
+      if (window.contains("temperature")) {
+        r.temperatures.push_back(window["temperature"].get<double>());
+        r.prompts.push_back(window["prompt"].get<std::vector<int>>());
+      }
       if (window["silence"].get<bool>()) continue;
       for (const auto& t : window["tokens"]) r.tokens.push_back(t.get<int>());
     }
@@ -110,6 +119,8 @@ std::vector<Reference> run_reference(const fs::path& export_dir,
   EXPECT_EQ(references.size(), wavs.size()) << "the reference decoder failed: " << cmd;
   return references;
 }
+
+std::string tokens_string(const std::vector<int>& tokens);
 
 class WhisperTest : public ::testing::Test {
  protected:
@@ -191,6 +202,40 @@ class WhisperTest : public ::testing::Test {
     auto r = stream::Recognizer::create(config);
     EXPECT_TRUE(r.has_value()) << r.status().to_string();
     return r ? *r : nullptr;
+  }
+
+  // A recognizer (VAD off, greedy unless `beam_width`) with the family's options.
+  static std::shared_ptr<stream::Recognizer> make_with(const stream::EncoderDecoderOptions& options,
+                                                       int beam_width = 0,
+                                                       const fs::path& bundle = bundle_) {
+    stream::RecognizerConfig config;
+    config.engine_path = bundle.string();
+    config.vad = stream::VadKind::kOff;
+    if (beam_width > 0) {
+      config.decoder = stream::DecoderKind::kBeam;
+      config.decoding.beam_width = beam_width;
+    }
+    config.encoder_decoder = options;
+    config.max_batch = 4;
+    config.max_streams = 8;
+    auto r = stream::Recognizer::create(config);
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : nullptr;
+  }
+
+  // Every clip batched together and each alone: the reference's tokens and text.
+  static void expect_reference(const std::shared_ptr<stream::Recognizer>& r,
+                               const std::vector<Reference>& references) {
+    ASSERT_TRUE(r);
+    ASSERT_EQ(references.size(), wavs_.size());
+    const auto together = run(*r, wavs_, {3200, 4000, 16000});
+    for (std::size_t i = 0; i < wavs_.size(); ++i) {
+      SCOPED_TRACE(wavs_[i]);
+      EXPECT_EQ(tokens_string(together[i].tokens), tokens_string(references[i].tokens));
+      EXPECT_EQ(together[i].text, references[i].text);
+      const auto alone = run(*r, {wavs_[i]}, {8000});
+      EXPECT_EQ(tokens_string(alone[0].tokens), tokens_string(references[i].tokens));
+    }
   }
 
   struct Output {
@@ -368,6 +413,38 @@ TEST_F(WhisperTest, TranscribeProgramGivesTheReferenceText) {
     EXPECT_EQ(finals, 1) << cmd;
     EXPECT_EQ(text, references_[i].text) << cmd;
   }
+}
+
+// The Whisper options through `voxrt transcribe`: the fallback, its threshold and seed, an
+// initial prompt and the task, on every clip: the reference's text with the same options; a
+// malformed --temperatures is refused with the item named.
+TEST_F(WhisperTest, TranscribeProgramTakesTheWhisperOptions) {
+  const char* cli = std::getenv("VOXRT_CLI");
+  if (cli == nullptr) GTEST_SKIP() << "VOXRT_CLI (the voxrt program) is not set";
+  const std::string options =
+      "--temperature-fallback --logprob-threshold -5.175 --seed 7 --initial-prompt 'hello world' "
+      "--task translate";
+  const auto references =
+      run_reference(export_dir_, wavs_,
+                    "--temperatures 0,0.2,0.4,0.6,0.8,1.0 --logprob-threshold -5.175 --seed 7 "
+                    "--initial-prompt 'hello world' --task translate");
+  ASSERT_EQ(references.size(), wavs_.size());
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    const std::string cmd = std::string("'") + cli + "' transcribe --json --engine '" +
+                            bundle_.string() + "' --vad off " + options + " '" + wavs_[i] +
+                            "' 2>/dev/null";
+    std::istringstream lines(run_capture(cmd));
+    std::string text;
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      ASSERT_FALSE(j.is_discarded()) << cmd << ": " << line;
+      if (j.value("is_final", false)) text = j["text"].get<std::string>();
+    }
+    EXPECT_EQ(text, references[i].text) << cmd;
+  }
+  const std::string bad = std::string("'") + cli + "' transcribe --engine '" + bundle_.string() +
+                          "' --temperatures 0,x '" + wavs_[0] + "' 2>&1";
+  EXPECT_NE(run_capture(bad).find("'x' is not a number"), std::string::npos) << bad;
 }
 
 std::string segments_string(const std::vector<Segment>& segments) {
@@ -564,6 +641,136 @@ void edit_json(const fs::path& path, const std::function<void(nlohmann::json&)>&
   std::ofstream(path) << j.dump();
 }
 
+// Conditioning on previous text (on by default, as OpenAI's): the long clip's later windows
+// start their prompt with <|startofprev|> and the tokens before (the reference's prompts); with it
+// off, and with an initial prompt (BPE-encoded by each side's own encoder), the engine gives the
+// reference's tokens, batched and alone, and each choice changes what is said (greedy here;
+// BeamSearchGivesTheReferenceTokens runs the beam search conditioned, the default).
+TEST_F(WhisperTest, ConditionsOnPreviousTextAsOpenAIDoes) {
+  const int sot_prev = 275;  // <|startofprev|> in optimum_whisper.py's vocabulary
+  ASSERT_GE(references_[1].prompts.size(), 2u);
+  EXPECT_EQ(references_[1].prompts[0].front(), 269);  // <|startoftranscript|>: nothing before
+  EXPECT_EQ(references_[1].prompts[1].front(), sot_prev);
+  stream::EncoderDecoderOptions off;
+  off.condition_on_previous_text = false;
+  const auto unconditioned = run_reference(export_dir_, wavs_, "--no-condition");
+  ASSERT_EQ(unconditioned.size(), wavs_.size());
+  for (const auto& prompt : unconditioned[1].prompts) EXPECT_NE(prompt.front(), sot_prev);
+  EXPECT_NE(tokens_string(unconditioned[1].tokens), tokens_string(references_[1].tokens));
+  expect_reference(make_with(off), unconditioned);
+
+  stream::EncoderDecoderOptions prompted;
+  prompted.initial_prompt = "  hello world, the speech ";
+  const auto with_prompt =
+      run_reference(export_dir_, wavs_, "--initial-prompt '" + prompted.initial_prompt + "'");
+  ASSERT_EQ(with_prompt.size(), wavs_.size());
+  ASSERT_FALSE(with_prompt[0].prompts.empty());
+  EXPECT_EQ(with_prompt[0].prompts[0].front(), sot_prev);
+  EXPECT_NE(tokens_string(with_prompt[0].tokens), tokens_string(references_[0].tokens));
+  expect_reference(make_with(prompted), with_prompt);
+}
+
+// Temperature fallback with OpenAI's temperatures and a log-probability threshold between what
+// the clips' windows score (the random model is unsure everywhere): some windows keep their
+// greedy result, others fall back to sampling; the engine draws the reference's tokens (the same
+// counter-based draws), batched and alone, and another seed draws others.
+TEST_F(WhisperTest, TemperatureFallbackSamplesAsTheReference) {
+  stream::EncoderDecoderOptions options;
+  options.fallback.temperatures = stream::TemperatureFallbackConfig::openai_temperatures();
+  options.fallback.logprob_threshold = -5.175;
+  options.fallback.seed = 7;
+  const auto references =
+      run_reference(export_dir_, wavs_,
+                    "--temperatures 0,0.2,0.4,0.6,0.8,1.0 --logprob-threshold -5.175 --seed 7");
+  ASSERT_EQ(references.size(), wavs_.size());
+  int greedy = 0;
+  int sampled = 0;
+  for (const auto& r : references) {
+    for (double t : r.temperatures) (t > 0.0 ? sampled : greedy) += 1;
+  }
+  EXPECT_GE(greedy, 1);
+  EXPECT_GE(sampled, 1);
+  auto recognizer = make_with(options);
+  expect_reference(recognizer, references);
+  options.fallback.seed = 8;
+  const auto other_seed = run(*make_with(options), {wavs_[1]}, {8000});
+  EXPECT_NE(tokens_string(other_seed[0].tokens), tokens_string(references[1].tokens));
+  // Fallback off (the default): the greedy result whatever its score.
+  EXPECT_EQ(run(*make_with({}), {wavs_[1]}, {8000})[0].text, references_[1].text);
+}
+
+// Beam search, timestamps, previous text and the fallback together: windows whose beam result
+// is unsure are sampled at 0.2 under the timestamp rules (and, below 0.5, still condition the
+// next window); tokens, text and segments are the reference's, batched and alone.
+TEST_F(WhisperTest, BeamTimestampsAndFallbackTogether) {
+  stream::EncoderDecoderOptions options;
+  options.fallback.temperatures = stream::TemperatureFallbackConfig::openai_temperatures();
+  options.fallback.logprob_threshold = -4.65;
+  options.fallback.seed = 7;
+  const auto references = run_reference(export_dir_, wavs_,
+                                        "--beam 3 --timestamps --temperatures "
+                                        "0,0.2,0.4,0.6,0.8,1.0 --logprob-threshold -4.65 --seed 7");
+  ASSERT_EQ(references.size(), wavs_.size());
+  int beam = 0;
+  int sampled = 0;
+  for (const auto& r : references) {
+    for (double t : r.temperatures) (t > 0.0 ? sampled : beam) += 1;
+  }
+  EXPECT_GE(beam, 1);
+  EXPECT_GE(sampled, 1);
+  stream::RecognizerConfig config;
+  config.engine_path = bundle_.string();
+  config.vad = stream::VadKind::kOff;
+  config.decoder = stream::DecoderKind::kBeam;
+  config.decoding.beam_width = 3;
+  config.decoding.timestamps = true;
+  config.encoder_decoder = options;
+  config.max_batch = 4;
+  config.max_streams = 8;
+  auto r = stream::Recognizer::create(config);
+  ASSERT_TRUE(r.has_value()) << r.status().to_string();
+  const auto together = run(**r, wavs_, {3200, 4000, 16000});
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    SCOPED_TRACE(wavs_[i]);
+    EXPECT_EQ(tokens_string(together[i].tokens), tokens_string(references[i].tokens));
+    EXPECT_EQ(together[i].text, references[i].text);
+    EXPECT_EQ(segments_string(together[i].segments), segments_string(references[i].segments));
+    const auto alone = run(**r, {wavs_[i]}, {8000});
+    EXPECT_EQ(tokens_string(alone[0].tokens), tokens_string(references[i].tokens));
+  }
+}
+
+// --task translate puts <|translate|> in the prompt: the reference's tokens, batched and alone;
+// a model without <|translate|> refuses it with a message that says so.
+TEST_F(WhisperTest, TranslateTaskUsesTheTranslateToken) {
+  const auto references = run_reference(export_dir_, wavs_, "--task translate");
+  ASSERT_EQ(references.size(), wavs_.size());
+  ASSERT_FALSE(references[0].prompts.empty());
+  EXPECT_EQ(references[0].prompts[0][2], 272);  // <|translate|>
+  // (The tiny model's tokens follow the positions and the audio, not the prompt's tokens: the
+  // task changes its log-probabilities only past the fourth decimal and no token on these clips,
+  // so this shows the engine and the reference agree under translate; WindowPrompt's unit test
+  // shows the token is the prompt's.)
+  stream::EncoderDecoderOptions translate;
+  translate.task = stream::WhisperTask::kTranslate;
+  expect_reference(make_with(translate), references);
+
+  const fs::path bundle = work_dir() / "bundle_no_translate";
+  fs::remove_all(bundle);
+  fs::copy(bundle_, bundle, fs::copy_options::recursive);
+  auto manifest = stream::BundleManifest::read(bundle.string());
+  ASSERT_TRUE(manifest.has_value()) << manifest.status().to_string();
+  ASSERT_EQ(manifest->metadata.erase("voxrt.encoder_decoder.translate_id"), 1u);
+  ASSERT_TRUE(manifest->write(bundle.string()).is_ok());
+  stream::RecognizerConfig config;
+  config.engine_path = bundle.string();
+  config.encoder_decoder = translate;
+  auto refused = stream::Recognizer::create(config);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("translate"), std::string::npos)
+      << refused.status().to_string();
+}
+
 TEST_F(WhisperTest, ImportErrorsNameTheFileAndKey) {
   expect_import_error([](const fs::path& d) { fs::remove(d / "generation_config.json"); },
                       {"generation_config.json", "missing"});
@@ -661,6 +868,59 @@ TEST_F(WhisperTest, OneEncoderCallPerBatchOfWindows) {
   EXPECT_NE(together[0], together[1]);
 }
 
+// The fallback's attempts are batched too: the windows that fail at one temperature share one
+// prompt call at the next (three fresh streams: one prompt length), and each window's tokens are
+// those it gets decoded alone.
+TEST_F(WhisperTest, FallbackAttemptsShareDecoderCalls) {
+  stream::RecognizerConfig config;
+  config.engine_path = bundle_.string();
+  config.max_batch = 4;
+  config.encoder_decoder.fallback.temperatures =
+      stream::TemperatureFallbackConfig::openai_temperatures();
+  config.encoder_decoder.fallback.logprob_threshold = -5.175;
+  auto loaded = stream::load_model_family(config);
+  ASSERT_TRUE(loaded.has_value()) << loaded.status().to_string();
+  auto* model = dynamic_cast<stream::EncoderDecoderModel*>(loaded->get());
+  ASSERT_NE(model, nullptr);
+  std::vector<std::vector<float>> windows;
+  for (const auto& [wav, window] : {std::pair{0, 0}, std::pair{1, 0}, std::pair{1, 1}}) {
+    auto clip = audio::read_audio_file(wavs_[static_cast<std::size_t>(wav)]);
+    ASSERT_TRUE(clip.has_value());
+    auto frames = audio::compute_features(model->feature_config(), clip->samples);
+    ASSERT_TRUE(frames.has_value());
+    frames->resize(3 * 3000 * 80, audio::kWhisperSilenceLogMel);
+    windows.emplace_back(frames->begin() + window * 3000 * 80,
+                         frames->begin() + (window + 1) * 3000 * 80);
+  }
+  auto decode = [&](const std::vector<std::size_t>& which) {
+    std::vector<std::unique_ptr<stream::FamilyStream>> streams;
+    std::vector<stream::ChunkInput> batch;
+    for (std::size_t i : which) {
+      auto s = model->open_stream(stream::StreamOptions{}, stream::ResolvedDecoding{});
+      EXPECT_TRUE(s.has_value()) << s.status().to_string();
+      streams.push_back(std::move(*s));
+      batch.push_back({streams.back().get(), windows[i].data(), 3000});
+    }
+    EXPECT_TRUE(model->run_batch(batch, 3000).is_ok());
+    std::vector<std::string> texts;
+    for (auto& s : streams) texts.push_back(s->finalize().text);
+    return texts;
+  };
+  const auto before = model->calls();
+  const auto together = decode({0, 1, 2});
+  const auto after = model->calls();
+  const long long rounds = after.decoder - before.decoder;
+  const long long again = after.fallback_decodings - before.fallback_decodings;
+  EXPECT_EQ(after.encoder - before.encoder, 1);
+  // At least one window fell back (the long clip's first scores -5.181 greedily), and each
+  // round after the first decoded one to three windows in its one prompt call.
+  EXPECT_GE(rounds, 2);
+  EXPECT_LE(rounds, 6);
+  EXPECT_GE(again, rounds - 1);
+  EXPECT_LE(again, 3 * (rounds - 1));
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_EQ(together[i], decode({i})[0]) << "window " << i;
+}
+
 // The special tokens from tokenizer.json's added_tokens instead of added_tokens.json: the same
 // bundle contract, the same text.
 TEST_F(WhisperTest, ImportsTokenizerJsonInsteadOfAddedTokens) {
@@ -736,7 +996,9 @@ std::shared_ptr<const stream::WindowRules> rules(const stream::EncoderDecoderCon
 }
 
 TEST(WindowSearch, SuppressesAndStopsAtEndOfText) {
-  stream::WindowSearch search(rules(small_contract()), small_contract().prompt(-1, false));
+  stream::WindowSearch search(
+      rules(small_contract()),
+      stream::window_prompt(small_contract(), -1, stream::WhisperTask::kTranscribe, false, {}));
   EXPECT_EQ(search.last_token(), 8);  // the prompt's last
   EXPECT_EQ(search.past_length(), 1);
   auto l = logits_for(2, 3);  // 2 is begin-suppressed: 3 wins
@@ -755,7 +1017,9 @@ TEST(WindowSearch, SuppressesAndStopsAtEndOfText) {
 }
 
 TEST(WindowSearch, StopsAtMaxTargetPositions) {
-  stream::WindowSearch search(rules(small_contract()), small_contract().prompt(-1, false));
+  stream::WindowSearch search(
+      rules(small_contract()),
+      stream::window_prompt(small_contract(), -1, stream::WhisperTask::kTranscribe, false, {}));
   int chosen = 0;
   for (int step = 0; step < 20; ++step) {
     auto l = logits_for(3 + step % 3);  // 3 4 5 3 4 5 ...: a 3-gram, but only 3 copies fit
@@ -770,7 +1034,8 @@ TEST(WindowSearch, StopsAtMaxTargetPositions) {
 TEST(WindowSearch, RepetitionGuardKeepsOneCopy) {
   auto c = small_contract();
   c.max_target_positions = 40;
-  stream::WindowSearch search(rules(c), c.prompt(-1, false));
+  stream::WindowSearch search(
+      rules(c), stream::window_prompt(c, -1, stream::WhisperTask::kTranscribe, false, {}));
   const std::vector<int> said = {0, 3, 4, 3, 4, 3, 4, 3, 4, 5};
   std::size_t step = 0;
   for (; step < said.size(); ++step) {
@@ -783,7 +1048,9 @@ TEST(WindowSearch, RepetitionGuardKeepsOneCopy) {
 
 TEST(WindowSearch, NoSpeechNeedsHighProbabilityAndLowConfidence) {
   auto silent = [](float no_speech_logit, float margin) {
-    stream::WindowSearch search(rules(small_contract()), small_contract().prompt(-1, false));
+    stream::WindowSearch search(
+        rules(small_contract()),
+        stream::window_prompt(small_contract(), -1, stream::WhisperTask::kTranscribe, false, {}));
     std::vector<float> first(10, 0.0f);
     first[6] = no_speech_logit;
     search.observe_first_position(first.data());
@@ -809,13 +1076,26 @@ TEST(EncoderDecoderContract, PromptKeysRoundTripAndOldBundlesStillLoad) {
   c.languages = {{"en", 10}, {"de", 11}};
   c.task_id = 12;
   c.timestamp_begin_id = 14;
+  c.translate_id = 13;
+  c.sot_prev_id = 15;
+  c.merges_file = "merges.txt";
   auto read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
+  ASSERT_TRUE(read.has_value()) << read.status().to_string();
+  EXPECT_EQ(read->translate_id, 13);
+  EXPECT_EQ(read->sot_prev_id, 15);
+  EXPECT_EQ(read->merges_file, "merges.txt");
+  EXPECT_EQ(read->max_previous_tokens(), 5);
+  c.translate_id = -1;
+  c.sot_prev_id = -1;
+  read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
   ASSERT_TRUE(read.has_value()) << read.status().to_string();
   EXPECT_EQ(read->language_id, -1);  // detected per stream
   EXPECT_EQ(read->language_code(11), "de");
   EXPECT_EQ(read->timestamp_begin_id, 14);
-  EXPECT_EQ(read->prompt(11, false), (std::vector<int>{7, 11, 12, 8}));
-  EXPECT_EQ(read->prompt(10, true), (std::vector<int>{7, 10, 12}));
+  EXPECT_EQ(stream::window_prompt(*read, 11, stream::WhisperTask::kTranscribe, false, {}),
+            (std::vector<int>{7, 11, 12, 8}));
+  EXPECT_EQ(stream::window_prompt(*read, 10, stream::WhisperTask::kTranscribe, true, {}),
+            (std::vector<int>{7, 10, 12}));
   c.language_id = 10;
   read = stream::EncoderDecoderContract::from_metadata(c.to_metadata(), "test");
   ASSERT_TRUE(read.has_value());
@@ -825,7 +1105,8 @@ TEST(EncoderDecoderContract, PromptKeysRoundTripAndOldBundlesStillLoad) {
   read = stream::EncoderDecoderContract::from_metadata(english.to_metadata(), "test");
   ASSERT_TRUE(read.has_value());
   EXPECT_FALSE(read->multilingual());
-  EXPECT_EQ(read->prompt(-1, false), (std::vector<int>{7, 8}));
+  EXPECT_EQ(stream::window_prompt(*read, -1, stream::WhisperTask::kTranscribe, false, {}),
+            (std::vector<int>{7, 8}));
   // A bundle written before these keys: `prompt` alone, a fixed language without timestamps.
   auto old = english.to_metadata();
   for (const char* key : {"sot_id", "no_timestamps_id"})
@@ -833,7 +1114,9 @@ TEST(EncoderDecoderContract, PromptKeysRoundTripAndOldBundlesStillLoad) {
   old["voxrt.encoder_decoder.prompt"] = "7,5,4,8";
   read = stream::EncoderDecoderContract::from_metadata(old, "test");
   ASSERT_TRUE(read.has_value()) << read.status().to_string();
-  EXPECT_EQ(read->prompt(read->language_id, false), (std::vector<int>{7, 5, 4, 8}));
+  EXPECT_EQ(
+      stream::window_prompt(*read, read->language_id, stream::WhisperTask::kTranscribe, false, {}),
+      (std::vector<int>{7, 5, 4, 8}));
   EXPECT_EQ(read->timestamp_begin_id, -1);
   // Errors name the key and what was found.
   auto bad = c.to_metadata();
@@ -986,9 +1269,11 @@ TEST(WindowBeamSearch, FindsTheLikelierSequenceGreedyMisses) {
   c.begin_suppress_tokens = {};
   c.suppress_tokens = {};
   auto r = rules(c);
-  stream::WindowSearch greedy(r, c.prompt(-1, false));
+  stream::WindowSearch greedy(
+      r, stream::window_prompt(c, -1, stream::WhisperTask::kTranscribe, false, {}));
   EXPECT_EQ(run_search(greedy), (std::vector<int>{3, 0}));
-  stream::WindowBeamSearch beam(r, c.prompt(-1, false), 2);
+  stream::WindowBeamSearch beam(
+      r, stream::window_prompt(c, -1, stream::WhisperTask::kTranscribe, false, {}), 2);
   EXPECT_EQ(run_search(beam), (std::vector<int>{4, 5}));
   // Two finished sequences kept (beam 2), each ended by end-of-text.
   ASSERT_EQ(beam.finished().size(), 2u);

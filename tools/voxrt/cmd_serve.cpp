@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "front_end_models.h"
 #include "server/server.h"
+#include "whisper_options_args.h"
 
 namespace voxrt::cli {
 namespace {
@@ -15,7 +16,8 @@ struct ServeArgs {
   server::ServerConfig config;
   std::string engine;
   std::string devices = "auto";
-  std::string decoder;  // empty: beam with --lm, else greedy
+  std::string decoder;        // empty: beam with --lm, else greedy
+  WhisperOptionArgs whisper;  // Whisper models (RecognizerConfig::encoder_decoder)
   std::string vad = "energy";
   std::string vad_model;
   bool lexicon_only = false;
@@ -50,6 +52,12 @@ int run_serve(ServeArgs& args) {
   config.recognizer.decoder =
       args.decoder == "beam" || has_lm ? stream::DecoderKind::kBeam : stream::DecoderKind::kGreedy;
   if (args.lexicon_only) config.recognizer.decoding.lexicon_only = true;
+  auto whisper = whisper_options(args.whisper);
+  if (!whisper) {
+    std::cerr << "error: " << whisper.status().message() << "\n";
+    return 2;
+  }
+  config.recognizer.encoder_decoder = *whisper;
   if (args.vad != "energy" && args.vad != "off" && args.vad != "silero") {
     std::cerr << "error: --vad '" << args.vad << "': expected silero, energy or off\n";
     return 2;
@@ -190,6 +198,7 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--hotword-bonus", c.recognizer.decoding.hotword_bonus,
                   "Bonus per matched phrase_list unit, 0..20 (default: the model's, else 1.5)")
       ->check(CLI::Range(0.0f, 20.0f));
+  add_whisper_options(cmd, args->whisper);
   cmd->add_option("--vad", args->vad, "silero | energy | off")->capture_default_str();
   cmd->add_option("--vad-model", args->vad_model,
                   "Silero VAD v5 .onnx (built once into ~/.cache/voxrt) or engine");

@@ -18,6 +18,7 @@
 #include "stream/recognizer.h"
 #include "transcribe_input.h"
 #include "transcript_output.h"
+#include "whisper_options_args.h"
 
 namespace voxrt::cli {
 namespace {
@@ -51,6 +52,7 @@ struct TranscribeArgs {
   std::string output_format = "txt";
   std::string output_dir;
   bool timestamps = false;
+  WhisperOptionArgs whisper;  // Whisper models (RecognizerConfig::encoder_decoder)
   bool partials = true;
   int threads = 1;
   int chunk_ms = 20;
@@ -142,6 +144,12 @@ int run_transcribe(const TranscribeArgs& args) {
   if (args.timestamps || args.output_format == "srt" || args.output_format == "vtt" ||
       args.output_format == "tsv")
     config.decoding.timestamps = true;
+  auto whisper = whisper_options(args.whisper);
+  if (!whisper) {
+    std::cerr << "error: " << whisper.status().message() << "\n";
+    return 2;
+  }
+  config.encoder_decoder = *whisper;
   config.transducer.max_symbols_per_frame = args.max_symbols_per_frame;
   config.lm_path = args.lm;
   config.threads = args.threads;
@@ -410,7 +418,10 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
       "\"language\" and (--timestamps) \"segments\": [{\"text\", \"start\", \"end\"}]; srt, vtt, "
       "tsv\n"
       "(start and end in ms) per file. --output-dir DIR writes DIR/<file name>.<format> instead.\n"
-      "Whisper models decode with timestamp tokens under --timestamps, srt, vtt and tsv.\n"
+      "Whisper models decode with timestamp tokens under --timestamps, srt, vtt and tsv; each\n"
+      "30 s window is conditioned on the text before it (--no-condition-on-previous-text: not),\n"
+      "and --temperature-fallback decodes a window again by seeded sampling at 0.2 .. 1.0 while\n"
+      "its text is too repetitive or unsure (OpenAI Whisper's rules, docs/model_contract.md).\n"
       "The real-time factor and per-chunk latency percentiles go to stderr.\n"
       "Examples:\n"
       "  voxrt transcribe --engine default.engine samples/play_music.wav --json\n"
@@ -492,6 +503,7 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--timestamps", args->timestamps,
                 "txt: each utterance with its [start --> end] time; Whisper models: decode with "
                 "timestamp tokens (segments in the json output)");
+  add_whisper_options(cmd, args->whisper);
   cmd->add_option("--threads", args->threads, "Kernel threads, 1..256")
       ->capture_default_str()
       ->check(CLI::Range(1, 256));

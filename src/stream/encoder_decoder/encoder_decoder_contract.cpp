@@ -126,6 +126,9 @@ Status read_prompt_tokens(const std::map<std::string, std::string>& metadata,
   VOXRT_ASSIGN_OR_RETURN(c.language_id, one_id(metadata, key("language_id"), false, vocab, where));
   VOXRT_ASSIGN_OR_RETURN(c.task_id,
                          one_id(metadata, key("task_id"), c.multilingual(), vocab, where));
+  VOXRT_ASSIGN_OR_RETURN(c.translate_id,
+                         one_id(metadata, key("translate_id"), false, vocab, where));
+  VOXRT_ASSIGN_OR_RETURN(c.sot_prev_id, one_id(metadata, key("sot_prev_id"), false, vocab, where));
   if (c.language_id >= 0 && c.language_code(c.language_id).empty() && c.multilingual()) {
     return invalid_argument(where, ": '", key("language_id"), "' ", c.language_id,
                             " is none of the languages in '", key("languages"), "'");
@@ -178,17 +181,9 @@ Expected<EncoderDecoderContract> EncoderDecoderContract::from_metadata(
   VOXRT_ASSIGN_OR_RETURN(c.vocab_file, metadata_string(metadata, key("vocab_file"), where));
   auto added = metadata.find(key("added_tokens_file"));
   if (added != metadata.end()) c.added_tokens_file = added->second;
+  auto merges = metadata.find(key("merges_file"));
+  if (merges != metadata.end()) c.merges_file = merges->second;
   return c;
-}
-
-std::vector<int> EncoderDecoderContract::prompt(int language, bool timestamps) const {
-  std::vector<int> ids = {sot_id};
-  if (language >= 0) {
-    ids.push_back(language);
-    ids.push_back(task_id);
-  }
-  if (!timestamps) ids.push_back(no_timestamps_id);
-  return ids;
 }
 
 std::string EncoderDecoderContract::language_code(int id) const {
@@ -209,6 +204,8 @@ std::map<std::string, std::string> EncoderDecoderContract::to_metadata() const {
   m[key("sot_id")] = std::to_string(sot_id);
   if (language_id >= 0) m[key("language_id")] = std::to_string(language_id);
   if (task_id >= 0) m[key("task_id")] = std::to_string(task_id);
+  if (translate_id >= 0) m[key("translate_id")] = std::to_string(translate_id);
+  if (sot_prev_id >= 0) m[key("sot_prev_id")] = std::to_string(sot_prev_id);
   m[key("no_timestamps_id")] = std::to_string(no_timestamps_id);
   if (timestamp_begin_id >= 0) m[key("timestamp_begin_id")] = std::to_string(timestamp_begin_id);
   if (!languages.empty()) {
@@ -226,6 +223,7 @@ std::map<std::string, std::string> EncoderDecoderContract::to_metadata() const {
     m[key("begin_suppress_tokens")] = join_ids(begin_suppress_tokens);
   m[key("vocab_file")] = vocab_file;
   if (!added_tokens_file.empty()) m[key("added_tokens_file")] = added_tokens_file;
+  if (!merges_file.empty()) m[key("merges_file")] = merges_file;
   return m;
 }
 

@@ -20,15 +20,20 @@ struct EncoderDecoderContract {
   int vocab_size = 0;
   // Tokens a window may hold, prompt included (config.json max_target_positions).
   int max_target_positions = 0;
-  // The prompt fed to decoder_model is <|startoftranscript|> [<|lang|> <|transcribe|>]
-  // [<|notimestamps|>] (prompt() builds it): the language for multilingual models, and
-  // <|notimestamps|> unless the stream decodes with timestamp tokens.
+  // The prompt fed to decoder_model is [<|startofprev|> previous text] <|startoftranscript|>
+  // [<|lang|> <|transcribe|>] [<|notimestamps|>] (window_prompt.h builds it): the language for
+  // multilingual models, and <|notimestamps|> unless the stream decodes with timestamp tokens.
   int sot_id = -1;
   // -1: a multilingual model detects the language from each stream's first window (OpenAI
   // Whisper's rule: one decoder call on <|startoftranscript|>, the most likely language token);
   // an English-only model (no `languages`) names none.
   int language_id = -1;
   int task_id = -1;  // <|transcribe|>; -1 for English-only models
+  // <|translate|> (generation_config's task_to_id "translate"); -1: the model cannot translate.
+  int translate_id = -1;
+  // <|startofprev|>: a window's prompt may start with the text decoded before it
+  // (window_prompt.h); -1: the model has none (or the bundle predates the key), never conditioned.
+  int sot_prev_id = -1;
   int no_timestamps_id = -1;
   // <|0.00|>: every id from it on is a timestamp, 0.02 s apart; -1: the model has none.
   int timestamp_begin_id = -1;
@@ -50,12 +55,18 @@ struct EncoderDecoderContract {
   // Tokenizer files inside the bundle folder.
   std::string vocab_file = "vocab.json";
   std::string added_tokens_file;
+  // merges.txt (the BPE merges: encoding an initial prompt); empty: the model folder had none.
+  std::string merges_file;
 
   bool multilingual() const { return !languages.empty(); }
-  // The prompt for `language` (a language token id; -1: none) with or without timestamps.
-  std::vector<int> prompt(int language, bool timestamps) const;
-  // The longest prompt (a language and <|notimestamps|>): what max_target_positions must exceed.
-  int max_prompt_tokens() const { return multilingual() ? 4 : 2; }
+  // Previous-text tokens a prompt holds after <|startofprev|> (OpenAI's n_text_ctx / 2 - 1);
+  // 0 without <|startofprev|>.
+  int max_previous_tokens() const { return sot_prev_id >= 0 ? max_target_positions / 2 - 1 : 0; }
+  // The longest prompt (previous text, a language and <|notimestamps|>): the decoder engine's
+  // longest input_ids, and what max_target_positions must exceed.
+  int max_prompt_tokens() const {
+    return (multilingual() ? 4 : 2) + (sot_prev_id >= 0 ? 1 + max_previous_tokens() : 0);
+  }
   // "en" for a language token id; empty when it is none of `languages`.
   std::string language_code(int id) const;
 

@@ -6,10 +6,14 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include "audio/whisper_log_mel.h"
+#include "decode/byte_level_bpe_encoder.h"
 #include "runtime/engine_impl.h"
 #include "stream/batch_limit.h"
+#include "stream/encoder_decoder/token_sampling.h"
+#include "stream/encoder_decoder/window_prompt.h"
 #include "stream/recognizer.h"
 
 namespace voxrt::stream {
@@ -53,6 +57,14 @@ Status expect_logits(const Tensor& logits, std::int64_t rows, std::int64_t posit
                           rows, ", ", positions, ", ", vocab, "]");
 }
 
+// Python's str.strip(): OpenAI strips the initial prompt before it adds its leading space.
+std::string strip_spaces(const std::string& text) {
+  const char* space = " \t\n\r\f\v";
+  const auto first = text.find_first_not_of(space);
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(space) - first + 1);
+}
+
 }  // namespace
 
 // ---- one stream ---------------------------------------------------------------------------
@@ -63,7 +75,9 @@ class EncoderDecoderStream final : public FamilyStream {
       : model_(std::move(model)),
         timestamps_(timestamps),
         beam_width_(beam_width),
-        language_id_(model_->contract_.language_id) {
+        language_id_(model_->contract_.language_id),
+        previous_(model_->initial_prompt_tokens_, model_->contract_.max_previous_tokens(),
+                  model_->options_.condition_on_previous_text) {
     ++model_->streams_open_;
   }
   ~EncoderDecoderStream() override { --model_->streams_open_; }
@@ -78,6 +92,8 @@ class EncoderDecoderStream final : public FamilyStream {
   DecoderProgress progress() const override { return {}; }
   decode::DecodingResult partial() const override { return result(false); }
   decode::DecodingResult finalize() override { return result(true); }
+  // The previous text stays: it is the stream's context, as OpenAI keeps it over the whole
+  // audio, not the utterance's.
   void reset_utterance() override {
     tokens_.clear();
     text_.clear();
@@ -90,35 +106,37 @@ class EncoderDecoderStream final : public FamilyStream {
   // A multilingual model without a fixed language, before the stream's first decoded window.
   bool needs_language() const { return language_id_ < 0 && model_->contract_.multilingual(); }
   void set_language(int id) { language_id_ = id; }
+  // The next window's prompt: the previous text, the language and task, timestamps or not.
   std::vector<int> prompt() const {
-    return model_->contract_.prompt(model_->contract_.multilingual() ? language_id_ : -1,
-                                    timestamps_);
+    return window_prompt(model_->contract_, model_->contract_.multilingual() ? language_id_ : -1,
+                         model_->options_.task, timestamps_, previous_.tokens());
+  }
+  // The sampling draws of the next window's attempt `attempt` (token_sampling.h).
+  std::uint64_t sampling_key_for(int attempt) const {
+    return sampling_key(model_->options_.fallback.seed, static_cast<std::uint64_t>(windows_),
+                        static_cast<std::uint64_t>(attempt));
   }
 
   // Appends the next window (`frames` frames of audio): what it said, or null when it was not
   // decoded (too little audio).
   Status add_window(const WindowOutcome* outcome, int frames) {
+    if (outcome != nullptr) ++windows_;
     if (outcome != nullptr && !outcome->silence) {
       for (int id : outcome->tokens) {
         tokens_.push_back(decode::TokenSpan{id, frames_, frames_ + frames - 1, 0.0f});
       }
-      VOXRT_ASSIGN_OR_RETURN(std::string text, text_of(outcome->tokens));
+      VOXRT_ASSIGN_OR_RETURN(std::string text, model_->text_of(outcome->tokens));
       text_ += text;
       if (timestamps_) VOXRT_RETURN_IF_ERROR(add_segments(outcome->tokens, frames));
+      previous_.add_window(outcome->tokens, outcome->temperature);
     }
     frames_ += frames;
     return Status::ok();
   }
 
  private:
-  // The text of `tokens`, timestamps left out (a tokenizer may not mark them special).
   Expected<std::string> text_of(std::span<const int> tokens) const {
-    const int timestamp_begin = model_->contract_.timestamp_begin_id;
-    std::vector<int> text_ids;
-    for (int id : tokens) {
-      if (timestamp_begin < 0 || id < timestamp_begin) text_ids.push_back(id);
-    }
-    return model_->tokenizer_->decode(text_ids);
+    return model_->text_of(tokens);
   }
 
   // The window's segments, in seconds from the stream's start; one with no text or no length is
@@ -161,6 +179,8 @@ class EncoderDecoderStream final : public FamilyStream {
   bool timestamps_;
   int beam_width_;  // 0: greedy
   int language_id_;
+  PreviousText previous_;
+  long long windows_ = 0;  // decoded windows so far (the sampling draws' window counter)
   long long frames_ = 0;
   std::vector<decode::TokenSpan> tokens_;
   std::string text_;
@@ -179,7 +199,22 @@ Expected<std::shared_ptr<EncoderDecoderModel>> EncoderDecoderModel::create(
   }
   m->metadata_ = manifest.metadata;
   VOXRT_ASSIGN_OR_RETURN(m->contract_, EncoderDecoderContract::from_metadata(m->metadata_, where));
+  m->options_ = config.encoder_decoder;
+  VOXRT_RETURN_IF_ERROR(m->options_.validate());
+  // The options' thresholds over the model's: the silence rule and the fallback read the same.
+  const TemperatureFallbackConfig& fallback = m->options_.fallback;
+  m->contract_.logprob_threshold =
+      fallback.logprob_threshold.value_or(m->contract_.logprob_threshold);
+  m->contract_.no_speech_threshold =
+      fallback.no_speech_threshold.value_or(m->contract_.no_speech_threshold);
+  m->fallback_.emplace(fallback, m->contract_.logprob_threshold, m->contract_.no_speech_threshold,
+                       m->contract_.no_speech_id >= 0);
   const EncoderDecoderContract& c = m->contract_;
+  if (m->options_.task == WhisperTask::kTranslate && (!c.multilingual() || c.translate_id < 0)) {
+    return unsupported(where, ": the translate task needs a multilingual model with <|translate|>",
+                       " (generation_config's task_to_id \"translate\"); this one is ",
+                       c.multilingual() ? "multilingual without it" : "English-only");
+  }
   m->feature_config_ = audio::whisper_feature_config(c.mel_bins);
   m->layout_.chunk_frames = audio::kWhisperWindowFrames;
   m->layout_.shift_frames = audio::kWhisperWindowFrames;
@@ -206,6 +241,22 @@ Expected<std::shared_ptr<EncoderDecoderModel>> EncoderDecoderModel::create(
     special[static_cast<std::size_t>(id)] = tokenizer.is_special(id) ? 1 : 0;
   }
   m->tokenizer_ = std::make_shared<const decode::ByteLevelBpeDecoder>(std::move(tokenizer));
+  if (!m->options_.initial_prompt.empty()) {
+    if (c.sot_prev_id < 0) {
+      return unsupported(where, ": an initial prompt needs <|startofprev|>, which the model (or a ",
+                         "bundle built before voxrt read it) has not");
+    }
+    if (c.merges_file.empty()) {
+      return unsupported(where, ": an initial prompt needs the BPE merges (merges.txt), which the ",
+                         "model folder had not");
+    }
+    VOXRT_ASSIGN_OR_RETURN(auto encoder,
+                           decode::ByteLevelBpeEncoder::from_files(
+                               vocab_path, (fs::path(folder) / c.merges_file).string()));
+    // OpenAI: tokenizer.encode(" " + initial_prompt.strip()).
+    VOXRT_ASSIGN_OR_RETURN(m->initial_prompt_tokens_,
+                           encoder.encode(" " + strip_spaces(m->options_.initial_prompt)));
+  }
   VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::pieces(std::move(pieces), c.eos_id));
   m->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
   m->rules_ = std::make_shared<const WindowRules>(WindowRules::create(c, special));
@@ -338,6 +389,8 @@ Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int fra
       decoded.push_back(static_cast<int>(b));
   }
   std::vector<std::unique_ptr<WindowDecoding>> searches(decoded.size());
+  // The temperature of each decoded window's last attempt (the result it keeps).
+  std::vector<double> attempt_temperature(decoded.size(), 0.0);
   if (!decoded.empty()) {
     const auto rows = static_cast<std::int64_t>(decoded.size());
     const int mels = contract_.mel_bins;
@@ -377,51 +430,101 @@ Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int fra
         stream_of(static_cast<std::size_t>(decoded[static_cast<std::size_t>(detect[i])]))
             ->set_language(languages[i]);
     }
-    // Windows that decode alike share the decoder calls: the same search (greedy or the beam
-    // width) and the same prompt length (with or without timestamps), in groups of as many
-    // windows as the engines take (the step engine: windows times beams rows).
-    std::map<std::pair<int, bool>, std::vector<int>> groups;
-    for (std::size_t r = 0; r < decoded.size(); ++r) {
-      const EncoderDecoderStream* s = stream_of(static_cast<std::size_t>(decoded[r]));
-      groups[{s->beam_width(), s->timestamps()}].push_back(static_cast<int>(r));
+    // Each window's prompt (fixed over its attempts), then the attempts of the temperature
+    // fallback: every window at the first temperature, those that fail the checks again at the
+    // next, until none is left to retry.
+    std::vector<EncoderDecoderStream*> streams;
+    std::vector<std::vector<int>> prompts;
+    for (int b : decoded) {
+      streams.push_back(stream_of(static_cast<std::size_t>(b)));
+      prompts.push_back(streams.back()->prompt());
     }
-    for (const auto& [kind, members] : groups) {
-      const int beam_width = kind.first;
-      const auto per_call = static_cast<std::size_t>(
-          std::max(1, std::min(max_batch_, max_step_rows_ / std::max(1, beam_width))));
-      for (std::size_t first = 0; first < members.size(); first += per_call) {
-        const std::vector<int> part(members.begin() + static_cast<std::ptrdiff_t>(first),
-                                    members.begin() + static_cast<std::ptrdiff_t>(std::min(
-                                                          members.size(), first + per_call)));
-        std::vector<std::vector<int>> prompts;
-        std::vector<WindowDecoding*> part_searches;
-        for (int r : part) {
-          const EncoderDecoderStream* s =
-              stream_of(static_cast<std::size_t>(decoded[static_cast<std::size_t>(r)]));
-          prompts.push_back(s->prompt());
-          auto rules = s->timestamps() ? timestamp_rules_ : rules_;
-          auto& search = searches[static_cast<std::size_t>(r)];
-          if (beam_width > 0) {
-            search = std::make_unique<WindowBeamSearch>(rules, prompts.back(), beam_width);
-          } else {
-            search = std::make_unique<WindowSearch>(rules, prompts.back());
-          }
-          part_searches.push_back(search.get());
-        }
-        const bool whole = part.size() == decoded.size();
-        VOXRT_RETURN_IF_ERROR(
-            decode_windows(whole ? hidden : gather_rows(hidden, part), prompts, part_searches));
+    std::vector<int> pending(decoded.size());
+    for (std::size_t r = 0; r < pending.size(); ++r) pending[r] = static_cast<int>(r);
+    for (int attempt = 0; !pending.empty(); ++attempt) {
+      if (attempt > 0) calls_.fallback_decodings += static_cast<long long>(pending.size());
+      VOXRT_RETURN_IF_ERROR(decode_attempt(hidden, pending, streams, prompts, attempt, searches));
+      std::vector<int> retry;
+      for (int r : pending) {
+        attempt_temperature[static_cast<std::size_t>(r)] = fallback_->temperature(attempt);
+        WindowOutcome outcome = searches[static_cast<std::size_t>(r)]->outcome();
+        VOXRT_ASSIGN_OR_RETURN(std::string text, text_of(outcome.tokens));
+        if (fallback_->retry(attempt, outcome, text)) retry.push_back(r);
       }
+      pending = std::move(retry);
     }
   }
   std::size_t next = 0;
   for (std::size_t b = 0; b < batch.size(); ++b) {
     const bool was_decoded = next < decoded.size() && decoded[next] == static_cast<int>(b);
     std::optional<WindowOutcome> outcome;
-    if (was_decoded) outcome = searches[next]->outcome();
+    if (was_decoded) {
+      outcome = searches[next]->outcome();
+      outcome->temperature = attempt_temperature[next];
+    }
     VOXRT_RETURN_IF_ERROR(
         stream_of(b)->add_window(was_decoded ? &*outcome : nullptr, batch[b].valid_output_frames));
     if (was_decoded) ++next;
+  }
+  return Status::ok();
+}
+
+Expected<std::string> EncoderDecoderModel::text_of(std::span<const int> tokens) const {
+  const int timestamp_begin = contract_.timestamp_begin_id;
+  std::vector<int> text_ids;
+  for (int id : tokens) {
+    if (timestamp_begin < 0 || id < timestamp_begin) text_ids.push_back(id);
+  }
+  return tokenizer_->decode(text_ids);
+}
+
+Status EncoderDecoderModel::decode_attempt(const Tensor& hidden, std::span<const int> rows,
+                                           const std::vector<EncoderDecoderStream*>& streams,
+                                           const std::vector<std::vector<int>>& prompts,
+                                           int attempt,
+                                           std::vector<std::unique_ptr<WindowDecoding>>& searches) {
+  const double temperature = fallback_->temperature(attempt);
+  // Windows that decode alike share the decoder calls: the same search (greedy, the beam width,
+  // or sampling above temperature 0, where OpenAI samples instead of its beam search), the same
+  // timestamps choice and prompt length, in groups of as many windows as the engines take (the
+  // step engine: windows times beams rows).
+  std::map<std::tuple<int, bool, std::size_t>, std::vector<int>> groups;
+  for (int r : rows) {
+    const EncoderDecoderStream* s = streams[static_cast<std::size_t>(r)];
+    const int beam_width = temperature > 0.0 ? 0 : s->beam_width();
+    groups[{beam_width, s->timestamps(), prompts[static_cast<std::size_t>(r)].size()}].push_back(r);
+  }
+  for (const auto& [kind, members] : groups) {
+    const int beam_width = std::get<0>(kind);
+    const auto per_call = static_cast<std::size_t>(
+        std::max(1, std::min(max_batch_, max_step_rows_ / std::max(1, beam_width))));
+    for (std::size_t first = 0; first < members.size(); first += per_call) {
+      const std::vector<int> part(members.begin() + static_cast<std::ptrdiff_t>(first),
+                                  members.begin() + static_cast<std::ptrdiff_t>(std::min(
+                                                        members.size(), first + per_call)));
+      std::vector<std::vector<int>> part_prompts;
+      std::vector<WindowDecoding*> part_searches;
+      for (int r : part) {
+        const EncoderDecoderStream* s = streams[static_cast<std::size_t>(r)];
+        const std::vector<int>& prompt = prompts[static_cast<std::size_t>(r)];
+        part_prompts.push_back(prompt);
+        auto rules = s->timestamps() ? timestamp_rules_ : rules_;
+        auto& search = searches[static_cast<std::size_t>(r)];
+        if (temperature > 0.0) {
+          search = std::make_unique<WindowSearch>(
+              rules, prompt, WindowSampling{temperature, s->sampling_key_for(attempt)});
+        } else if (beam_width > 0) {
+          search = std::make_unique<WindowBeamSearch>(rules, prompt, beam_width);
+        } else {
+          search = std::make_unique<WindowSearch>(rules, prompt);
+        }
+        part_searches.push_back(search.get());
+      }
+      // `part` ascends without repeats: as many rows as `hidden` has is all of them, in order.
+      const bool whole = static_cast<std::int64_t>(part.size()) == hidden.dim(0);
+      VOXRT_RETURN_IF_ERROR(
+          decode_windows(whole ? hidden : gather_rows(hidden, part), part_prompts, part_searches));
+    }
   }
   return Status::ok();
 }
@@ -483,7 +586,11 @@ Status EncoderDecoderModel::decode_windows(const Tensor& hidden,
   for (std::int64_t w = 0; w < windows; ++w) {
     const float* row = prompt_logits.data<float>() + w * prompt_length * vocab;
     WindowDecoding& search = *searches[static_cast<std::size_t>(w)];
-    search.observe_first_position(row);
+    // P(no speech) is read at <|startoftranscript|>, after any previous text (OpenAI's
+    // sot_index).
+    search.observe_first_position(row + static_cast<std::int64_t>(start_of_transcript_index(
+                                            contract_, prompts[static_cast<std::size_t>(w)])) *
+                                            vocab);
     logits.assign(row + (prompt_length - 1) * vocab, row + prompt_length * vocab);
     search.advance(logits.data(), local_sources);
     for (int source : local_sources) {

@@ -8,25 +8,33 @@
 // without timestamp tokens (timestamp_rules.h; segments with times in the result). A
 // multilingual model built without a language detects each stream's language from its first
 // decoded window (one decoder call on <|startoftranscript|>, the most likely language token) and
-// decodes all its windows with that language's prompt. The windows of every stream in one
-// run_batch share one encoder call, and those that decode alike (the same search and prompt
-// length) one decoder call per step; a row leaves the batch when its window ends, so a stream's
-// tokens do not depend on its batch mates. A stream's text is the text of its windows in order.
+// decodes all its windows with that language's prompt. A window's prompt holds the stream's
+// previous text and the task (window_prompt.h); a window whose result fails OpenAI's checks is
+// decoded again at the next temperature (fallback_policy.h). The windows of every stream in one
+// run_batch share one encoder call, and those that decode alike (the same search, temperature
+// and prompt length) one decoder call per step; a row leaves the batch when its window ends, so
+// a stream's tokens do not depend on its batch mates. A stream's text is the text of its windows
+// in order.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "decode/byte_level_bpe.h"
 #include "decode/vocabulary.h"
 #include "stream/bundle_manifest.h"
 #include "stream/encoder_decoder/beam_search.h"
+#include "stream/encoder_decoder/decoding_options.h"
+#include "stream/encoder_decoder/fallback_policy.h"
 #include "stream/encoder_decoder/window_search.h"
 #include "stream/model_family.h"
 #include "voxrt/engine.h"
 
 namespace voxrt::stream {
+
+class EncoderDecoderStream;
 
 class EncoderDecoderModel final : public ModelFamily,
                                   public std::enable_shared_from_this<EncoderDecoderModel> {
@@ -57,6 +65,7 @@ class EncoderDecoderModel final : public ModelFamily,
     long long decoder = 0;             // prompt calls
     long long language_detection = 0;  // decoder calls on <|startoftranscript|> alone
     long long decoder_with_past = 0;
+    long long fallback_decodings = 0;  // windows decoded again at a higher temperature
   };
   const Calls& calls() const { return calls_; }
 
@@ -70,6 +79,14 @@ class EncoderDecoderModel final : public ModelFamily,
   // The most likely language token of each row of `hidden` (OpenAI Whisper's detection: the
   // decoder on <|startoftranscript|> alone, the logits of the language tokens only).
   Expected<std::vector<int>> detect_languages(const Tensor& hidden);
+  // The text of `tokens`, timestamps left out (a tokenizer may not mark them special).
+  Expected<std::string> text_of(std::span<const int> tokens) const;
+  // Decodes the windows `rows` (rows of `hidden`) at attempt `attempt` of the fallback: prompts
+  // are per row of `hidden`; searches[row] gets each window's search.
+  Status decode_attempt(const Tensor& hidden, std::span<const int> rows,
+                        const std::vector<EncoderDecoderStream*>& streams,
+                        const std::vector<std::vector<int>>& prompts, int attempt,
+                        std::vector<std::unique_ptr<WindowDecoding>>& searches);
 
   std::shared_ptr<const Engine> encoder_;
   std::shared_ptr<const Engine> decoder_;
@@ -82,6 +99,10 @@ class EncoderDecoderModel final : public ModelFamily,
   // The rules with timestamps; null when the model has no timestamp tokens.
   std::shared_ptr<const WindowRules> timestamp_rules_;
   std::shared_ptr<const decode::ByteLevelBpeDecoder> tokenizer_;
+  EncoderDecoderOptions options_;
+  std::optional<FallbackPolicy> fallback_;
+  // The initial prompt's BPE tokens (every stream's previous text starts with them).
+  std::vector<int> initial_prompt_tokens_;
   std::shared_ptr<const decode::Vocabulary> vocabulary_;
   audio::FeatureConfig feature_config_;
   ChunkLayout layout_;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "stream/encoder_decoder/token_sampling.h"
+
 namespace voxrt::stream {
 namespace {
 
@@ -79,8 +81,9 @@ void WindowRules::filter(std::span<const int> sampled, float* logits) const {
   if (timestamps) timestamps->apply(sampled, logits);
 }
 
-WindowSearch::WindowSearch(std::shared_ptr<const WindowRules> rules, std::vector<int> prompt)
-    : rules_(std::move(rules)), prompt_(std::move(prompt)) {}
+WindowSearch::WindowSearch(std::shared_ptr<const WindowRules> rules, std::vector<int> prompt,
+                           std::optional<WindowSampling> sampling)
+    : rules_(std::move(rules)), prompt_(std::move(prompt)), sampling_(sampling) {}
 
 void WindowSearch::observe_first_position(const float* logits) {
   const int no_speech = rules_->contract.no_speech_id;
@@ -102,8 +105,14 @@ bool WindowSearch::accept_logits(float* logits) {
   if (done_) return false;
   const int vocab = rules_->contract.vocab_size;
   rules_->filter(tokens_, logits);
-  // The first highest logit (ties: the lowest id, as torch.argmax).
-  const int chosen = static_cast<int>(std::max_element(logits, logits + vocab) - logits);
+  // The first highest logit (ties: the lowest id, as torch.argmax), or a draw.
+  int chosen = static_cast<int>(std::max_element(logits, logits + vocab) - logits);
+  if (sampling_) {
+    const int drawn =
+        sample_token(logits, vocab, sampling_->temperature,
+                     sampling_uniform(sampling_->key, static_cast<std::uint64_t>(choices_)));
+    if (drawn >= 0) chosen = drawn;
+  }
   sum_log_probability_ += static_cast<double>(logits[chosen]) - log_sum_exp(logits, vocab);
   ++choices_;
   if (chosen == rules_->contract.eos_id) {

@@ -7,13 +7,16 @@
 // - the window ends at end-of-text, when prompt + tokens reach max_target_positions, or (greedy)
 //   when the repetition guard fires (kRepeatCopies copies of one n-gram at the end: one copy
 //   stays);
-// - the window is silence (no text) when P(no_speech) at the prompt's first position is above
+// - the window is silence (no text) when P(no_speech) at <|startoftranscript|> is above
 //   no_speech_threshold and the mean log-probability of the chosen tokens (end-of-text included)
 //   is below logprob_threshold, as OpenAI Whisper decides it.
-// WindowSearch is the greedy search; beam_search.h has the beam search. Both are WindowDecoding,
-// the interface the family's decode loop drives.
+// WindowSearch is the greedy search, or with a WindowSampling the sampling of the temperature
+// fallback (token_sampling.h; the same rules, the log-probabilities at temperature 1 as OpenAI
+// counts them); beam_search.h has the beam search. All are WindowDecoding, the interface the
+// family's decode loop drives.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -48,6 +51,15 @@ struct WindowOutcome {
   double no_speech_probability = 0.0;
   double mean_log_probability = 0.0;
   bool silence = false;
+  // The temperature of the attempt that gave it (the family sets it; 0: the stream's search).
+  double temperature = 0.0;
+};
+
+// WindowSearch samples instead of taking the most likely token: at `temperature` > 0, with the
+// draws of token_sampling.h's `key` (sampling_key()).
+struct WindowSampling {
+  double temperature = 1.0;
+  std::uint64_t key = 0;
 };
 
 // One window's search as the family's decode loop drives it: rows are the hypotheses that take
@@ -55,7 +67,8 @@ struct WindowOutcome {
 class WindowDecoding {
  public:
   virtual ~WindowDecoding() = default;
-  // The logits at the prompt's first position (vocab values): P(no_speech).
+  // The logits at the prompt's <|startoftranscript|> (vocab values; after any previous text):
+  // P(no_speech).
   virtual void observe_first_position(const float* logits) = 0;
   // Rows that take the next decoder step; 0: the window has ended.
   virtual int live_rows() const = 0;
@@ -75,8 +88,9 @@ bool is_silence(const EncoderDecoderContract& contract, double no_speech_probabi
 
 class WindowSearch final : public WindowDecoding {
  public:
-  // `prompt`: the tokens the decoder's first call takes.
-  WindowSearch(std::shared_ptr<const WindowRules> rules, std::vector<int> prompt);
+  // `prompt`: the tokens the decoder's first call takes. `sampling`: sample (else greedy).
+  WindowSearch(std::shared_ptr<const WindowRules> rules, std::vector<int> prompt,
+               std::optional<WindowSampling> sampling = std::nullopt);
 
   void observe_first_position(const float* logits) override;
   int live_rows() const override { return done_ ? 0 : 1; }
@@ -102,6 +116,7 @@ class WindowSearch final : public WindowDecoding {
 
   std::shared_ptr<const WindowRules> rules_;
   std::vector<int> prompt_;
+  std::optional<WindowSampling> sampling_;
   std::vector<int> tokens_;  // chosen, without end-of-text
   int choices_ = 0;          // tokens chosen, end-of-text included
   double sum_log_probability_ = 0.0;
