@@ -5,10 +5,14 @@
 //   3 mma_rows16    FP16/BF16 tensor cores, 1 warp a block, 32-key tiles (streaming chunks)
 //   4 mma_rows32    the same with 2 warps and 64-key tiles
 //   5 mma_rows64    4 warps and 64-key tiles (long sequences: the Whisper encoder)
-// 3-5 are listed at FP16/BF16 precision only (Q, K, V rounded to the precision's type, FP32
+//   6 mma_pipelined_rows64   K and V rounded to 16 bits once into scratch, tiles streamed with
+//                            cp.async two stages deep, 4 warps
+//   7 mma_pipelined_rows128  the same with 8 warps (128 query rows share each tile)
+// 3-7 are listed at FP16/BF16 precision only (Q, K, V rounded to the precision's type, FP32
 // accumulation and softmax statistics) and take Dk == Dv in {32, 64, 128}; a shape a kernel does
 // not take fails to prepare, so the autotuner passes over it. No kernel materializes the score
-// matrix; only split_keys has scratch (its partial results, rows x splits x (Dv + 2) floats).
+// matrix; split_keys has scratch for its partial results (rows x splits x (Dv + 2) floats), the
+// pipelined kernels for K and V rounded to 16 bits.
 #include "backends/cuda/attention_host.h"
 #include "backends/cuda/attention_ops.h"
 #include "backends/cuda/cuda_common.h"
@@ -25,12 +29,15 @@ AttentionKernel kernel_of(TacticId tactic) {
     case kAttentionMmaRows16: return AttentionKernel::kMmaRows16;
     case kAttentionMmaRows32: return AttentionKernel::kMmaRows32;
     case kAttentionMmaRows64: return AttentionKernel::kMmaRows64;
+    case kAttentionMmaPipelinedRows64: return AttentionKernel::kMmaPipelinedRows64;
+    case kAttentionMmaPipelinedRows128: return AttentionKernel::kMmaPipelinedRows128;
     default: return AttentionKernel::kReference;
   }
 }
 bool is_mma(AttentionKernel k) {
   return k == AttentionKernel::kMmaRows16 || k == AttentionKernel::kMmaRows32 ||
-         k == AttentionKernel::kMmaRows64;
+         k == AttentionKernel::kMmaRows64 || k == AttentionKernel::kMmaPipelinedRows64 ||
+         k == AttentionKernel::kMmaPipelinedRows128;
 }
 
 void set_head_strides(std::int64_t (&stride)[3], ir::AttentionLayout layout, std::int64_t heads,
@@ -150,6 +157,8 @@ std::vector<TacticInfo> attention_tactics(const ir::Node& node, Precision precis
     tactics.push_back({kAttentionMmaRows16, "mma_rows16"});
     tactics.push_back({kAttentionMmaRows32, "mma_rows32"});
     tactics.push_back({kAttentionMmaRows64, "mma_rows64"});
+    tactics.push_back({kAttentionMmaPipelinedRows64, "mma_pipelined_rows64"});
+    tactics.push_back({kAttentionMmaPipelinedRows128, "mma_pipelined_rows128"});
   }
   return tactics;
 }

@@ -36,6 +36,10 @@ struct AttentionShape {
 //               key/value tiles of 32, 64 and 64 keys in shared memory, online softmax (flash);
 //               the small tiles for streaming chunks, the large for long sequences. Dk == Dv in
 //               {32, 64, 128}.
+//   kMmaPipelinedRows64 / kMmaPipelinedRows128  the same warp steps with 4 or 8 warps, after
+//               one launch that rounds K and V to 16 bits into scratch once (not once per query
+//               block); key/value tiles (64 keys, 32 at Dk 128) stream into two shared stages
+//               with cp.async, the next tile's copy overlapping this tile's products.
 enum class AttentionKernel : int {
   kReference,
   kSimtTiled,
@@ -43,6 +47,8 @@ enum class AttentionKernel : int {
   kMmaRows16,
   kMmaRows32,
   kMmaRows64,
+  kMmaPipelinedRows64,
+  kMmaPipelinedRows128,
 };
 
 inline constexpr std::int64_t kSplitKeysMaxRows = 8;
@@ -64,6 +70,22 @@ struct AttentionPlan {
 
 inline bool mma_head_dim(std::int64_t d) {
   return d == 32 || d == 64 || d == 128;
+}
+
+// The pipelined kernels' key tile: two stages of K and V tiles stay within 48 KiB of shared
+// memory.
+inline int pipelined_key_tile(std::int64_t head_dim) {
+  return head_dim == 128 ? 32 : 64;
+}
+// Keys per (batch, key/value head) in the rounded copy: whole tiles, the tail zeros.
+inline std::int64_t pipelined_kv_padded(const AttentionShape& s, int key_tile) {
+  return (s.kv_len + key_tile - 1) / key_tile * key_tile;
+}
+// Bytes of one rounded copy (K or V; V follows K in scratch), a multiple of 256.
+inline std::int64_t pipelined_rounded_bytes(const AttentionShape& s, int key_tile) {
+  const std::int64_t bytes =
+      2 * s.batch * s.kv_heads * pipelined_kv_padded(s, key_tile) * s.key_dim;
+  return (bytes + 255) / 256 * 256;
 }
 
 // `sm_count`: multiprocessors of the device (kSplitKeys spreads rows x splits over them).
@@ -132,6 +154,22 @@ inline AttentionPlan attention_plan(AttentionKernel kernel, const AttentionShape
       p.blocks = s.batch * s.heads * ((s.q_len + tile_rows - 1) / tile_rows);
       // K and V tiles in 16-bit elements, rows padded by 8 (16 bytes: conflict-free ldmatrix).
       p.shared_bytes = 2 * 2 * p.key_tile * (s.key_dim + 8);
+      break;
+    }
+    case AttentionKernel::kMmaPipelinedRows64:
+    case AttentionKernel::kMmaPipelinedRows128: {
+      if (s.key_dim != s.value_dim || !mma_head_dim(s.key_dim)) {
+        p.why_not = "the tensor-core kernels take Dk == Dv in {32, 64, 128}";
+        return p;
+      }
+      p.warps = kernel == AttentionKernel::kMmaPipelinedRows64 ? 4 : 8;
+      p.key_tile = pipelined_key_tile(s.key_dim);
+      p.threads = 32 * p.warps;
+      const std::int64_t tile_rows = 16 * p.warps;
+      p.blocks = s.batch * s.heads * ((s.q_len + tile_rows - 1) / tile_rows);
+      // Two stages of a K and a V tile in 16-bit elements, rows padded by 8.
+      p.shared_bytes = 2 * 2 * 2 * p.key_tile * (s.key_dim + 8);
+      p.scratch_bytes = 2 * pipelined_rounded_bytes(s, p.key_tile);
       break;
     }
   }

@@ -35,4 +35,10 @@ cudaError_t attention_configure(AttentionKernel kernel, const AttentionShape& sh
 cudaError_t attention_mma(const AttentionShape& shape, const AttentionPlan& plan, LowType operand,
                           const AttentionOperands& operands, cudaStream_t stream);
 
+// The pipelined tensor-core kernels (attention_mma_pipelined.cu); attention() calls them. They
+// need plan.scratch_bytes of scratch (the rounded K and V).
+cudaError_t attention_mma_pipelined(const AttentionShape& shape, const AttentionPlan& plan,
+                                    LowType operand, const AttentionOperands& operands,
+                                    cudaStream_t stream);
+
 }  // namespace voxrt::backends::cuda::ops

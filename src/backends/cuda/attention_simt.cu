@@ -303,6 +303,9 @@ cudaError_t attention(AttentionKernel kernel, const AttentionShape& shape,
     case AttentionKernel::kMmaRows16:
     case AttentionKernel::kMmaRows32:
     case AttentionKernel::kMmaRows64: return attention_mma(shape, plan, operand, operands, stream);
+    case AttentionKernel::kMmaPipelinedRows64:
+    case AttentionKernel::kMmaPipelinedRows128:
+      return attention_mma_pipelined(shape, plan, operand, operands, stream);
   }
   return cudaErrorInvalidValue;
 }

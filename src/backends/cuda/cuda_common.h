@@ -252,6 +252,8 @@ inline constexpr TacticId kAttentionSplitKeys = 2;
 inline constexpr TacticId kAttentionMmaRows16 = 3;
 inline constexpr TacticId kAttentionMmaRows32 = 4;
 inline constexpr TacticId kAttentionMmaRows64 = 5;
+inline constexpr TacticId kAttentionMmaPipelinedRows64 = 6;
+inline constexpr TacticId kAttentionMmaPipelinedRows128 = 7;
 // Recurrent tactics.
 inline constexpr TacticId kRecurrentLt = 1;          // cuBLASLt recurrent GEMM + gate kernel
 inline constexpr TacticId kRecurrentFused = 2;       // fused mat-vec + gates, one launch per step

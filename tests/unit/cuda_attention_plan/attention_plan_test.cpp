@@ -293,10 +293,20 @@ TEST(CudaAttentionPlan, KernelsTakeTheShapesTheyAreMadeFor) {
   s.q_len = s.kv_len = 1500;
   EXPECT_EQ(cuda::attention_plan(K::kMmaRows64, s, 132).blocks, 12 * 24);
   EXPECT_FALSE(cuda::attention_plan(K::kSplitKeys, s, 132).takes);
+  // The pipelined kernels: 128-row blocks with 8 warps; scratch holds K and V rounded to 16 bits,
+  // 1500 keys padded to 1536 (24 tiles of 64).
+  const auto pipelined = cuda::attention_plan(K::kMmaPipelinedRows128, s, 132);
+  ASSERT_TRUE(pipelined.takes);
+  EXPECT_EQ(pipelined.blocks, 12 * 12);
+  EXPECT_EQ(pipelined.threads, 256);
+  EXPECT_EQ(pipelined.key_tile, 64);
+  EXPECT_EQ(pipelined.scratch_bytes, 2 * 2 * 12 * 1536 * 64);
+  EXPECT_EQ(pipelined.shared_bytes, 2 * 2 * 2 * 64 * 72);
   // Every tensor-core tile fits the default 48 KiB of shared memory at the largest head dim.
   for (std::int64_t d : {32, 64, 128}) {
     s.key_dim = s.value_dim = d;
-    for (K k : {K::kMmaRows16, K::kMmaRows32, K::kMmaRows64}) {
+    for (K k : {K::kMmaRows16, K::kMmaRows32, K::kMmaRows64, K::kMmaPipelinedRows64,
+                K::kMmaPipelinedRows128}) {
       const auto p = cuda::attention_plan(k, s, 132);
       ASSERT_TRUE(p.takes) << d;
       EXPECT_LE(p.shared_bytes, 48 * 1024) << d;
