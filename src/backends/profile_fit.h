@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "voxrt/builder.h"
 #include "voxrt/status.h"
@@ -29,6 +31,25 @@ inline std::string profile_mismatch(const OptimizationProfile& profile, const st
     }
   }
   return {};
+}
+
+// The first of `profiles` that admits every input (`name_of(i)` and `dims_of(i)` for i <
+// `count`), or an error that lists, per profile, the input it refused; -1 when there are no
+// profiles.
+inline Expected<int> first_fitting_profile(const std::vector<OptimizationProfile>& profiles,
+                                           std::size_t count,
+                                           const std::function<std::string(std::size_t)>& name_of,
+                                           const std::function<Dims(std::size_t)>& dims_of) {
+  if (profiles.empty()) return -1;
+  std::string why;
+  for (std::size_t p = 0; p < profiles.size(); ++p) {
+    std::string mismatch;
+    for (std::size_t i = 0; i < count && mismatch.empty(); ++i)
+      mismatch = profile_mismatch(profiles[p], name_of(i), dims_of(i));
+    if (mismatch.empty()) return static_cast<int>(p);
+    why += str_cat("\n  profile '", profiles[p].name, "': ", mismatch);
+  }
+  return out_of_range("the input shapes fit no optimization profile of the engine:", why);
 }
 
 }  // namespace voxrt::backends

@@ -106,21 +106,9 @@ Status check_target(const runtime::TargetRecord& target) {
 }
 
 Expected<int> EngineImpl::select_profile(std::span<const Tensor> run_inputs) const {
-  const auto& profiles = contents.profiles;
-  if (profiles.empty()) return -1;
-  std::string why;
-  for (std::size_t p = 0; p < profiles.size(); ++p) {
-    bool fits = true;
-    for (std::size_t i = 0; i < run_inputs.size() && fits; ++i) {
-      const std::string mismatch =
-          backends::profile_mismatch(profiles[p], inputs[i].name, run_inputs[i].dims());
-      if (mismatch.empty()) continue;
-      fits = false;
-      why += str_cat("\n  profile '", profiles[p].name, "': ", mismatch);
-    }
-    if (fits) return static_cast<int>(p);
-  }
-  return out_of_range("the input shapes fit no optimization profile of the engine:", why);
+  return backends::first_fitting_profile(
+      contents.profiles, run_inputs.size(), [&](std::size_t i) { return inputs[i].name; },
+      [&](std::size_t i) { return run_inputs[i].dims(); });
 }
 
 Expected<std::vector<Tensor>> ExecutionContextImpl::run(std::span<const Tensor> inputs,

@@ -36,17 +36,19 @@ Tensor i64(Dims dims, std::vector<std::int64_t> values) {
   return Tensor::from_vector<std::int64_t>(std::move(dims), values);
 }
 
-std::shared_ptr<const Engine> build(const fs::path& model, DeviceKind device, Precision precision,
-                                    const std::vector<NamedInput>& inputs, bool batch_range) {
+// One profile from `smallest` to `largest` (opt = largest), inputs matched by name.
+std::shared_ptr<const Engine> build_for_range(const fs::path& model, DeviceKind device,
+                                              Precision precision,
+                                              const std::vector<NamedInput>& smallest,
+                                              const std::vector<NamedInput>& largest) {
   BuilderConfig config;
   config.device = device;
   config.precision = precision;
   config.autotune = false;  // each family's default tactic: correctness here, speed in the bench
   OptimizationProfile profile{"test", {}};
-  for (const auto& in : inputs) {
-    Dims min = in.value.dims();
-    if (batch_range && !min.empty()) min[0] = 1;
-    profile.inputs[in.name] = ShapeRange{min, in.value.dims(), in.value.dims()};
+  for (std::size_t i = 0; i < largest.size(); ++i) {
+    const Dims& max = largest[i].value.dims();
+    profile.inputs[largest[i].name] = ShapeRange{smallest[i].value.dims(), max, max};
   }
   config.profiles.push_back(profile);
   auto bytes = build_engine_from_onnx_file(model.string(), config);
@@ -55,6 +57,18 @@ std::shared_ptr<const Engine> build(const fs::path& model, DeviceKind device, Pr
   auto engine = Engine::load_bytes(std::move(*bytes));
   EXPECT_TRUE(engine) << engine.status().message();
   return engine ? *engine : nullptr;
+}
+
+// `batch_range`: the profile admits batches 1 .. the inputs' (axis 0 of every input).
+std::shared_ptr<const Engine> build(const fs::path& model, DeviceKind device, Precision precision,
+                                    const std::vector<NamedInput>& inputs, bool batch_range) {
+  std::vector<NamedInput> smallest = inputs;
+  for (auto& in : smallest) {
+    Dims dims = in.value.dims();
+    if (batch_range && !dims.empty()) dims[0] = 1;
+    in.value = Tensor::wrap(in.value.dtype(), dims, nullptr, nullptr);
+  }
+  return build_for_range(model, device, precision, smallest, inputs);
 }
 
 Expected<std::vector<Tensor>> run(const Engine& engine, const std::vector<NamedInput>& inputs) {
@@ -205,7 +219,9 @@ TEST(CudaSlots, StreamingConformerCachesAndCountersLiveInThePool) {
     dims[in.name.rfind("cached_key", 0) == 0 || in.name.rfind("cached_val", 0) == 0 ? 1 : 0] = 4;
     in.value = Tensor::zeros(in.value.dtype(), dims);
   }
-  auto gpu = build(model, DeviceKind::kCuda, Precision::kFp32, four, false);
+  // Batches 1 to 4 (the caches' batch is on axis 1): a profile of batch 4 alone would let the
+  // builder specialise shapes for 4, and run_slots refuses the other batches.
+  auto gpu = build_for_range(model, DeviceKind::kCuda, Precision::kFp32, one, four);
   auto cpu = build(model, DeviceKind::kCpu, Precision::kFp32, one, false);
   ASSERT_TRUE(gpu && cpu);
   const auto& exe = *gpu->impl().device_executable;
@@ -244,6 +260,15 @@ TEST(CudaSlots, StreamingConformerCachesAndCountersLiveInThePool) {
       EXPECT_LE(relative_error(mine, (*ref)[0]), 1e-4) << "round " << r << " stream " << active[i];
       for (std::size_t s = 1; s < states.size(); ++s) states[s].value = (*ref)[s];
     }
+  }
+  // A batch beyond the profile (5 of the pool's 6 slots) is refused with the profile's reason.
+  {
+    std::vector<Tensor> outs;
+    const std::vector<Tensor> ins = {Tensor::zeros(DType::kF32, {5, 8, 40})};
+    const std::vector<int> five = {0, 1, 2, 3, 4};
+    const Status refused = (*pooled)->run_slots(ins, five, outs);
+    EXPECT_FALSE(refused.is_ok());
+    EXPECT_NE(refused.message().find("allowed"), std::string::npos) << refused.message();
   }
   for (std::size_t stream = 0; stream < 4; ++stream) {
     for (std::size_t s = 0; s < specs.size(); ++s) {

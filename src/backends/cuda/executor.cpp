@@ -137,20 +137,20 @@ class CudaExecutable final : public DeviceExecutable {
     return out;
   }
 
-  // The first profile that admits these graph inputs (the runtime's rule), 0 when none does or
-  // the engine has no profiles.
+  // The first profile that admits these graph inputs (the runtime's rule; -1 without profiles):
+  // the profile the public run() picked (EngineImpl::select_profile) or an error; slot runs
+  // (run_slots) come here without it.
+  Expected<int> fitting_profile(std::span<const Tensor> inputs) const {
+    return first_fitting_profile(
+        profiles_, std::min(inputs.size(), input_ids_.size()),
+        [&](std::size_t i) { return values_[static_cast<std::size_t>(input_ids_[i])]->name; },
+        [&](std::size_t i) { return inputs[i].dims(); });
+  }
+
+  // The first profile that admits the inputs, else 0 (the tolerant planning of shape probes).
   int profile_of(std::span<const Tensor> inputs) const {
-    for (std::size_t p = 0; p < profiles_.size(); ++p) {
-      bool fits = true;
-      for (std::size_t i = 0; i < inputs.size() && i < input_ids_.size() && fits; ++i) {
-        fits =
-            profile_mismatch(profiles_[p], values_[static_cast<std::size_t>(input_ids_[i])]->name,
-                             inputs[i].dims())
-                .empty();
-      }
-      if (fits) return static_cast<int>(p);
-    }
-    return 0;
+    const Expected<int> p = fitting_profile(inputs);
+    return p && *p >= 0 ? *p : 0;
   }
 
   const ir::Graph* graph_;
@@ -483,6 +483,9 @@ class CudaSession final : public DeviceSession {
       // reading a small integer state as a shape operand).
       full.push_back(Tensor::wrap(st->dtype, dims, nullptr, nullptr));
     }
+    // A batch outside every profile would run a plan whose shapes the builder specialised for
+    // other batches (and fail deep inside, or worse): refuse it here, as run() does.
+    VOXRT_RETURN_IF_ERROR(exe_.fitting_profile(full).status());
     VOXRT_ASSIGN_OR_RETURN(ShapePlan * plan, plan_for(full, true));
     for (std::size_t i = 0; i < full.size(); ++i) {
       if (!state_for_input(i))

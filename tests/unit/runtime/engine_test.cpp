@@ -607,7 +607,11 @@ TEST(Builder, ProfilesAreValidatedAndStored) {
   auto too_big =
       (*context)->run(std::vector<Tensor>{random_tensor({9, 4}, rng), random_tensor({9, 4}, rng)});
   ASSERT_FALSE(too_big.has_value());
-  EXPECT_NE(too_big.status().message().find("profile"), std::string::npos)
+  // The error names the profile, the input, what it got and what the profile allows.
+  EXPECT_NE(too_big.status().message().find(
+                "fit no optimization profile of the engine:\n  profile 'p0': input 'x' is 9x4, "
+                "allowed 1x4 .. 8x4"),
+            std::string::npos)
       << too_big.status().message();
   EXPECT_TRUE((*context)
                   ->run(std::vector<Tensor>{random_tensor({8, 4}, rng), random_tensor({8, 4}, rng)})
