@@ -16,7 +16,11 @@ work=$(mktemp -d)
 server=""
 # On any failure, the step's log before the scratch folder goes.
 trap 'rc=$?; [ $rc -ne 0 ] && tail -30 "$work"/*.log 2>/dev/null; [ -n "$server" ] && kill $server 2>/dev/null; rm -rf "$work"' EXIT
-cp -rL models/repo "$work/repo"
+# The example repository's version 1 is a link to models/default/model.onnx; copies that drop
+# links (the device tool's working tree) leave it dangling, so the model itself is copied in.
+cp -r models/repo "$work/repo"
+rm -f "$work/repo/default/1/model.onnx"
+cp models/default/model.onnx "$work/repo/default/1/model.onnx"
 rm -rf "$work/repo/eval"  # no accuracy gate here: this measures the pipeline, not the model
 mkdir -p "$work/repo/default/1"
 printf '{"profiles": ["features:1x2x80/8x32x80/64x32x80"], "gates": {"latency": {"max_p99_ms": 1000, "batch": 8}}}\n' \

@@ -888,6 +888,18 @@ TEST(CudaBackendNoDevice, CudnnRnnTacticsForForwardAndBidirectionalNodes) {
   }
 }
 
+// A batch whose persistent grid cannot be resident at once runs the same cells one launch per
+// step instead of failing: `voxrt deploy` met it when its warm-up ran the default model's
+// 512-unit GRU at batch 32 with the persistent tactic timed at the profile's opt batch of 8
+// (cudaErrorCooperativeLaunchTooLarge). Batch 256 of a bidirectional 512-unit GRU is far beyond
+// one resident grid on an H100 or H200.
+TEST(CudaOps, PersistentRecurrentBeyondOneResidentGridRunsStepByStep) {
+  REQUIRE_CUDA_DEVICE();
+  for (Precision p : {Precision::kFp32, Precision::kFp16})
+    check_all_tactics("GRU bidirectional batch 256 H 512",
+                      recurrent_case(ir::OpKind::kGRU, "bidirectional", 256, true, 512), p);
+}
+
 // Batch 1 takes the single-row kernels; VOXRT_CUDA_RESIDENT_GATES caps the gates the persistent
 // tactic keeps in shared memory, so the partly resident (1, 2 of the gates) and the fully
 // streamed (0) paths run here too, not only at sizes too large for shared memory.

@@ -161,16 +161,26 @@ class RecurrentCall final : public CudaCall {
     }
     // 3. The time loop.
     step.h_next_low = lt_low ? h_low : nullptr;
+    bool step_by_step = tactic_ != kRecurrentPersistent;
     if (tactic_ == kRecurrentPersistent) {
       auto* barrier = reinterpret_cast<ops::GridBarrier*>(base + scratch_.barrier);
-      VOXRT_CUDA_TRY(ops::recurrent_persistent(step, weights_.r, weights_.operand, h[0], h[1],
-                                               barrier, stream));
+      const cudaError_t e = ops::recurrent_persistent(step, weights_.r, weights_.operand, h[0],
+                                                      h[1], barrier, stream);
+      // The tactic was timed at the profile's opt batch; at a larger batch of the same profile
+      // its grid may not fit on the device at once (it refuses before launching anything). The
+      // same cells then run one launch per step (the fused tactic) instead of failing the run.
+      if (e == cudaErrorCooperativeLaunchTooLarge) {
+        (void)cudaGetLastError();
+        step_by_step = true;
+      } else {
+        VOXRT_CUDA_TRY(e);
+      }
     }
-    for (std::int64_t s = 0; s < seq_ && tactic_ != kRecurrentPersistent; ++s) {
+    for (std::int64_t s = 0; s < seq_ && step_by_step; ++s) {
       step.step = static_cast<int>(s);
       step.h_prev = h[s % 2];
       step.h_next = h[(s + 1) % 2];
-      if (tactic_ == kRecurrentFused) {
+      if (tactic_ == kRecurrentFused || tactic_ == kRecurrentPersistent) {
         VOXRT_CUDA_TRY(ops::recurrent_fused(step, weights_.r, weights_.operand, stream));
         continue;
       }
