@@ -41,7 +41,8 @@ recomputes each 20-frame window from its own audio (reflecting at the window's e
 from the whole-stream features only in the frames next to the window's edges.
 
 Streaming: windows of 20 feature frames advancing by 16, the tail padded with the features of digital
-silence; each window's 4 output frames are searched by greedy RNN-T decoding: per frame up to
+silence; each window's 4 output frames (in the last window, those that see audio) are searched by
+greedy RNN-T decoding: per frame up to
 max_symbols units, a blank moves on; an emitted unit's LSTM state replaces the hypothesis's
 (the predictor starts from the blank with zero state, as torchaudio's RNNTBeamSearch does).
 """
@@ -318,8 +319,9 @@ def reference(args):
     window = SEGMENT + RIGHT_CONTEXT
     for path in args.wavs:
         feats = features(read_wav(path), stats)
+        frames = feats.shape[0]
         # Every frame is consumed: windows advance by SEGMENT until the last one covers the end.
-        windows = max(1, math.ceil(feats.shape[0] / SEGMENT))
+        windows = max(1, math.ceil(frames / SEGMENT))
         pad = windows * SEGMENT + RIGHT_CONTEXT - feats.shape[0]
         feats = torch.cat([feats, silence_feature(stats).expand(pad, N_MELS)])
         states = fresh_transcriber_states(model, 1)
@@ -330,9 +332,14 @@ def reference(args):
             for w in range(windows):
                 chunk = feats[w * SEGMENT:w * SEGMENT + window].unsqueeze(0)
                 encoded, _, states = model.transcriber.infer(chunk, torch.tensor([window]), states)
-                greedy(model, encoded[0], hyp, args.max_symbols, blank)
+                # Output frame j of a window sees its segment's frames up to STRIDE * j: the last
+                # window's frames past the audio's end are padding and not searched.
+                valid = min(encoded.shape[1], math.ceil((frames - w * SEGMENT) / STRIDE))
+                greedy(model, encoded[0, :valid], hyp, args.max_symbols, blank)
+        # The pieces joined with word markers as spaces (torchaudio's _SentencePieceTokenProcessor,
+        # which also drops <unk> and </s>; voxrt prints every piece, so the comparison does too).
         pieces = [sp.id_to_piece(u) for u in hyp["units"]]
-        text = "".join(pieces).replace("\u2581", " ").strip()
+        text = " ".join("".join(pieces).replace("\u2581", " ").split())
         print(json.dumps({"file": path, "text": text, "units": hyp["units"]}), flush=True)
 
 
