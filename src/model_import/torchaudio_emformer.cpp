@@ -234,8 +234,11 @@ Expected<ModelDirImportReport> import_torchaudio_emformer(const ModelDirImportOp
       if (d.is_known() && d.value == 0) {
         return unsupported(transcriber_file, ": state '", in->name, "' is empty (",
                            ir::sym_shape_to_string(in->shape),
-                           "): an Emformer without a memory bank (max_memory_size 0) exports "
-                           "zero-sized states, which the state slot pool cannot hold yet");
+                           "): an Emformer without a memory bank (max_memory_size 0, as "
+                           "emformer_rnnt_base) exports zero-sized states, which the state slot "
+                           "pool cannot hold, and torch's legacy empty tensors (Concat and "
+                           "Reshape of a 1-D empty memory) that ONNX does not define; not "
+                           "supported yet");
       }
     }
     states.push_back({in->name, paired->name, axis});

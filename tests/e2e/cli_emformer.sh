@@ -61,6 +61,8 @@ cp -r "$work/model" "$work/no_stats" && rm "$work/no_stats/global_stats.json"
 expect_import_error "missing global stats" "$work/no_stats" "global_stats.json: missing"
 cp -r "$work/model" "$work/no_spm" && rm "$work/no_spm/spm_bpe.model"
 expect_import_error "missing SentencePiece model" "$work/no_spm" "expected one SentencePiece model"
+"$py" "$script" export "$work/no_memory" --memory 0 > "$work/export_no_memory.log" 2>&1
+expect_import_error "memory-less Emformer refused" "$work/no_memory" "max_memory_size 0"
 
 # ---- several streams: pieces of the sample of different lengths and starts ----
 "$py" - "$src/samples/play_music.wav" "$work" <<'PY'
