@@ -8,8 +8,9 @@
 #   global_stats.json and SentencePiece model;
 # - `voxrt transcribe` of several files as concurrent streams must give the Python reference
 #   decoder's text for each, batched (a bundle built for 4 streams per encoder call) and alone
-#   (built for 1), whatever the audio chunk size; beam search runs;
-# - `voxrt serve`: an OpenAI-style upload gives the same text.
+#   (built for 1), whatever the audio chunk size; and modified beam search (beam 4) the reference's
+#   beam text;
+# - `voxrt serve`: an OpenAI-style upload gives the same text, greedy and beam.
 set -euo pipefail
 voxrt=$1
 src=${VOXRT_SOURCE_DIR:?}
@@ -96,16 +97,31 @@ for run in "bundle 20" "bundle_alone 20" "bundle 170" "bundle_alone 37"; do
   fi
   echo "ok: transcribe ($bundle, $chunk_ms ms chunks): the reference's 4 texts"
 done
-beam=$("$voxrt" transcribe --engine "$work/bundle" --vad off --decoder beam --beam 4 --json "${wavs[0]}" \
-  2>/dev/null | final_texts)
-[ -n "$beam" ] || { echo "FAIL: beam search decoded nothing"; exit 1; }
-echo "ok: transcribe beam 4: $(echo "$beam" | cut -c 1-60)"
+"$py" "$script" reference "$work/model" --search beam --beam 4 "${wavs[@]}" 2>/dev/null |
+  "$py" -c 'import json,sys; [print(json.loads(l)["text"]) for l in sys.stdin]' > "$work/reference_beam.txt"
+cmp -s "$work/reference.txt" "$work/reference_beam.txt" &&
+  { echo "FAIL: beam and greedy references agree everywhere: the beam comparison would show nothing"; exit 1; }
+for bundle in bundle bundle_alone; do
+  "$voxrt" transcribe --engine "$work/$bundle" --vad off --decoder beam --beam 4 --json "${wavs[@]}" \
+    2>/dev/null | final_texts > "$work/voxrt_beam.txt"
+  if ! diff "$work/reference_beam.txt" "$work/voxrt_beam.txt" > "$work/diff.txt"; then
+    cat "$work/diff.txt"
+    echo "FAIL: transcribe beam 4 ($bundle) differs from the reference"
+    exit 1
+  fi
+  echo "ok: transcribe beam 4 ($bundle): the reference's 4 texts"
+done
 
 # ---- the server ----
-start_server "$voxrt" "$work/serve.log" --engine "$work/bundle" --vad off --max-batch 4
-got=$(upload_text "${wavs[1]}")
-stop_server
-want=$(sed -n 2p "$work/reference.txt")
-[ "$got" = "$want" ] || { echo "FAIL: serve upload: expected '$want', got '$got'"; exit 1; }
-echo "ok: serve upload: the reference's text"
+for decoder in greedy beam; do
+  start_server "$voxrt" "$work/serve.log" --engine "$work/bundle" --vad off --decoder "$decoder" \
+    --beam 4 --max-batch 4
+  got=$(upload_text "${wavs[1]}")
+  stop_server
+  reference_file="$work/reference.txt"
+  [ "$decoder" = beam ] && reference_file="$work/reference_beam.txt"
+  want=$(sed -n 2p "$reference_file")
+  [ "$got" = "$want" ] || { echo "FAIL: serve $decoder upload: expected '$want', got '$got'"; exit 1; }
+  echo "ok: serve $decoder upload: the reference's text"
+done
 echo PASS

@@ -10,7 +10,8 @@ tutorial would export it, built from code with random weights (Debian's torch 1.
   check-data DIR OUT                   OUT/{transcriber,predictor,joiner}/input_K.pb and output_K.pb:
                                        one call of each graph with torch's eager outputs as the expected
                                        outputs (for `voxrt check GRAPH.onnx --data OUT/NAME`)
-  reference DIR [--max-symbols K] WAV...  one JSON line per file: {"file", "text", "units"}
+  reference DIR [--max-symbols K] [--search greedy|beam] [--beam K] WAV...
+                                       one JSON line per file: {"file", "text", "units"}
 
 The model is emformer_rnnt_base's architecture at small sizes: 80 log-mel bins, segment_length 16 and
 right_context_length 4 feature frames, time reduction by 4 (so the Emformer sees 4 + 1 frames per call),
@@ -44,7 +45,8 @@ Streaming: windows of 20 feature frames advancing by 16, the tail padded with th
 silence; each window's 4 output frames (in the last window, those that see audio) are searched by
 greedy RNN-T decoding: per frame up to
 max_symbols units, a blank moves on; an emitted unit's LSTM state replaces the hypothesis's
-(the predictor starts from the blank with zero state, as torchaudio's RNNTBeamSearch does).
+(the predictor starts from the blank with zero state, as torchaudio's RNNTBeamSearch does); or
+modified beam search (modified_beam below) over the same windows.
 """
 import argparse
 import json
@@ -309,6 +311,48 @@ def greedy(model, encoded, hyp, max_symbols, blank):
             hyp["pred_out"], hyp["state"] = out, state
 
 
+def log_add(a, b):
+    if a < b:
+        a, b = b, a
+    if b == -math.inf:
+        return a
+    return a + math.log1p(math.exp(b - a))
+
+
+def modified_beam(model, encoded, hyps, beam, blank):
+    """icefall's modified beam search (at most one unit per hypothesis and frame), as voxrt's
+    stateful_transducer_beam.h states its rules: per frame every (hypothesis, unit) extension scores
+    the hypothesis's score + the unit's log-softmax (float64); the `beam` best are kept (ties: the
+    earlier hypothesis, then the lower unit); equal unit sequences merge (scores log-added, the first
+    one's state kept). A hypothesis: {"units", "score", "pred_out", "state"} (the predictor's output
+    and state after its last unit)."""
+    for t in range(encoded.shape[0]):
+        candidates = []
+        for i, h in enumerate(hyps):
+            logits, _, _ = model.joiner(encoded[t].view(1, 1, -1), torch.tensor([1]), h["pred_out"],
+                                        torch.tensor([1]))
+            logp = torch.log_softmax(logits[0, 0, 0].to(torch.float64), dim=0).tolist()
+            for k, lp in enumerate(logp):
+                candidates.append((h["score"] + lp, i, k))
+        candidates.sort(key=lambda x: (-x[0], x[1], x[2]))
+        nxt = []
+        for score, i, k in candidates[:beam]:
+            h = hyps[i]
+            units = h["units"] + [k] if k != blank else h["units"]
+            for other in nxt:
+                if other["units"] == units:
+                    other["score"] = log_add(other["score"], score)
+                    break
+            else:
+                if k == blank:
+                    nxt.append(dict(h, score=score))
+                else:
+                    out, _, state = model.predictor(torch.tensor([[k]]), torch.tensor([1]), h["state"])
+                    nxt.append({"units": units, "score": score, "pred_out": out, "state": state})
+        hyps = nxt
+    return hyps
+
+
 def reference(args):
     import sentencepiece as spm
     model = load(args.dir)
@@ -329,13 +373,19 @@ def reference(args):
             start_out, _, start_state = model.predictor(torch.tensor([[blank]]), torch.tensor([1]),
                                                         fresh_predictor_states(model, 1))
             hyp = {"units": [], "state": start_state, "pred_out": start_out}
+            hyps = [dict(hyp, score=0.0)]
             for w in range(windows):
                 chunk = feats[w * SEGMENT:w * SEGMENT + window].unsqueeze(0)
                 encoded, _, states = model.transcriber.infer(chunk, torch.tensor([window]), states)
                 # Output frame j of a window sees its segment's frames up to STRIDE * j: the last
                 # window's frames past the audio's end are padding and not searched.
                 valid = min(encoded.shape[1], math.ceil((frames - w * SEGMENT) / STRIDE))
-                greedy(model, encoded[0, :valid], hyp, args.max_symbols, blank)
+                if args.search == "beam":
+                    hyps = modified_beam(model, encoded[0, :valid], hyps, args.beam, blank)
+                else:
+                    greedy(model, encoded[0, :valid], hyp, args.max_symbols, blank)
+        if args.search == "beam":
+            hyp = max(hyps, key=lambda h: h["score"])  # the first with the highest score
         # The pieces joined with word markers as spaces (torchaudio's _SentencePieceTokenProcessor,
         # which also drops <unk> and </s>; voxrt prints every piece, so the comparison does too).
         pieces = [sp.id_to_piece(u) for u in hyp["units"]]
@@ -357,6 +407,8 @@ def main():
     r = sub.add_parser("reference")
     r.add_argument("dir")
     r.add_argument("--max-symbols", type=int, default=3)
+    r.add_argument("--search", choices=["greedy", "beam"], default="greedy")
+    r.add_argument("--beam", type=int, default=4)
     r.add_argument("wavs", nargs="+")
     args = ap.parse_args()
     {"export": export, "check-data": check_data, "reference": reference}[args.cmd](args)
