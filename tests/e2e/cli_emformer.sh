@@ -9,7 +9,7 @@
 # - `voxrt transcribe` of several files as concurrent streams must give the Python reference
 #   decoder's text for each, batched (a bundle built for 4 streams per encoder call) and alone
 #   (built for 1), whatever the audio chunk size; and modified beam search (beam 4) the reference's
-#   beam text;
+#   beam text, with a hotword too (it must change some of the reference's texts);
 # - `voxrt serve`: an OpenAI-style upload gives the same text, greedy and beam.
 set -euo pipefail
 voxrt=$1
@@ -111,6 +111,24 @@ for bundle in bundle bundle_alone; do
   fi
   echo "ok: transcribe beam 4 ($bundle): the reference's 4 texts"
 done
+
+# Hotwords (beam): where the reference's text changes, and only there.
+echo "left" > "$work/hotwords.txt"
+"$py" "$script" reference "$work/model" --search beam --beam 4 --hotwords "$work/hotwords.txt" \
+  --hotword-bonus 6 "${wavs[@]}" 2>/dev/null |
+  "$py" -c 'import json,sys; [print(json.loads(l)["text"]) for l in sys.stdin]' > "$work/reference_hot.txt"
+cmp -s "$work/reference_beam.txt" "$work/reference_hot.txt" &&
+  { echo "FAIL: the hotword changes none of the reference's texts"; exit 1; }
+"$voxrt" transcribe --engine "$work/bundle" --vad off --decoder beam --beam 4 \
+  --hotwords "$work/hotwords.txt" --hotword-bonus 6 --json "${wavs[@]}" 2>/dev/null |
+  final_texts > "$work/voxrt_hot.txt"
+if ! diff "$work/reference_hot.txt" "$work/voxrt_hot.txt" > "$work/diff.txt"; then
+  cat "$work/diff.txt"
+  echo "FAIL: transcribe beam 4 + hotwords differs from the reference"
+  exit 1
+fi
+echo "ok: transcribe beam 4 + hotwords: the reference's 4 texts" \
+  "($(diff "$work/reference_beam.txt" "$work/reference_hot.txt" | grep -c '^>') changed by the hotword)"
 
 # ---- the server ----
 for decoder in greedy beam; do

@@ -10,7 +10,7 @@ tutorial would export it, built from code with random weights (Debian's torch 1.
   check-data DIR OUT                   OUT/{transcriber,predictor,joiner}/input_K.pb and output_K.pb:
                                        one call of each graph with torch's eager outputs as the expected
                                        outputs (for `voxrt check GRAPH.onnx --data OUT/NAME`)
-  reference DIR [--max-symbols K] [--search greedy|beam] [--beam K] WAV...
+  reference DIR [--max-symbols K] [--search greedy|beam] [--beam K] [--hotwords FILE] [--hotword-bonus B] WAV...
                                        one JSON line per file: {"file", "text", "units"}
 
 The model is emformer_rnnt_base's architecture at small sizes: 80 log-mel bins, segment_length 16 and
@@ -60,6 +60,9 @@ import warnings
 import numpy as np
 import torch
 import torchaudio
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from icefall_transducer import ContextGraph  # noqa: E402  (voxrt's hotword graph, written in Python)
 
 warnings.filterwarnings("ignore")
 
@@ -319,13 +322,32 @@ def log_add(a, b):
     return a + math.log1p(math.exp(b - a))
 
 
-def modified_beam(model, encoded, hyps, beam, blank):
+def encode_hotword(text, pieces, blank):
+    """A phrase as piece ids, longest piece first over the word-marked text (as voxrt spells a phrase
+    with a pieces vocabulary)."""
+    marked = "".join("\u2581" + w for w in text.split())
+    longest = max(len(p) for p in pieces)
+    ids, pos = [], 0
+    while pos < len(marked):
+        for length in range(min(len(marked) - pos, longest), 0, -1):
+            piece = marked[pos:pos + length]
+            if piece in pieces and pieces.index(piece) != blank:
+                ids.append(pieces.index(piece))
+                pos += length
+                break
+        else:
+            raise ValueError(f"hotword {text!r} cannot be spelled with the pieces")
+    return ids
+
+
+def modified_beam(model, encoded, hyps, beam, blank, graph=None):
     """icefall's modified beam search (at most one unit per hypothesis and frame), as voxrt's
     stateful_transducer_beam.h states its rules: per frame every (hypothesis, unit) extension scores
     the hypothesis's score + the unit's log-softmax (float64); the `beam` best are kept (ties: the
     earlier hypothesis, then the lower unit); equal unit sequences merge (scores log-added, the first
-    one's state kept). A hypothesis: {"units", "score", "pred_out", "state"} (the predictor's output
-    and state after its last unit)."""
+    one's state kept). A hypothesis: {"units", "score", "pred_out", "state", "context"} (the
+    predictor's output and state after its last unit, the hotword graph's state). Hotwords (`graph`,
+    voxrt's context graph written in Python): a chosen unit's bonus is added after the selection."""
     for t in range(encoded.shape[0]):
         candidates = []
         for i, h in enumerate(hyps):
@@ -339,6 +361,10 @@ def modified_beam(model, encoded, hyps, beam, blank):
         for score, i, k in candidates[:beam]:
             h = hyps[i]
             units = h["units"] + [k] if k != blank else h["units"]
+            context = h["context"]
+            if k != blank and graph is not None:
+                bonus, context = graph.forward(context, k)
+                score += bonus
             for other in nxt:
                 if other["units"] == units:
                     other["score"] = log_add(other["score"], score)
@@ -348,7 +374,8 @@ def modified_beam(model, encoded, hyps, beam, blank):
                     nxt.append(dict(h, score=score))
                 else:
                     out, _, state = model.predictor(torch.tensor([[k]]), torch.tensor([1]), h["state"])
-                    nxt.append({"units": units, "score": score, "pred_out": out, "state": state})
+                    nxt.append({"units": units, "score": score, "pred_out": out, "state": state,
+                                "context": context})
         hyps = nxt
     return hyps
 
@@ -361,6 +388,12 @@ def reference(args):
         stats = json.load(f)
     blank = model.joiner.linear.out_features - 1
     window = SEGMENT + RIGHT_CONTEXT
+    graph = None
+    if args.hotwords:
+        pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+        with open(args.hotwords, encoding="utf-8") as f:
+            graph = ContextGraph([encode_hotword(line.strip(), pieces, blank) for line in f if line.strip()],
+                                 args.hotword_bonus)
     for path in args.wavs:
         feats = features(read_wav(path), stats)
         frames = feats.shape[0]
@@ -373,7 +406,7 @@ def reference(args):
             start_out, _, start_state = model.predictor(torch.tensor([[blank]]), torch.tensor([1]),
                                                         fresh_predictor_states(model, 1))
             hyp = {"units": [], "state": start_state, "pred_out": start_out}
-            hyps = [dict(hyp, score=0.0)]
+            hyps = [dict(hyp, score=0.0, context=0)]
             for w in range(windows):
                 chunk = feats[w * SEGMENT:w * SEGMENT + window].unsqueeze(0)
                 encoded, _, states = model.transcriber.infer(chunk, torch.tensor([window]), states)
@@ -381,7 +414,7 @@ def reference(args):
                 # window's frames past the audio's end are padding and not searched.
                 valid = min(encoded.shape[1], math.ceil((frames - w * SEGMENT) / STRIDE))
                 if args.search == "beam":
-                    hyps = modified_beam(model, encoded[0, :valid], hyps, args.beam, blank)
+                    hyps = modified_beam(model, encoded[0, :valid], hyps, args.beam, blank, graph)
                 else:
                     greedy(model, encoded[0, :valid], hyp, args.max_symbols, blank)
         if args.search == "beam":
@@ -409,6 +442,8 @@ def main():
     r.add_argument("--max-symbols", type=int, default=3)
     r.add_argument("--search", choices=["greedy", "beam"], default="greedy")
     r.add_argument("--beam", type=int, default=4)
+    r.add_argument("--hotwords", help="a file of phrases, one a line (beam search)")
+    r.add_argument("--hotword-bonus", type=float, default=1.5)
     r.add_argument("wavs", nargs="+")
     args = ap.parse_args()
     {"export": export, "check-data": check_data, "reference": reference}[args.cmd](args)
