@@ -158,16 +158,6 @@ Expected<std::string> find_sentencepiece_model(const std::string& dir) {
   return found[0];
 }
 
-ShapeRange rows(std::int64_t max_rows, std::int64_t opt_rows, const Dims& rest) {
-  Dims min{1}, opt{opt_rows}, max{max_rows};
-  for (auto d : rest) {
-    min.push_back(d);
-    opt.push_back(d);
-    max.push_back(d);
-  }
-  return ShapeRange{min, opt, max};
-}
-
 }  // namespace
 
 bool is_torchaudio_emformer_dir(const std::string& dir) {
@@ -304,7 +294,7 @@ Expected<ModelDirImportReport> import_torchaudio_emformer(const ModelDirImportOp
                               "] as ", h0->name, ", found ",
                               ir::sym_shape_to_string(pin[i]->shape));
     }
-    predictor_profile.inputs[pin[i]->name] = rows(max_rows, opt_rows, rest);
+    predictor_profile.inputs[pin[i]->name] = rows_range(max_rows, rest, opt_rows);
   }
   predictor_config.profiles = {predictor_profile};
   predictor_config.profiling_values["targets"] = Tensor::zeros(pin[0]->dtype, {opt_rows, 1});
@@ -337,8 +327,8 @@ Expected<ModelDirImportReport> import_torchaudio_emformer(const ModelDirImportOp
   joiner_config.states.clear();
   joiner_config.profiles = {OptimizationProfile{
       "rows",
-      {{"source_encodings", rows(max_rows, opt_rows, {1, encoder_dim})},
-       {"target_encodings", rows(max_rows, opt_rows, {1, j_tgt->shape[2].value})}}}};
+      {{"source_encodings", rows_range(max_rows, {1, encoder_dim}, opt_rows)},
+       {"target_encodings", rows_range(max_rows, {1, j_tgt->shape[2].value}, opt_rows)}}}};
 
   // ---- the front end ----
   VOXRT_ASSIGN_OR_RETURN(GlobalStats stats,
