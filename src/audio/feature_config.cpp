@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "audio/torchaudio_log_mel.h"
 #include "audio/whisper_log_mel.h"
 
 namespace voxrt::audio {
@@ -59,6 +60,7 @@ const char* feature_type_name(FeatureType type) {
     case FeatureType::kLinearSpectrogram: return "linear_spectrogram";
     case FeatureType::kWaveform: return "waveform";
     case FeatureType::kWhisperLogMel: return "whisper_log_mel";
+    case FeatureType::kTorchaudioLogMel: return "torchaudio_log_mel";
   }
   return "unknown";
 }
@@ -119,10 +121,12 @@ Expected<FeatureConfig> FeatureConfig::from_metadata(
       config = waveform(config.sample_rate_hz, config.frame_shift_ms);
     } else if (*type == "whisper_log_mel") {
       config = whisper_feature_config(80);
+    } else if (*type == "torchaudio_log_mel") {
+      config = torchaudio_feature_config(80);
     } else if (*type != "fbank") {
       return invalid_argument(
-          "metadata voxrt.feature.type: expected fbank, linear_spectrogram, waveform or "
-          "whisper_log_mel, "
+          "metadata voxrt.feature.type: expected fbank, linear_spectrogram, waveform, "
+          "whisper_log_mel or torchaudio_log_mel, "
           "found '",
           *type, "'");
     }
@@ -228,7 +232,7 @@ Status FeatureConfig::validate() const {
   }
   if (!(waveform_scale > 0)) return fail("expected waveform_scale > 0, found ", waveform_scale);
   if (!(energy_floor >= 0)) return fail("expected energy_floor >= 0, found ", energy_floor);
-  if (type == FeatureType::kWhisperLogMel) {
+  if (type == FeatureType::kWhisperLogMel || type == FeatureType::kTorchaudioLogMel) {
     if (num_bins < 1 || num_bins > 1024) {
       return fail("expected 1 to 1024 mel bins, found ", num_bins);
     }

@@ -16,8 +16,15 @@ namespace voxrt::audio {
 // compute their own features over a whole utterance (NeMo's per-utterance normalised log-mel:
 // stream/ctc/offline_ctc_model.h). kWhisperLogMel: Whisper's per-frame log10 Slaney mel
 // (whisper_log_mel.h); its framing is torch.stft(center=True)'s, not Kaldi's, whatever
-// snip_edges says.
-enum class FeatureType : std::uint8_t { kFbank, kLinearSpectrogram, kWaveform, kWhisperLogMel };
+// snip_edges says. kTorchaudioLogMel: torchaudio's RNN-T pipelines' HTK mel with their
+// piecewise-linear log (torchaudio_log_mel.h), framed as torch.stft(center=True).
+enum class FeatureType : std::uint8_t {
+  kFbank,
+  kLinearSpectrogram,
+  kWaveform,
+  kWhisperLogMel,
+  kTorchaudioLogMel
+};
 enum class WindowType : std::uint8_t { kPovey, kHamming, kHann, kRectangular };
 
 struct FeatureConfig {

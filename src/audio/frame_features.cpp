@@ -5,6 +5,7 @@
 #include <limits>
 #include <numbers>
 
+#include "audio/torchaudio_log_mel.h"
 #include "audio/whisper_log_mel.h"
 
 namespace voxrt::audio {
@@ -29,7 +30,14 @@ FrameFeatureComputer::FrameFeatureComputer(const FeatureConfig& config, RealFft 
     : config_(config), fft_(std::move(fft)) {
   build_window();
   if (config_.type == FeatureType::kFbank) build_mel_banks();
-  if (config_.type == FeatureType::kWhisperLogMel) build_slaney_mel_banks();
+  if (config_.type == FeatureType::kWhisperLogMel) {
+    store_dense_mel_banks(
+        slaney_mel_filterbank(config_.sample_rate_hz, config_.fft_size(), config_.num_bins));
+  }
+  if (config_.type == FeatureType::kTorchaudioLogMel) {
+    store_dense_mel_banks(
+        htk_mel_filterbank(config_.sample_rate_hz, config_.fft_size(), config_.num_bins));
+  }
 }
 
 void FrameFeatureComputer::build_window() {
@@ -92,10 +100,9 @@ void FrameFeatureComputer::build_mel_banks() {
   }
 }
 
-// Whisper's filterbank over all n_fft / 2 + 1 bins (the Nyquist bin included), stored sparse.
-void FrameFeatureComputer::build_slaney_mel_banks() {
-  const auto dense =
-      slaney_mel_filterbank(config_.sample_rate_hz, config_.fft_size(), config_.num_bins);
+// Whisper's and torchaudio's filterbanks over all n_fft / 2 + 1 bins (the Nyquist bin
+// included), stored sparse.
+void FrameFeatureComputer::store_dense_mel_banks(const std::vector<std::vector<double>>& dense) {
   first_fft_bin_.assign(dense.size(), 0);
   mel_weights_.assign(dense.size(), {});
   for (std::size_t bin = 0; bin < dense.size(); ++bin) {
@@ -171,6 +178,8 @@ void FrameFeatureComputer::compute(FrameScratch& scratch, float* features) const
     for (std::size_t j = 0; j < weights.size(); ++j) sum += weights[j] * power[j];
     if (config_.type == FeatureType::kWhisperLogMel) {
       out[bin] = static_cast<float>(std::log10(std::max(sum, kWhisperLogFloor)));
+    } else if (config_.type == FeatureType::kTorchaudioLogMel) {
+      out[bin] = static_cast<float>(piecewise_linear_log(sum));
     } else {
       out[bin] =
           static_cast<float>(config_.use_log_fbank ? std::log(std::max(sum, kLogFloor)) : sum);

@@ -35,7 +35,7 @@ class FrameFeatureComputer {
   FrameFeatureComputer(const FeatureConfig& config, RealFft fft);
   void build_window();
   void build_mel_banks();
-  void build_slaney_mel_banks();
+  void store_dense_mel_banks(const std::vector<std::vector<double>>& dense);
 
   FeatureConfig config_;
   RealFft fft_;

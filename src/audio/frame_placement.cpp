@@ -1,5 +1,6 @@
 #include "audio/frame_placement.h"
 
+#include "audio/centered_frame_placement.h"
 #include "audio/kaldi_frame_placement.h"
 #include "audio/whisper_frame_placement.h"
 
@@ -8,6 +9,8 @@ namespace voxrt::audio {
 std::unique_ptr<const FramePlacement> make_frame_placement(const FeatureConfig& config) {
   if (config.type == FeatureType::kWhisperLogMel)
     return std::make_unique<WhisperFramePlacement>(config);
+  if (config.type == FeatureType::kTorchaudioLogMel)
+    return std::make_unique<CenteredReflectFramePlacement>(config);
   return std::make_unique<KaldiFramePlacement>(config);
 }
 

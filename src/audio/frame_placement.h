@@ -5,6 +5,8 @@
 //     frames centred on frame * shift + shift / 2 and reflected at both edges (ExtractWindow).
 //   - Whisper (torch.stft(center=True) over audio padded to its 30 s window): frames centred on
 //     frame * shift, reflected at the start, zeros past the end.
+//   - torchaudio's MelSpectrogram (torch.stft(center=True) over the stream): frames centred on
+//     frame * shift, reflected at both edges.
 #pragma once
 
 #include <cstdint>

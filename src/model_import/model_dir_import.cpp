@@ -5,6 +5,7 @@
 #include "model_import/icefall_layouts.h"
 #include "model_import/nemo_layouts.h"
 #include "model_import/optimum_layouts.h"
+#include "model_import/torchaudio_layouts.h"
 
 namespace voxrt::model_import {
 namespace fs = std::filesystem;
@@ -22,6 +23,7 @@ Expected<ModelDirImportReport> import_model_dir(const ModelDirImportOptions& opt
   if (ec) return io_error(options.bundle_dir, ": cannot create the bundle folder: ", ec.message());
   // Before icefall's: an optimum folder also holds encoder*.onnx and decoder*.onnx files.
   if (is_optimum_whisper_dir(options.model_dir)) return import_optimum_whisper(options);
+  if (is_torchaudio_emformer_dir(options.model_dir)) return import_torchaudio_emformer(options);
   // Before icefall's: the same file names, but NeMo's decoder is an LSTM with (h, c) inputs.
   if (is_nemo_transducer_dir(options.model_dir)) return import_nemo_transducer(options);
   if (is_icefall_transducer_dir(options.model_dir)) return import_icefall_transducer(options);
@@ -31,16 +33,19 @@ Expected<ModelDirImportReport> import_model_dir(const ModelDirImportOptions& opt
   std::string found;
   for (const auto& entry : fs::directory_iterator(options.model_dir, ec))
     found += (found.empty() ? "" : ", ") + entry.path().filename().string();
-  return unsupported(options.model_dir,
-                     ": no layout voxrt imports was recognised; expected an icefall/sherpa-onnx "
-                     "streaming transducer or sherpa-onnx's NeMo transducer (encoder*.onnx, "
-                     "decoder*.onnx, joiner*.onnx, tokens.txt), a streaming CTC model (ctc*.onnx, "
-                     "tokens.txt), a NeMo CTC export (model_config.yaml and *.onnx; or "
-                     "sherpa-onnx's model.onnx and "
-                     "tokens.txt), or a Hugging Face optimum Whisper export (encoder_model.onnx, "
-                     "decoder_model.onnx, decoder_with_past_model.onnx, config.json, "
-                     "generation_config.json, vocab.json); found: ",
-                     found.empty() ? "(empty)" : found);
+  return unsupported(
+      options.model_dir,
+      ": no layout voxrt imports was recognised; expected an icefall/sherpa-onnx "
+      "streaming transducer or sherpa-onnx's NeMo transducer (encoder*.onnx, "
+      "decoder*.onnx, joiner*.onnx, tokens.txt), a streaming CTC model (ctc*.onnx, "
+      "tokens.txt), a NeMo CTC export (model_config.yaml and *.onnx; or "
+      "sherpa-onnx's model.onnx and "
+      "tokens.txt), or a Hugging Face optimum Whisper export (encoder_model.onnx, "
+      "decoder_model.onnx, decoder_with_past_model.onnx, config.json, "
+      "generation_config.json, vocab.json), or a torchaudio Emformer RNN-T (transcriber.onnx, "
+      "predictor.onnx, joiner.onnx, global_stats.json, a SentencePiece *.model); "
+      "found: ",
+      found.empty() ? "(empty)" : found);
 }
 
 }  // namespace voxrt::model_import

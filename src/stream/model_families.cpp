@@ -9,6 +9,7 @@
 #include "stream/model_family.h"
 #include "stream/recognizer.h"
 #include "stream/transducer/offline_transducer_model.h"
+#include "stream/transducer/stateful_transducer_model.h"
 #include "stream/transducer/transducer_model.h"
 
 namespace voxrt::stream {
@@ -37,6 +38,10 @@ Expected<std::shared_ptr<ModelFamily>> load_model_family(const RecognizerConfig&
       VOXRT_ASSIGN_OR_RETURN(auto model, TransducerModel::create(manifest, folder, config));
       return std::shared_ptr<ModelFamily>(std::move(model));
     }
+    if (manifest.family == "transducer_stateful") {
+      VOXRT_ASSIGN_OR_RETURN(auto model, StatefulTransducerModel::create(manifest, folder, config));
+      return std::shared_ptr<ModelFamily>(std::move(model));
+    }
     if (manifest.family == "transducer_offline") {
       VOXRT_ASSIGN_OR_RETURN(auto model, OfflineTransducerModel::create(manifest, folder, config));
       return std::shared_ptr<ModelFamily>(std::move(model));
@@ -45,9 +50,10 @@ Expected<std::shared_ptr<ModelFamily>> load_model_family(const RecognizerConfig&
       VOXRT_ASSIGN_OR_RETURN(auto model, EncoderDecoderModel::create(manifest, folder, config));
       return std::shared_ptr<ModelFamily>(std::move(model));
     }
-    return invalid_argument(folder, "/", BundleManifest::kFileName, ": family '", manifest.family,
-                            "' is not one this voxrt runs (ctc_streaming, ctc_offline, "
-                            "transducer, transducer_offline, encoder_decoder)");
+    return invalid_argument(
+        folder, "/", BundleManifest::kFileName, ": family '", manifest.family,
+        "' is not one this voxrt runs (ctc_streaming, ctc_offline, "
+        "transducer, transducer_stateful, transducer_offline, encoder_decoder)");
   }
   VOXRT_ASSIGN_OR_RETURN(auto engine, Engine::load_file(config.engine_path));
   const auto& metadata = engine->metadata();

@@ -224,8 +224,10 @@ void add_build_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--onnx", args->onnx_path, "ONNX model to compile")->check(CLI::ExistingFile);
   cmd->add_option("--model-dir", args->model_dir,
                   "A model folder as its ecosystem exports it (icefall/sherpa-onnx streaming "
-                  "transducer: encoder/decoder/joiner .onnx + tokens.txt); --engine then names "
-                  "the engine bundle folder to write")
+                  "transducer: encoder/decoder/joiner .onnx + tokens.txt; NeMo; optimum Whisper; "
+                  "torchaudio Emformer RNN-T: transcriber/predictor/joiner .onnx, "
+                  "global_stats.json, SentencePiece .model; docs/model_contract.md); --engine "
+                  "then names the engine bundle folder to write")
       ->check(CLI::ExistingDirectory);
   cmd->add_option("--engine", args->engine_path,
                   "Engine file to write (a bundle folder with --model-dir)")

@@ -11,7 +11,12 @@ Status run_joiner_in_batches(ExecutionContext& joiner, const JoinerLayout& layou
   logits.clear();
   logits.reserve(static_cast<std::size_t>(rows * layout.logits_width));
   const auto input_dims = [&](std::int64_t n, std::int64_t dim) {
-    return layout.trailing_unit_axis ? Dims{n, dim, 1} : Dims{n, dim};
+    switch (layout.unit_axis) {
+      case JoinerLayout::UnitAxis::kTrailing: return Dims{n, dim, 1};
+      case JoinerLayout::UnitAxis::kLeading: return Dims{n, 1, dim};
+      case JoinerLayout::UnitAxis::kNone: break;
+    }
+    return Dims{n, dim};
   };
   for (std::int64_t begin = 0; begin < rows; begin += layout.max_rows) {
     const std::int64_t n = std::min<std::int64_t>(layout.max_rows, rows - begin);
@@ -33,7 +38,8 @@ Status run_joiner_in_batches(ExecutionContext& joiner, const JoinerLayout& layou
     if (l.element_count() != n * layout.logits_width) {
       logits.clear();
       return invalid_argument("transducer joiner output is ", dims_to_string(l.dims()),
-                              ", expected [", n, layout.trailing_unit_axis ? ", 1, 1, " : ", ",
+                              ", expected [", n,
+                              layout.unit_axis == JoinerLayout::UnitAxis::kNone ? ", " : ", 1, 1, ",
                               layout.logits_width, "]");
     }
     logits.insert(logits.end(), l.data<float>(), l.data<float>() + l.element_count());

@@ -88,26 +88,41 @@ Expected<std::unique_ptr<LstmTransducerNetworks>> LstmTransducerNetworks::create
                          metadata_string(metadata, "voxrt.transducer.decoder_outputs", where));
   const auto in_list = split_commas(in_names);
   const auto out_list = split_commas(out_names);
-  if (in_list.size() != 4 || out_list.size() != 4) {
+  const std::size_t per_layer_names = 2 + 2 * static_cast<std::size_t>(n->layers_);
+  if ((in_list.size() != 4 && in_list.size() != per_layer_names) ||
+      out_list.size() != in_list.size()) {
     return invalid_argument(where, ": voxrt.transducer.decoder_inputs and decoder_outputs name ",
-                            "four tensors each (targets, target_length, h, c; output, lengths, ",
-                            "h', c'); found '", in_names, "' and '", out_names, "'");
+                            "as many tensors each: targets, target_length, then h, c (stacked) or ",
+                            "h_0, c_0, ... per layer; the outputs, lengths, then the new states; ",
+                            "found '", in_names, "' and '", out_names, "'");
   }
   VOXRT_ASSIGN_OR_RETURN(auto in_at, positions(n->decoder_->inputs(), in_list,
                                                "voxrt.transducer.decoder_inputs", where));
   VOXRT_ASSIGN_OR_RETURN(auto out_at, positions(n->decoder_->outputs(), out_list,
                                                 "voxrt.transducer.decoder_outputs", where));
-  if (n->decoder_->inputs().size() != 4) {
+  if (n->decoder_->inputs().size() != in_list.size()) {
     return invalid_argument(where, ": the decoder engine takes ", names_of(n->decoder_->inputs()),
                             "; expected exactly ", in_names);
   }
   n->targets_ = in_at[0];
   n->target_length_ = in_at[1];
-  n->h_in_ = in_at[2];
-  n->c_in_ = in_at[3];
   n->out_ = out_at[0];
-  n->h_out_ = out_at[2];
-  n->c_out_ = out_at[3];
+  // Stacked states are [layers, N, hidden]; per-layer ones [N, hidden] (with one layer the
+  // name count alone cannot tell).
+  const auto& first_state = n->decoder_->inputs()[static_cast<std::size_t>(in_at[2])];
+  n->stacked_states_ = first_state.dims.size() == 3;
+  if (!n->stacked_states_ && in_list.size() != per_layer_names) {
+    return invalid_argument(where, ": the decoder's state '", first_state.name,
+                            "' is per layer (rank ", first_state.dims.size(), "), so ",
+                            per_layer_names, " inputs were expected for ", n->layers_,
+                            " layers (voxrt.transducer.pred_rnn_layers); found '", in_names, "'");
+  }
+  for (std::size_t i = 2; i < in_at.size(); i += 2) {
+    n->h_in_.push_back(in_at[i]);
+    n->c_in_.push_back(in_at[i + 1]);
+    n->h_out_.push_back(out_at[i]);
+    n->c_out_.push_back(out_at[i + 1]);
+  }
   n->targets_dtype_ = n->decoder_->inputs()[static_cast<std::size_t>(n->targets_)].dtype;
   n->length_dtype_ = n->decoder_->inputs()[static_cast<std::size_t>(n->target_length_)].dtype;
   for (DType t : {n->targets_dtype_, n->length_dtype_}) {
@@ -133,14 +148,31 @@ Expected<std::unique_ptr<LstmTransducerNetworks>> LstmTransducerNetworks::create
                             names_of(joiner_inputs));
   }
   n->joiner_encoder_first_ = encoder_at == 0;
+  const std::string joiner_layout = metadata.count("voxrt.transducer.joiner_layout")
+                                        ? metadata.at("voxrt.transducer.joiner_layout")
+                                        : std::string("channels_first");
+  if (joiner_layout != "channels_first" && joiner_layout != "channels_last") {
+    return invalid_argument(where, ": voxrt.transducer.joiner_layout '", joiner_layout,
+                            "': expected channels_first ([N, dim, T], NeMo) or channels_last ",
+                            "([N, T, dim], torchaudio)");
+  }
+  n->joiner_channels_last_ = joiner_layout == "channels_last";
+  const std::size_t width_axis = n->joiner_channels_last_ ? 2 : 1;
   const auto& enc_info = joiner_inputs[static_cast<std::size_t>(encoder_at)];
   const auto& dec_info = joiner_inputs[static_cast<std::size_t>(1 - encoder_at)];
-  if (enc_info.dims.size() != 3 || dec_info.dims.size() != 3 || enc_info.dims[1] <= 0 ||
-      dec_info.dims[1] != n->hidden_) {
-    return invalid_argument(where, ": the joiner's inputs must be [N, encoder_dim, T] and [N, ",
-                            n->hidden_, " (voxrt.transducer.pred_hidden), U] with static widths");
+  // NeMo's decoder output is the LSTM's (pred_hidden wide); torchaudio's is projected.
+  if (enc_info.dims.size() != 3 || dec_info.dims.size() != 3 || enc_info.dims[width_axis] <= 0 ||
+      dec_info.dims[width_axis] <= 0 ||
+      (!n->joiner_channels_last_ && dec_info.dims[width_axis] != n->hidden_)) {
+    return invalid_argument(where, ": the joiner's inputs must be ",
+                            n->joiner_channels_last_
+                                ? "[N, T, encoder_dim] and [N, U, decoder_dim]"
+                                : "[N, encoder_dim, T] and [N, pred_hidden, U]",
+                            " with static widths (pred_hidden ", n->hidden_, "); found ",
+                            dims_to_string(enc_info.dims), " and ", dims_to_string(dec_info.dims));
   }
-  n->encoder_dim_ = static_cast<int>(enc_info.dims[1]);
+  n->encoder_dim_ = static_cast<int>(enc_info.dims[width_axis]);
+  n->decoder_dim_ = static_cast<int>(dec_info.dims[width_axis]);
   const std::int64_t width = n->joiner_->outputs()[0].dims.back();
   const std::int64_t want = vocab_size + static_cast<std::int64_t>(n->durations_.size());
   if (width != want) {
@@ -168,48 +200,68 @@ Status LstmTransducerNetworks::run_decoder(std::span<const std::int64_t> units,
   const auto layer_values = static_cast<std::size_t>(hidden_);
   const std::size_t half = static_cast<std::size_t>(layers_) * layer_values;
   const std::size_t row_state = 2 * half;
-  decoder_out.assign(static_cast<std::size_t>(rows) * hidden_, 0.0f);
+  decoder_out.assign(static_cast<std::size_t>(rows) * decoder_dim_, 0.0f);
   next_states.assign(static_cast<std::size_t>(rows) * row_state, 0.0f);
+  // Where layer l's values of row r sit in an engine state tensor: stacked [layers, N, hidden]
+  // (one tensor for every layer), or per layer [N, hidden] (tensor l).
+  const auto engine_offset = [&](std::int64_t n, int l, std::int64_t r) {
+    return stacked_states_ ? (static_cast<std::size_t>(l) * n + r) * layer_values
+                           : static_cast<std::size_t>(r) * layer_values;
+  };
+  const std::size_t state_tensors = stacked_states_ ? 1 : static_cast<std::size_t>(layers_);
   for (std::int64_t begin = 0; begin < rows; begin += decoder_max_rows_) {
     const std::int64_t n = std::min<std::int64_t>(decoder_max_rows_, rows - begin);
-    std::vector<Tensor> inputs(4);
+    std::vector<Tensor> inputs(2 + 2 * state_tensors);
     inputs[static_cast<std::size_t>(targets_)] =
         integers(targets_dtype_, {n, 1},
                  units.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(n)));
     inputs[static_cast<std::size_t>(target_length_)] =
         integers(length_dtype_, {n}, std::vector<std::int64_t>(static_cast<std::size_t>(n), 1));
-    // A row's state is h then c, each [layers, hidden]; the engine's are [layers, N, hidden].
-    Tensor h = Tensor::uninitialized(DType::kF32, {layers_, n, hidden_});
-    Tensor c = Tensor::uninitialized(DType::kF32, {layers_, n, hidden_});
+    const Dims state_dims = stacked_states_ ? Dims{layers_, n, hidden_} : Dims{n, hidden_};
+    std::vector<Tensor> h(state_tensors), c(state_tensors);
+    for (std::size_t t = 0; t < state_tensors; ++t) {
+      h[t] = Tensor::uninitialized(DType::kF32, state_dims);
+      c[t] = Tensor::uninitialized(DType::kF32, state_dims);
+    }
+    // A row's state is every layer's h, then every layer's c.
     for (std::int64_t r = 0; r < n; ++r) {
       const float* row = states.data() + static_cast<std::size_t>(begin + r) * row_state;
       for (int l = 0; l < layers_; ++l) {
-        const std::size_t at = (static_cast<std::size_t>(l) * n + r) * layer_values;
-        std::copy_n(row + l * layer_values, layer_values, h.data<float>() + at);
-        std::copy_n(row + half + l * layer_values, layer_values, c.data<float>() + at);
+        const std::size_t t = stacked_states_ ? 0 : static_cast<std::size_t>(l);
+        const std::size_t at = engine_offset(n, l, r);
+        std::copy_n(row + l * layer_values, layer_values, h[t].data<float>() + at);
+        std::copy_n(row + half + l * layer_values, layer_values, c[t].data<float>() + at);
       }
     }
-    inputs[static_cast<std::size_t>(h_in_)] = std::move(h);
-    inputs[static_cast<std::size_t>(c_in_)] = std::move(c);
+    for (std::size_t t = 0; t < state_tensors; ++t) {
+      inputs[static_cast<std::size_t>(h_in_[t])] = std::move(h[t]);
+      inputs[static_cast<std::size_t>(c_in_[t])] = std::move(c[t]);
+    }
     VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> out, decoder_context_->run(inputs));
     ++decoder_calls_;
     const Tensor& g = out[static_cast<std::size_t>(out_)];
-    const Tensor& h2 = out[static_cast<std::size_t>(h_out_)];
-    const Tensor& c2 = out[static_cast<std::size_t>(c_out_)];
-    if (g.element_count() != n * hidden_ || h2.element_count() != layers_ * n * hidden_ ||
-        c2.element_count() != layers_ * n * hidden_) {
-      return invalid_argument("transducer decoder outputs are ", dims_to_string(g.dims()), ", ",
-                              dims_to_string(h2.dims()), " and ", dims_to_string(c2.dims()),
-                              "; expected [", n, ", ", hidden_, ", 1] and [", layers_, ", ", n,
-                              ", ", hidden_, "] twice");
+    const std::int64_t state_values = element_count(state_dims);
+    bool shapes_ok = g.element_count() == n * decoder_dim_;
+    for (std::size_t t = 0; t < state_tensors; ++t) {
+      shapes_ok = shapes_ok &&
+                  out[static_cast<std::size_t>(h_out_[t])].element_count() == state_values &&
+                  out[static_cast<std::size_t>(c_out_[t])].element_count() == state_values;
     }
-    // [N, hidden, 1]: a row's output is contiguous.
-    std::copy_n(g.data<float>(), n * hidden_,
-                decoder_out.data() + static_cast<std::size_t>(begin) * hidden_);
+    if (!shapes_ok) {
+      return invalid_argument("transducer decoder output is ", dims_to_string(g.dims()),
+                              " (expected ", n, " x ", decoder_dim_, " values) and its states ",
+                              "must be ", dims_to_string(state_dims));
+    }
+    // [N, hidden, 1] or [N, 1, decoder_dim]: a row's output is contiguous.
+    std::copy_n(g.data<float>(), n * decoder_dim_,
+                decoder_out.data() + static_cast<std::size_t>(begin) * decoder_dim_);
     for (std::int64_t r = 0; r < n; ++r) {
       float* row = next_states.data() + static_cast<std::size_t>(begin + r) * row_state;
       for (int l = 0; l < layers_; ++l) {
-        const std::size_t at = (static_cast<std::size_t>(l) * n + r) * layer_values;
+        const std::size_t t = stacked_states_ ? 0 : static_cast<std::size_t>(l);
+        const std::size_t at = engine_offset(n, l, r);
+        const Tensor& h2 = out[static_cast<std::size_t>(h_out_[t])];
+        const Tensor& c2 = out[static_cast<std::size_t>(c_out_[t])];
         std::copy_n(h2.data<float>() + at, layer_values, row + l * layer_values);
         std::copy_n(c2.data<float>() + at, layer_values, row + half + l * layer_values);
       }
@@ -223,11 +275,12 @@ Status LstmTransducerNetworks::run_joiner(std::span<const float> encoder_frames,
                                           std::vector<float>& logits) {
   const JoinerLayout layout{
       .encoder_dim = encoder_dim_,
-      .decoder_dim = hidden_,
+      .decoder_dim = decoder_dim_,
       .logits_width = vocab_size_ + static_cast<std::int64_t>(durations_.size()),
       .max_rows = joiner_max_rows_,
       .encoder_first = joiner_encoder_first_,
-      .trailing_unit_axis = true};
+      .unit_axis = joiner_channels_last_ ? JoinerLayout::UnitAxis::kLeading
+                                         : JoinerLayout::UnitAxis::kTrailing};
   return run_joiner_in_batches(*joiner_context_, layout, encoder_frames, decoder_out, rows, logits,
                                joiner_calls_);
 }

@@ -1,11 +1,16 @@
-// NeMo's prediction and joint networks as engines (docs/model_contract.md "transducer_offline"),
-// behind the stateful search's interface (decode/stateful_transducer_search.h):
-// - decoder: targets [N, 1] (int32 or int64), target_length [N], h and c [layers, N, hidden] ->
-//   output [N, hidden, 1], lengths, h', c' (NeMo's RNNTDecoder export; the names come from the
-//   bundle's voxrt.transducer.decoder_inputs / decoder_outputs, in that order);
-// - joiner: encoder frame [N, encoder_dim, 1] and decoder output [N, hidden, 1] -> logits
-//   [N, 1, 1, units (+ durations)] (NeMo's RNNTJoint export).
-// A hypothesis's state is its h then its c (layers x hidden each), so the search sees one row.
+// LSTM prediction networks and their joint networks as engines, behind the stateful search's
+// interface (decode/stateful_transducer_search.h). Two exports:
+// - NeMo (docs/model_contract.md "transducer_offline"): decoder targets [N, 1] (int32 or int64),
+//   target_length [N], h and c [layers, N, hidden] -> output [N, hidden, 1], lengths, h', c';
+//   joiner encoder frame [N, encoder_dim, 1] and decoder output [N, hidden, 1] -> logits
+//   [N, 1, 1, units (+ durations)] (NeMo's RNNTDecoder and RNNTJoint exports);
+// - torchaudio's RNN-T ("transducer_stateful"): decoder targets [N, 1], target_lengths [N], then
+//   h_0, c_0, h_1, c_1, ... [N, hidden] per layer -> output [N, 1, decoder_dim], lengths, then the
+//   new states in the same order; joiner [N, 1, encoder_dim] and [N, 1, decoder_dim] -> [N, 1,
+//   1, units] (voxrt.transducer.joiner_layout channels_last).
+// The names come from the bundle's voxrt.transducer.decoder_inputs / decoder_outputs, in that
+// order; the states' rank tells the two apart. A hypothesis's state is every h then every c
+// (layers x hidden each), so the search sees one row.
 #pragma once
 
 #include <map>
@@ -29,7 +34,7 @@ class LstmTransducerNetworks final : public decode::StatefulTransducerNetworks {
   int blank_id() const override { return blank_id_; }
   const std::vector<int>& durations() const override { return durations_; }
   int state_size() const override { return 2 * layers_ * hidden_; }
-  int decoder_dim() const override { return hidden_; }
+  int decoder_dim() const override { return decoder_dim_; }
   int encoder_dim() const override { return encoder_dim_; }
   Status run_decoder(std::span<const std::int64_t> units, std::span<const float> states, int rows,
                      std::vector<float>& decoder_out, std::vector<float>& next_states) override;
@@ -45,15 +50,22 @@ class LstmTransducerNetworks final : public decode::StatefulTransducerNetworks {
   std::shared_ptr<const Engine> joiner_;
   std::unique_ptr<ExecutionContext> decoder_context_;
   std::unique_ptr<ExecutionContext> joiner_context_;
-  // Engine input positions of targets, target_length, h, c; output positions of the decoder
-  // output, h', c'.
-  int targets_ = 0, target_length_ = 1, h_in_ = 2, c_in_ = 3;
-  int out_ = 0, h_out_ = 2, c_out_ = 3;
+  // Engine input positions of targets and target_length, and of the states: one h and one c
+  // [layers, N, hidden] (stacked), or one per layer [N, hidden]; output positions of the decoder
+  // output and of the new states, in the same order.
+  int targets_ = 0, target_length_ = 1;
+  std::vector<int> h_in_, c_in_;
+  int out_ = 0;
+  std::vector<int> h_out_, c_out_;
+  bool stacked_states_ = true;
   DType targets_dtype_ = DType::kI32;
   DType length_dtype_ = DType::kI32;
   bool joiner_encoder_first_ = true;
+  // The joiner's inputs as [N, dim, 1] (NeMo) or [N, 1, dim] (torchaudio).
+  bool joiner_channels_last_ = false;
   int layers_ = 0;
   int hidden_ = 0;
+  int decoder_dim_ = 0;
   int encoder_dim_ = 0;
   int vocab_size_ = 0;
   int blank_id_ = 0;

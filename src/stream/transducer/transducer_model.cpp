@@ -122,7 +122,7 @@ Status EngineTransducerNetworks::run_joiner(std::span<const float> encoder_frame
                             .logits_width = vocab_size_,
                             .max_rows = joiner_max_rows_,
                             .encoder_first = joiner_encoder_first_,
-                            .trailing_unit_axis = false};
+                            .unit_axis = JoinerLayout::UnitAxis::kNone};
   return run_joiner_in_batches(*joiner_context_, layout, encoder_frames, decoder_out, rows, logits,
                                joiner_calls_);
 }

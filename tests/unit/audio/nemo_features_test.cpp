@@ -51,7 +51,8 @@ TEST(WaveformFeatures, MetadataAndValidation) {
       << wrong.validate().message();
   auto bad = FeatureConfig::from_metadata({{"voxrt.feature.type", "mfcc"}});
   ASSERT_FALSE(bad.has_value());
-  EXPECT_NE(bad.status().message().find("fbank, linear_spectrogram, waveform or whisper_log_mel"),
+  EXPECT_NE(bad.status().message().find(
+                "fbank, linear_spectrogram, waveform, whisper_log_mel or torchaudio_log_mel"),
             std::string::npos);
 }
 
