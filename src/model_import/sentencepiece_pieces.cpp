@@ -64,7 +64,11 @@ Expected<std::vector<SentencePiece>> read_sentencepiece_pieces(const std::string
   if (!in) return not_found(path, ": cannot open the SentencePiece model");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string bytes = buffer.str();
+  return parse_sentencepiece_pieces(buffer.str(), path);
+}
+
+Expected<std::vector<SentencePiece>> parse_sentencepiece_pieces(std::string_view bytes,
+                                                                const std::string& path) {
   std::vector<SentencePiece> pieces;
   WireReader model(bytes);
   while (!model.done()) {

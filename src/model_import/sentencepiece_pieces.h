@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "voxrt/status.h"
@@ -20,5 +21,9 @@ struct SentencePiece {
 
 // ModelProto.pieces in id order; errors name the file and the byte offset that is not protobuf.
 Expected<std::vector<SentencePiece>> read_sentencepiece_pieces(const std::string& path);
+// The same from the file's bytes (`path` only names it in errors); fuzzed
+// (fuzz/sentencepiece_fuzz.cpp).
+Expected<std::vector<SentencePiece>> parse_sentencepiece_pieces(std::string_view bytes,
+                                                                const std::string& path);
 
 }  // namespace voxrt::model_import
