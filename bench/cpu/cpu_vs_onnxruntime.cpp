@@ -152,8 +152,8 @@ int main(int argc, char** argv) {
   // The quantized file's outputs against onnxruntime's FP32 ones.
   double quantized_max_abs = 0;
   if (!ort_quantized.empty()) {
-    auto quantized =
-        voxrt::ort::run_onnxruntime(ort_quantized, ort_names, ort_feed, output_names, reference_options);
+    auto quantized = voxrt::ort::run_onnxruntime(ort_quantized, ort_names, ort_feed, output_names,
+                                                 reference_options);
     if (!quantized) {
       std::cerr << "error: onnxruntime on " << ort_quantized << ": " << quantized.status().message()
                 << "\n";
