@@ -18,7 +18,7 @@ from onnxruntime's documented operator set, not its code:
     here too.
 An activation that feeds several quantized nodes is quantized once.
 
-  ort_dynamic_quantize.py IN.onnx OUT.onnx [--summary]
+  ort_dynamic_quantize.py IN.onnx OUT.onnx
 prints what it quantized (one line per kind) and fails when nothing was.
 /usr/bin/python3 (Debian's onnx and numpy).
 """
@@ -38,8 +38,6 @@ class Rewriter:
         self.model = model
         self.graph = model.graph
         self.initializers = {t.name: t for t in self.graph.initializer}
-        self.consumers = collections.Counter(i for n in self.graph.node for i in n.input)
-        self.graph_outputs = {o.name for o in self.graph.output}
         self.quantized_activations = {}  # name -> (quantized, scale, zero point)
         self.new_initializers = []
         self.used_names = {t.name for t in self.graph.initializer}
