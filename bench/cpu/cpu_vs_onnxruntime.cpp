@@ -3,10 +3,13 @@
 // ratio. Outputs are compared first, so a fast wrong engine cannot look good. Besides wall-clock
 // latency it records each side's process CPU time per run (every thread): on cores shared with
 // other work a run's latency includes the time others held the core, its CPU time does not.
+// With --ort-quantized Q.onnx a second onnxruntime session runs Q.onnx (the same model quantized,
+// bench/cpu/ort_dynamic_quantize.py) in the same rounds; its outputs are compared with
+// onnxruntime's FP32 ones, so a "quantized" file that is not one shows a zero difference.
 //
 //   cpu_vs_onnxruntime --onnx M.onnx --engine M.engine --shapes x:1x1x161x200
 //       [--ort-input sr=16000] [--fill processed_lens=64] [--threads 1] [--rounds 5]
-//       [--iterations 20] [--json]
+//       [--iterations 20] [--ort-quantized Q.onnx] [--json]
 // Float inputs are random (normal, sigma 0.5); integer inputs are zero unless --fill sets them.
 #include <sys/resource.h>
 
@@ -56,7 +59,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   CLI::App app{"voxrt CPU engine vs onnxruntime, interleaved"};
-  std::string onnx, engine_path;
+  std::string onnx, engine_path, ort_quantized;
   std::vector<std::string> shapes, ort_inputs, fills;
   int threads = 1, rounds = 5, iterations = 20;
   bool json = false;
@@ -70,6 +73,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads);
   app.add_option("--rounds", rounds);
   app.add_option("--iterations", iterations);
+  app.add_option("--ort-quantized", ort_quantized,
+                 "a quantized form of the model for a second onnxruntime session, timed alike");
   app.add_flag("--json", json);
   CLI11_PARSE(app, argc, argv);
 
@@ -132,6 +137,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   double max_abs = 0;
+  double largest_reference = 0;  // what the differences are to be read against
+  nlohmann::json by_output = nlohmann::json::object(),
+                 quantized_by_output = nlohmann::json::object();
   for (std::size_t i = 0; i < ours->size(); ++i) {
     const Tensor& a = (*ours)[i];
     const Tensor& b = reference->outputs[i];
@@ -139,12 +147,44 @@ int main(int argc, char** argv) {
       std::cerr << "error: output '" << output_names[i] << "' shape differs from onnxruntime\n";
       return 1;
     }
+    double output_max = 0;
     for (std::int64_t k = 0; k < a.element_count(); ++k) {
-      max_abs = std::max(max_abs, std::fabs(a.element_as_double(k) - b.element_as_double(k)));
+      output_max = std::max(output_max, std::fabs(a.element_as_double(k) - b.element_as_double(k)));
+      largest_reference = std::max(largest_reference, std::fabs(b.element_as_double(k)));
+    }
+    max_abs = std::max(max_abs, output_max);
+    by_output[output_names[i]] = output_max;
+  }
+
+  // The quantized file's outputs against onnxruntime's FP32 ones.
+  double quantized_max_abs = 0;
+  if (!ort_quantized.empty()) {
+    auto quantized = voxrt::ort::run_onnxruntime(ort_quantized, ort_names, ort_feed, output_names,
+                                                 reference_options);
+    if (!quantized) {
+      std::cerr << "error: onnxruntime on " << ort_quantized << ": " << quantized.status().message()
+                << "\n";
+      return 1;
+    }
+    for (std::size_t i = 0; i < quantized->outputs.size(); ++i) {
+      const Tensor& a = quantized->outputs[i];
+      const Tensor& b = reference->outputs[i];
+      if (a.dims() != b.dims()) {
+        std::cerr << "error: output '" << output_names[i] << "' of " << ort_quantized
+                  << " has another shape than the FP32 model's\n";
+        return 1;
+      }
+      double output_max = 0;
+      for (std::int64_t k = 0; k < a.element_count(); ++k) {
+        output_max =
+            std::max(output_max, std::fabs(a.element_as_double(k) - b.element_as_double(k)));
+      }
+      quantized_max_abs = std::max(quantized_max_abs, output_max);
+      quantized_by_output[output_names[i]] = output_max;
     }
   }
 
-  std::vector<double> voxrt_ms, ort_ms, voxrt_cpu_ms, ort_cpu_ms;
+  std::vector<double> voxrt_ms, ort_ms, voxrt_cpu_ms, ort_cpu_ms, quantized_ms, quantized_cpu_ms;
   for (int r = 0; r < rounds; ++r) {
     for (int i = 0; i < iterations; ++i) {
       const double c0 = process_cpu_ms();
@@ -164,6 +204,18 @@ int main(int argc, char** argv) {
     }
     ort_ms.insert(ort_ms.end(), block->times_ms.begin(), block->times_ms.end());
     ort_cpu_ms.insert(ort_cpu_ms.end(), block->cpu_times_ms.begin(), block->cpu_times_ms.end());
+    if (ort_quantized.empty()) continue;
+    auto quantized_block =
+        voxrt::ort::run_onnxruntime(ort_quantized, ort_names, ort_feed, output_names, timed);
+    if (!quantized_block) {
+      std::cerr << "error: onnxruntime on " << ort_quantized << ": "
+                << quantized_block.status().message() << "\n";
+      return 1;
+    }
+    quantized_ms.insert(quantized_ms.end(), quantized_block->times_ms.begin(),
+                        quantized_block->times_ms.end());
+    quantized_cpu_ms.insert(quantized_cpu_ms.end(), quantized_block->cpu_times_ms.begin(),
+                            quantized_block->cpu_times_ms.end());
   }
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
@@ -181,14 +233,31 @@ int main(int argc, char** argv) {
       {"onnxruntime_cpu_median_ms", ort_cpu_ms.empty() ? -1.0 : median(ort_cpu_ms)},
       {"cpu_time_ratio", ort_cpu_ms.empty() ? -1.0 : median(ort_cpu_ms) / median(voxrt_cpu_ms)},
       {"max_abs_diff_vs_onnxruntime", max_abs},
+      {"onnxruntime_max_abs_output", largest_reference},
+      {"max_abs_diff_by_output", by_output},
       {"voxrt_peak_rss_mib", static_cast<double>(usage.ru_maxrss) / 1024.0},
       {"samples_each", voxrt_ms.size()}};
+  if (!ort_quantized.empty()) {
+    const double quantized_median = median(quantized_ms);
+    j["onnxruntime_quantized_model"] = ort_quantized;
+    j["onnxruntime_quantized_median_ms"] = quantized_median;
+    j["onnxruntime_quantized_cpu_median_ms"] =
+        quantized_cpu_ms.empty() ? -1.0 : median(quantized_cpu_ms);
+    j["speedup_vs_onnxruntime_quantized"] = quantized_median / ours_median;
+    j["onnxruntime_quantized_max_abs_diff_vs_fp32"] = quantized_max_abs;
+    j["onnxruntime_quantized_max_abs_diff_by_output"] = quantized_by_output;
+  }
   if (json) {
     std::cout << j.dump() << "\n";
   } else {
     std::cout << onnx << " (" << engine_path << ") threads=" << threads << ": voxrt " << ours_median
               << " ms, onnxruntime " << ort_median << " ms, speedup " << ort_median / ours_median
-              << "x (max |diff| " << max_abs << ")\n";
+              << "x (max |diff| " << max_abs << ")";
+    if (!ort_quantized.empty()) {
+      std::cout << "; onnxruntime on " << ort_quantized << " " << median(quantized_ms)
+                << " ms (max |diff| from its FP32 " << quantized_max_abs << ")";
+    }
+    std::cout << "\n";
   }
   return 0;
 }

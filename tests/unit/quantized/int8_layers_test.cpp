@@ -106,6 +106,32 @@ TEST(Int8Dense, MatMulGemmFusedMatMul) {
   }
 }
 
+// A streaming Conformer chunk's projections: 16 rows against constant weights (the few-rows case
+// the GEMM splits by panels), with the FFN's fused Swish and GELU and a tail of columns that is
+// not a whole 16-lane vector, and the convolution module's pointwise (1 x 1) convolution over 16
+// frames. The activations run in one vectorized pass after the GEMM, the same for every INT8
+// tactic, so ours must still equal the reference to the bit.
+TEST(Int8Dense, ConformerChunkProjectionsWithFusedActivations) {
+  for (const std::int64_t rows : {16, 5}) {  // 5 x 1000 outputs end in a partial vector
+    for (const char* activation : {"silu", "gelu_erf", "sigmoid", "tanh"}) {
+      auto one = make_node(ir::OpKind::kFusedMatMul,
+                           {runtime(random_tensor({1, rows, 256}, 21)),
+                            constant(random_tensor({256, 1000}, 22, -0.1f, 0.1f)),
+                            constant(random_tensor({1000}, 23))},
+                           attrs_of({{"activation", std::string(activation)}}));
+      mark_int8(*one->node, -2, 2, true);
+      SCOPED_TRACE(str_cat(activation, ", ", rows, " rows"));
+      expect_int8_layer(*one, 0.02);
+    }
+  }
+  auto pointwise =
+      make_node(ir::OpKind::kConv, {runtime(random_tensor({1, 256, 16}, 24)),
+                                    constant(random_tensor({512, 256, 1}, 25, -0.1f, 0.1f)),
+                                    constant(random_tensor({512}, 26))});
+  mark_int8(*pointwise->node, -2, 2, true);
+  expect_int8_layer(*pointwise, 0.02);
+}
+
 TEST(Int8Dense, ConvolutionsWithPaddingStridesAndOneSidedInputs) {
   {
     // 2-D, padding and stride, the input one-sided so the zero point is 0 and padding exact.

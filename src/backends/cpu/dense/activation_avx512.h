@@ -38,4 +38,18 @@ VOXRT_AVX512 inline __m512 activate(const Activation& act, __m512 x) {
   return x;
 }
 
+// activate() over `count` floats in place (a masked tail): for kernels whose GEMM leaves the
+// activation to a pass of its own. Its results differ from apply_activation()'s scalar ones in
+// the last bits of the transcendental activations.
+VOXRT_AVX512 inline void activate_span(const Activation& act, float* data, std::int64_t count) {
+  if (act.kind == ActivationKind::kNone && !act.has_clamp) return;
+  std::int64_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    _mm512_storeu_ps(data + i, activate(act, _mm512_loadu_ps(data + i)));
+  if (i < count) {
+    const auto tail = static_cast<__mmask16>((1u << (count - i)) - 1);
+    _mm512_mask_storeu_ps(data + i, tail, activate(act, _mm512_maskz_loadu_ps(tail, data + i)));
+  }
+}
+
 }  // namespace voxrt::backends::cpu::dense
