@@ -211,6 +211,24 @@ int main(int argc, char** argv) {
                      dw,
                      2.0 * 256 * 64 * 15});
   }
+  // Whisper-base's front end on 30 s: two Conv1d of kernel 3 with GELU, the second of stride 2.
+  for (const auto& [label, in_channels, stride, activation] :
+       {std::tuple{"whisper_conv1 [1,80,3000] k3 gelu", 80, 1, "gelu_erf"},
+        std::tuple{"whisper_conv1 [1,80,3000] k3 none", 80, 1, "none"},
+        std::tuple{"whisper_conv2 [1,512,3000] k3/2 gelu", 512, 2, "gelu_erf"}}) {
+    voxrt::ir::Attributes a;
+    a.set("strides", std::vector<std::int64_t>{stride});
+    a.set("pads", std::vector<std::int64_t>{1, 1});
+    a.set("activation", std::string(activation));
+    const std::int64_t positions = 3000 / stride;
+    cases.push_back({label,
+                     voxrt::ir::OpKind::kFusedConv,
+                     {random_tensor({1, in_channels, 3000}, 24),
+                      random_tensor({512, in_channels, 3}, 25), random_tensor({512}, 26)},
+                     {false, true, true},
+                     a,
+                     2.0 * 512 * in_channels * 3 * positions});
+  }
   for (const Case& c : cases)
     if (c.label.find(filter) != std::string::npos) run_case(c, iterations, copies);
   return 0;
