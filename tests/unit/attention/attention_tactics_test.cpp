@@ -91,8 +91,8 @@ TEST(AttentionTactics, FullyMaskedRowsAndDecoderSteps) {
   AttentionCase causal = make_case(rng, {1, 2, 6, 32}, {1, 2, 3, 32}, {1, 2, 3, 32});
   causal.attrs.set("causal", std::int64_t{1});
   expect_tactics_match_reference(causal);
-  // Causal over groups of four strips whose strips see different numbers of keys (70 queries:
-  // strips of 6 rows in groups of 24, the last strip 4 rows), two threads.
+  // Causal with strips that see different numbers of keys (70 queries: 11 strips of 6 rows and
+  // one of 4), one and two threads.
   AttentionCase square = make_case(rng, {1, 2, 70, 32}, {1, 2, 70, 32}, {1, 2, 70, 48});
   square.attrs.set("causal", std::int64_t{1});
   expect_tactics_match_reference(square);
