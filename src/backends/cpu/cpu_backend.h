@@ -37,10 +37,10 @@ std::string scratch_note(const ir::Node& node, TacticId tactic, std::span<const 
 std::int64_t last_level_cache_bytes();
 // How many bytes of a model's weights stay cached from one run to the next, for the tuner's
 // choice of timing dense layers cold: the last-level cache, but at most 32 MiB. A virtual machine
-// reports its host's whole L3 (480 MiB on the Sapphire Rapids VM of docs/perf/transformer_cpu.md),
-// shared with the host's other cores and tenants; there one thread reads a 24 MiB buffer at 12
-// GB/s against 41 GB/s from its 2 MiB L2 (bench/cpu/memory_bandwidth), so a 74 MB model streams
-// its weights every run although it is far below the L3 reported.
+// reports its host's whole L3 (480 MiB on the Xeon VM of docs/perf/transformer_cpu.md, run of
+// 2026-12-07), shared with the host's other cores and tenants; there one thread read 16 MiB at 17
+// GB/s, 74 MiB at 9.5 GB/s, but 2 MiB (its L2) at 39 GB/s (bench/cpu/memory_bandwidth), so a
+// 74 MB model streams its weights from memory every run although the L3 reported would hold them.
 std::int64_t weight_cache_bytes();
 // "AVX-512 VNNI ..." summary of the CPU, for the engine fingerprint.
 std::string cpu_fingerprint();
