@@ -120,10 +120,10 @@ constexpr double kHopelessFactor = 8.0;
 // large encoder), and the kernel that is fastest on cached weights need not be fastest there.
 constexpr std::int64_t kColdWeightBytes = 64 << 10;
 
-// Pushes the caches' contents out by reading a buffer twice the last-level cache.
+// Pushes the weights out of the caches by reading a buffer twice the cache they could stay in.
 void evict_caches() {
   static std::vector<std::uint64_t> buffer(
-      static_cast<std::size_t>(2 * backends::cpu::last_level_cache_bytes() / 8), 1);
+      static_cast<std::size_t>(2 * backends::cpu::weight_cache_bytes() / 8), 1);
   std::uint64_t sum = 0;
   for (std::size_t i = 0; i < buffer.size(); i += 8) sum += buffer[i];
   asm volatile("" : : "r"(sum));  // keep the reads
@@ -184,7 +184,7 @@ Status select_tactics(ir::Graph& graph, const ProfilingRun& run, const BuilderCo
   std::int64_t weights = 0;
   for (const ir::Value* value : graph.values())
     if (value->is_constant()) weights += static_cast<std::int64_t>(value->constant->size_bytes());
-  const bool weights_stream = weights > backends::cpu::last_level_cache_bytes();
+  const bool weights_stream = weights > backends::cpu::weight_cache_bytes();
 
   // Nodes of branch graphs are tuned too.
   const std::vector<ir::Node*> nodes = ir::nodes_with_branches(graph);

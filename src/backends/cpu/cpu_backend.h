@@ -35,6 +35,13 @@ bool supports_fp16(const ir::Node& node);
 std::string scratch_note(const ir::Node& node, TacticId tactic, std::span<const Dims> input_dims);
 // Size of the CPU's last-level cache (sysfs; 32 MiB when it cannot be read).
 std::int64_t last_level_cache_bytes();
+// How many bytes of a model's weights stay cached from one run to the next, for the tuner's
+// choice of timing dense layers cold: the last-level cache, but at most 32 MiB. A virtual machine
+// reports its host's whole L3 (480 MiB on the Xeon VM of docs/perf/transformer_cpu.md, run of
+// 2026-12-07), shared with the host's other cores and tenants; there one thread read 16 MiB at 17
+// GB/s, 74 MiB at 9.5 GB/s, but 2 MiB (its L2) at 39 GB/s (bench/cpu/memory_bandwidth), so a
+// 74 MB model streams its weights from memory every run although the L3 reported would hold them.
+std::int64_t weight_cache_bytes();
 // "AVX-512 VNNI ..." summary of the CPU, for the engine fingerprint.
 std::string cpu_fingerprint();
 // Whether this CPU runs AVX2 and FMA (once per process). The library is built for baseline

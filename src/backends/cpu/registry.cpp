@@ -65,6 +65,10 @@ std::int64_t last_level_cache_bytes() {
   return bytes;
 }
 
+std::int64_t weight_cache_bytes() {
+  return std::min(last_level_cache_bytes(), std::int64_t{32} << 20);
+}
+
 bool cpu_has_avx2_fma() {
   static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return available;

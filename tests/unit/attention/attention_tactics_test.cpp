@@ -91,6 +91,12 @@ TEST(AttentionTactics, FullyMaskedRowsAndDecoderSteps) {
   AttentionCase causal = make_case(rng, {1, 2, 6, 32}, {1, 2, 3, 32}, {1, 2, 3, 32});
   causal.attrs.set("causal", std::int64_t{1});
   expect_tactics_match_reference(causal);
+  // Causal with strips that see different numbers of keys (70 queries: 11 strips of 6 rows and
+  // one of 4), one and two threads.
+  AttentionCase square = make_case(rng, {1, 2, 70, 32}, {1, 2, 70, 32}, {1, 2, 70, 48});
+  square.attrs.set("causal", std::int64_t{1});
+  expect_tactics_match_reference(square);
+  expect_tactics_match_reference(square, 2);
   // A decoder step: one query against 65 cached keys, 8 heads, two threads.
   expect_tactics_match_reference(make_case(rng, {1, 8, 1, 64}, {1, 8, 65, 64}, {1, 8, 65, 64}), 2);
   // Whisper-size strip work split over two threads.

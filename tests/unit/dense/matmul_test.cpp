@@ -95,26 +95,27 @@ TEST(FusedMatMul, TransposesBiasAndActivations) {
 }
 
 TEST(FusedMatMul, PanelTailsRowBlocksAndTwoThreads) {
-  // Rows in blocks of six and their tails, columns in panels of 64 and a partial one.
+  // Rows in blocks of six and their tails, in groups of 24 (30 rows: a second group); columns in
+  // panels of 64 and a partial one; depth in slices of 64 and a partial one (150 = 64 + 64 + 22).
   std::uint32_t seed = 90;
-  for (std::int64_t m : {1, 5, 13, 16}) {
-    for (std::int64_t n : {64, 130}) {
-      SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n));
-      const std::int64_t k = 37;
-      auto one =
-          make_node(OpKind::kFusedMatMul,
-                    {runtime(random_tensor({1, m, k}, seed++)),
-                     constant(random_tensor({k, n}, seed++)), constant(random_tensor({n}, seed++))},
-                    attrs_of({{"activation", std::string("silu")}}));
-      auto want = run_tactic(*one, 0, 1);
-      ASSERT_TRUE(want.has_value());
-      for (const auto& tactic : backends::cpu::tactics_for(*one->node)) {
-        auto got = run_tactic(*one, tactic.id, 2);
-        ASSERT_TRUE(got.has_value()) << tactic.name << ": " << got.status().to_string();
-        EXPECT_TRUE(all_close(*want, *got)) << tactic.name;
+  for (std::int64_t m : {1, 5, 13, 16, 30})
+    for (std::int64_t n : {64, 130})
+      for (std::int64_t k : {37, 150}) {
+        SCOPED_TRACE("m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                     " k=" + std::to_string(k));
+        auto one = make_node(
+            OpKind::kFusedMatMul,
+            {runtime(random_tensor({1, m, k}, seed++)), constant(random_tensor({k, n}, seed++)),
+             constant(random_tensor({n}, seed++))},
+            attrs_of({{"activation", std::string("silu")}}));
+        auto want = run_tactic(*one, 0, 1);
+        ASSERT_TRUE(want.has_value());
+        for (const auto& tactic : backends::cpu::tactics_for(*one->node)) {
+          auto got = run_tactic(*one, tactic.id, 2);
+          ASSERT_TRUE(got.has_value()) << tactic.name << ": " << got.status().to_string();
+          EXPECT_TRUE(all_close(*want, *got)) << tactic.name;
+        }
       }
-    }
-  }
 }
 
 TEST(Gemm, AllTransposeAlphaBetaAndCCombinations) {

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <mutex>
 
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/dense/activation_avx512.h"
 #include "ir/shape_inference/dense.h"
 
 namespace voxrt::backends::cpu::dense {
@@ -76,7 +78,34 @@ float activation_value(const Activation& activation, float x) {
                               : y;
 }
 
+namespace {
+
+// The transcendental activations 16 lanes at a time: applied after an OpenBLAS product (im2col
+// Conv, MatMul), the scalar std::erf of GELU took 60 of the 71 ms of Whisper-base's first
+// convolution (bench/dense/dense_tactics, whisper_conv1). Same approximations as the AVX-512
+// dense kernels' epilogues (avx512_math.h: erf within 1e-6).
+VOXRT_AVX512 void apply_activation_avx512(const Activation& activation, float* data,
+                                          std::int64_t count) {
+  std::int64_t i = 0;
+  for (; i + 16 <= count; i += 16)
+    _mm512_storeu_ps(data + i, activate(activation, _mm512_loadu_ps(data + i)));
+  if (i < count) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (count - i)) - 1u);
+    _mm512_mask_storeu_ps(data + i, tail,
+                          activate(activation, _mm512_maskz_loadu_ps(tail, data + i)));
+  }
+}
+
+}  // namespace
+
 void apply_activation(const Activation& activation, float* data, std::int64_t count) {
+  const bool transcendental =
+      activation.kind == ActivationKind::kSigmoid || activation.kind == ActivationKind::kTanh ||
+      activation.kind == ActivationKind::kGeluErf || activation.kind == ActivationKind::kSilu;
+  if (transcendental && cpu_has_avx512f()) {
+    apply_activation_avx512(activation, data, count);  // the clamp too
+    return;
+  }
   switch (activation.kind) {
     case ActivationKind::kNone: break;
     case ActivationKind::kRelu:
