@@ -86,4 +86,10 @@ Expected<std::vector<float>> chunk_pad_frame(const std::map<std::string, std::st
   return frame;
 }
 
+std::string metadata_or(const std::map<std::string, std::string>& metadata, const std::string& key,
+                        const std::string& fallback) {
+  auto it = metadata.find(key);
+  return it == metadata.end() ? fallback : it->second;
+}
+
 }  // namespace voxrt::stream

@@ -29,6 +29,10 @@ Expected<decode::TimeBase> time_base_from_metadata(
     const std::map<std::string, std::string>& metadata, int subsampling, double frame_shift_ms,
     const std::string& where);
 
+// The value under `key`, or `fallback` when it is absent.
+std::string metadata_or(const std::map<std::string, std::string>& metadata, const std::string& key,
+                        const std::string& fallback);
+
 // The value under `key`, or an error naming it and `where`.
 Expected<std::string> metadata_string(const std::map<std::string, std::string>& metadata,
                                       const std::string& key, const std::string& where);

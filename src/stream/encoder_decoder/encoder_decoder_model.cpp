@@ -14,24 +14,12 @@
 #include "stream/batch_limit.h"
 #include "stream/encoder_decoder/token_sampling.h"
 #include "stream/encoder_decoder/window_prompt.h"
+#include "stream/engine_io_names.h"
 #include "stream/recognizer.h"
 
 namespace voxrt::stream {
 namespace fs = std::filesystem;
 namespace {
-
-int index_of(const std::vector<TensorInfo>& infos, const std::string& name) {
-  for (std::size_t i = 0; i < infos.size(); ++i) {
-    if (infos[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-std::string names_of(const std::vector<TensorInfo>& infos) {
-  std::string out;
-  for (const auto& info : infos) out += (out.empty() ? "" : ", ") + info.name;
-  return out;
-}
 
 // Rows `rows` of `t` (batch on dim 0), in that order.
 Tensor gather_rows(const Tensor& t, const std::vector<int>& rows) {

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "stream/batch_limit.h"
+#include "stream/engine_io_names.h"
 #include "stream/model_metadata.h"
 #include "stream/transducer/joiner_batches.h"
 
@@ -15,12 +16,6 @@ std::vector<std::string> split_commas(const std::string& text) {
   std::stringstream in(text);
   for (std::string part; std::getline(in, part, ',');) parts.push_back(part);
   return parts;
-}
-
-std::string names_of(const std::vector<TensorInfo>& infos) {
-  std::string out;
-  for (const auto& info : infos) out += (out.empty() ? "" : ", ") + info.name;
-  return out;
 }
 
 // Positions of `names` among `infos`; errors name the missing one and what the engine has.

@@ -5,26 +5,11 @@
 #include "decode/stateful_transducer_beam.h"
 #include "runtime/engine_impl.h"
 #include "stream/batch_limit.h"
+#include "stream/engine_io_names.h"
 #include "stream/model_metadata.h"
 #include "stream/recognizer.h"
 
 namespace voxrt::stream {
-namespace {
-
-int index_of(const std::vector<TensorInfo>& infos, const std::string& name) {
-  for (std::size_t i = 0; i < infos.size(); ++i)
-    if (infos[i].name == name) return static_cast<int>(i);
-  return -1;
-}
-
-std::string names_of(const std::vector<TensorInfo>& infos) {
-  std::string out;
-  for (const auto& info : infos) out += (out.empty() ? "" : ", ") + info.name;
-  return out;
-}
-
-}  // namespace
-
 // A stream with one of the two searches (greedy: StatefulTransducerStreamSearch; modified beam:
 // StatefulTransducerBeamSearch), which share these methods.
 template <class Search>

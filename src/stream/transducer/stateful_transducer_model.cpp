@@ -7,32 +7,11 @@
 #include "decode/stateful_transducer_search.h"
 #include "runtime/engine_impl.h"
 #include "stream/batch_limit.h"
+#include "stream/engine_io_names.h"
 #include "stream/model_metadata.h"
 #include "stream/recognizer.h"
 
 namespace voxrt::stream {
-namespace {
-
-std::string metadata_or(const std::map<std::string, std::string>& metadata, const std::string& key,
-                        const std::string& fallback) {
-  auto it = metadata.find(key);
-  return it == metadata.end() ? fallback : it->second;
-}
-
-int index_of(const std::vector<TensorInfo>& infos, const std::string& name) {
-  for (std::size_t i = 0; i < infos.size(); ++i) {
-    if (infos[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-std::string names_of(const std::vector<TensorInfo>& infos) {
-  std::string out;
-  for (const auto& info : infos) out += (out.empty() ? "" : ", ") + info.name;
-  return out;
-}
-
-}  // namespace
 
 // A stream with its state slot and one of the two searches (greedy or modified beam), which
 // share these methods.

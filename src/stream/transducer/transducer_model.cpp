@@ -6,33 +6,12 @@
 #include "decode/context_graph.h"
 #include "runtime/engine_impl.h"
 #include "stream/batch_limit.h"
+#include "stream/engine_io_names.h"
 #include "stream/model_metadata.h"
 #include "stream/recognizer.h"
 #include "stream/transducer/joiner_batches.h"
 
 namespace voxrt::stream {
-namespace {
-
-std::string metadata_or(const std::map<std::string, std::string>& metadata, const std::string& key,
-                        const std::string& fallback) {
-  auto it = metadata.find(key);
-  return it == metadata.end() ? fallback : it->second;
-}
-
-int index_of(const std::vector<TensorInfo>& infos, const std::string& name) {
-  for (std::size_t i = 0; i < infos.size(); ++i) {
-    if (infos[i].name == name) return static_cast<int>(i);
-  }
-  return -1;
-}
-
-std::string names_of(const std::vector<TensorInfo>& infos) {
-  std::string out;
-  for (const auto& info : infos) out += (out.empty() ? "" : ", ") + info.name;
-  return out;
-}
-
-}  // namespace
 
 // ---- the decoder and joiner engines -----------------------------------------------------------
 
