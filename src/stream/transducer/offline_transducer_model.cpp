@@ -8,6 +8,7 @@
 #include "stream/engine_io_names.h"
 #include "stream/model_metadata.h"
 #include "stream/recognizer.h"
+#include "stream/transducer/stateful_search_batch.h"
 
 namespace voxrt::stream {
 // A stream with one of the two searches (greedy: StatefulTransducerStreamSearch; modified beam:
@@ -168,10 +169,7 @@ Status OfflineTransducerModel::run_batch(std::span<const ChunkInput> batch, int 
         frames_first[(static_cast<std::size_t>(b) * out_frames + t) * dim + d] =
             src[(static_cast<std::size_t>(b) * dim + d) * out_frames + t];
   // Greedy and beam streams may share a batch: each search runs on its own streams' frames.
-  std::vector<decode::StatefulTransducerStreamSearch*> greedy;
-  std::vector<decode::StatefulTransducerBeamSearch*> beam;
-  std::vector<float> greedy_frames, beam_frames;
-  std::vector<int> greedy_valid, beam_valid;
+  std::vector<StatefulSearchRow> search_rows;
   const std::size_t stream_values = static_cast<std::size_t>(out_frames) * dim;
   for (std::size_t b = 0; b < batch.size(); ++b) {
     const int valid =
@@ -179,25 +177,15 @@ Status OfflineTransducerModel::run_batch(std::span<const ChunkInput> batch, int 
             ? 0
             : std::min(out_frames, segments_->output_frames(static_cast<int>(segments.lengths[b])));
     const float* rows_of_b = frames_first.data() + b * stream_values;
+    StatefulSearchRow row{.frames = rows_of_b, .valid_frames = valid};
     if (auto* g = dynamic_cast<GreedyStream*>(batch[b].stream)) {
-      greedy.push_back(&g->search());
-      greedy_frames.insert(greedy_frames.end(), rows_of_b, rows_of_b + stream_values);
-      greedy_valid.push_back(valid);
+      row.greedy = &g->search();
     } else {
-      beam.push_back(&static_cast<BeamStream*>(batch[b].stream)->search());
-      beam_frames.insert(beam_frames.end(), rows_of_b, rows_of_b + stream_values);
-      beam_valid.push_back(valid);
+      row.beam = &static_cast<BeamStream*>(batch[b].stream)->search();
     }
+    search_rows.push_back(row);
   }
-  if (!greedy.empty()) {
-    VOXRT_RETURN_IF_ERROR(decode::stateful_transducer_greedy(
-        *networks_, greedy, greedy_frames.data(), out_frames, greedy_valid));
-  }
-  if (!beam.empty()) {
-    VOXRT_RETURN_IF_ERROR(decode::stateful_transducer_beam(*networks_, beam, beam_frames.data(),
-                                                           out_frames, beam_valid));
-  }
-  return Status::ok();
+  return run_stateful_searches(*networks_, search_rows, out_frames);
 }
 
 }  // namespace voxrt::stream
