@@ -104,6 +104,15 @@ EOF
 trap finish EXIT
 
 source recipes/data/tts_env.sh
+# Without the speech tools nothing can be synthesised and the whole call would be spent training
+# on no data (it happened: 2026-12-07, a fresh machine without .debs/). Stop at once and say why.
+for tool in espeak-ng sox; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    say "expected $tool (system package or .debs/ from scripts/fetch-tts-debs.sh, carried to the" \
+      "GPU machine as carry [\".debs\"]); found none: stopping before any training"
+    exit 3
+  fi
+done
 "$PY" -c "import torch, torchaudio; print('torch', torch.__version__, 'torchaudio', torchaudio.__version__, 'cuda', torch.cuda.is_available(), torch.cuda.device_count())" 2>&1 | tee -a "$log"
 say "espeak-ng $(espeak-ng $ESPEAK_PATH_ARG --version | head -1 | cut -c1-40); $(sox --version); cpus $(nproc)"
 
