@@ -109,6 +109,22 @@ void record_tuned_cpu_precisions(ir::Graph& graph, std::vector<std::string>& not
   }
 }
 
+void settle_device_int8_layer_precisions(ir::Graph& graph, Precision engine_precision,
+                                         std::vector<std::string>& notes) {
+  int int8_layers = 0, fp16_layers = 0;
+  for (ir::Node* node : graph.nodes()) {
+    if (backends::layer_precision(*node, engine_precision) != Precision::kInt8) continue;
+    if (backends::cpu::quantized::marked_int8(*node)) {
+      ++int8_layers;
+      continue;
+    }
+    node->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kFp16));
+    ++fp16_layers;
+  }
+  notes.push_back(str_cat("device precision: ", int8_layers, " layer(s) at int8, ", fp16_layers,
+                          " node(s) at fp16 (no INT8 kernel, or kept out of INT8)"));
+}
+
 void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
                                  std::vector<std::string>& notes) {
   int fp16_layers = 0, fp32_layers = 0, int8_layers = 0;

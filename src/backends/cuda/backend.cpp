@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/executor.h"
+#include "backends/cuda/int8_gemm_host.h"
 #include "ir/view_ops.h"
 #include "runtime/engine_format.h"
 
@@ -96,6 +97,8 @@ class CudaBackend final : public DeviceBackend {
     }
     return Status::ok();
   }
+
+  bool int8_candidate(const ir::Node& node) const override { return cuda_int8_applies(node); }
 
   std::vector<std::string> unsupported_nodes(const ir::Graph& graph,
                                              Precision precision) const override {

@@ -2,16 +2,26 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "backends/cpu/quantized/quantized_kernels.h"
 #include "backends/cuda/conv_width_fold.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/cudnn_rnn.h"
 #include "backends/cuda/dense_common.h"
+#include "backends/cuda/int8_gemm_host.h"
 
 namespace voxrt::backends::cuda {
 
+bool runs_int8(const ir::Node& node) {
+  return cpu::quantized::marked_int8(node) && cuda_int8_applies(node);
+}
+
 std::string unsupported_reason(const ir::Node& node, Precision precision) {
-  if (precision == Precision::kInt8) return "int8 is not available on the CUDA backend";
+  // At int8 a layer the INT8 kernels take runs there; every other one at fp16.
+  if (precision == Precision::kInt8) {
+    if (runs_int8(node)) return "";
+    precision = Precision::kFp16;
+  }
   switch (ir::op_family(node.op)) {
     case ir::OpFamily::kElementwise: return elementwise_unsupported(node);
     case ir::OpFamily::kReduction: return reduction_unsupported(node);
@@ -26,6 +36,10 @@ std::string unsupported_reason(const ir::Node& node, Precision precision) {
 }
 
 std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
+  if (precision == Precision::kInt8) {
+    if (runs_int8(node)) return int8_dense_tactics();
+    precision = Precision::kFp16;
+  }
   if (!unsupported_reason(node, precision).empty()) return {};
   switch (ir::op_family(node.op)) {
     case ir::OpFamily::kDense: {
