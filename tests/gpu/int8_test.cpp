@@ -223,6 +223,58 @@ TEST(CudaInt8, MarkedDenseNodeMatchesTheCpuInt8Kernel) {
   }
 }
 
+// A FusedConv marked int8 (the default model's conv2 geometry: 5 x 11 kernel, strides 1 x 2, pads
+// 0 / 5 in time / frequency; and a 1-D pointwise one) through the CUDA executor against the CPU
+// backend's INT8 convolution, at batch 1 and 256: the unfolding with quantized padding, the IMMA
+// GEMM over every output position, the NCHW epilogue.
+TEST(CudaInt8, MarkedConvNodeMatchesTheCpuInt8Kernel) {
+  REQUIRE_CUDA_DEVICE();
+  struct Case {
+    Dims x_per_image, w;
+    std::vector<std::int64_t> strides, pads;
+  };
+  const Case cases[] = {{{8, 12, 40}, {8, 8, 5, 11}, {1, 2}, {0, 5, 0, 5}},
+                        {{24, 10}, {16, 24, 1}, {1}, {0, 0}}};
+  for (const Case& k : cases) {
+    for (const std::int64_t batch : {1, 256}) {
+      SCOPED_TRACE(testing::Message() << "batch " << batch << " weight " << dims_to_string(k.w));
+      std::mt19937 rng(6);
+      ir::Graph graph;
+      std::vector<Tensor> inputs;
+      Dims xd{batch};
+      xd.insert(xd.end(), k.x_per_image.begin(), k.x_per_image.end());
+      ir::Value* x = input(graph, inputs, "x", random_tensor(xd, rng, 1.0f));
+      ir::Value* w = graph.add_constant("w", random_tensor(k.w, rng, 0.2f));
+      ir::Value* b = graph.add_constant("b", random_tensor({k.w[0]}, rng, 0.2f));
+      ir::Value* y = out(graph, "y");
+      ir::Node* n = node(graph, ir::OpKind::kFusedConv, "conv", {x, w, b}, {y});
+      n->attrs.set("strides", k.strides);
+      n->attrs.set("pads", k.pads);
+      n->attrs.set("activation", std::string("relu"));
+      const auto q = quantized::ActivationQuantization::asymmetric(-2.0, 2.5);
+      n->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kInt8));
+      n->attrs.set(quantized::kInputScaleAttr, q.scale);
+      n->attrs.set(quantized::kInputZeroPointAttr, static_cast<std::int64_t>(q.zero_point));
+      graph.outputs = {y};
+      ASSERT_TRUE(ir::infer_graph(graph).is_ok());
+      ASSERT_TRUE(cuda::runs_int8(*n));
+      const auto reference = run_cpu_reference(graph, inputs);  // CPU reference_int8
+      n->attrs.set(runtime::kTacticAttr, static_cast<std::int64_t>(cuda::kGemmImmaInt8First));
+      auto exe = cuda::compile_graph(graph, Precision::kInt8);
+      ASSERT_TRUE(exe) << exe.status().message();
+      auto session = (*exe)->create_session();
+      ASSERT_TRUE(session) << session.status().message();
+      for (int run = 0; run < 3; ++run) {
+        std::vector<Tensor> outputs;
+        const Status s = (*session)->run(inputs, outputs);
+        ASSERT_TRUE(s.is_ok()) << s.message();
+        ASSERT_EQ(outputs[0].dims(), reference[0].dims());
+        EXPECT_LE(relative_error(outputs[0], reference[0]), 1e-6) << "run " << run;
+      }
+    }
+  }
+}
+
 constexpr std::int64_t kBins = 40, kHidden = 32, kProjected = 48, kClasses = 12, kChunk = 16;
 
 // features [batch, 16, 40] -> FusedMatMul + ReLU -> MatMul + ReLU -> GRU (state) -> MatMul.

@@ -247,8 +247,8 @@ inline constexpr TacticId kConvDepthwise = 33;
 // MatMul / FusedMatMul / Gemm with a constant untransposed [K, N] weight (N even) at FP16/BF16:
 // our one-launch kernel for at most 16 rows of activations (skinny_gemm.cpp).
 inline constexpr TacticId kGemmSkinny = 34;
-// MatMul / FusedMatMul / Gemm marked int8 by the builder (int8_gemm.cpp): cuBLASLt's IMMA GEMM,
-// kGemmImmaInt8First + i its heuristic's i-th candidate; the only tactics such a layer lists.
+// MatMul / FusedMatMul / Gemm / Conv marked int8 by the builder (int8_gemm.cpp): cuBLASLt's IMMA
+// GEMM, kGemmImmaInt8First + i its heuristic's i-th candidate; the only tactics such a layer lists.
 inline constexpr TacticId kGemmImmaInt8First = 35;
 inline constexpr int kInt8GemmCandidates = 2;
 bool is_int8_gemm_tactic(TacticId tactic);

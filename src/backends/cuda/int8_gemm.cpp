@@ -1,5 +1,6 @@
-// The CUDA INT8 dense layers (MatMul / FusedMatMul / Gemm marked int8 by the builder): the
-// activation quantized per tensor into int8 rows (one pass), cuBLASLt's IMMA GEMM with int32
+// The CUDA INT8 dense layers (MatMul / FusedMatMul / Gemm / Conv marked int8 by the builder): the
+// activation quantized per tensor into int8 rows (one pass; a convolution's input unfolded into
+// one row per output position in the same pass), cuBLASLt's IMMA GEMM with int32
 // accumulation and output, then one epilogue pass that removes the zero point, dequantizes per
 // output column, adds the bias and applies the activation. Weights quantized per output column
 // and packed at load (int8_gemm_host.h).
@@ -10,6 +11,7 @@
 // not among its IMMA type combinations. So the int32 sums go through memory once, and the
 // zero-point correction, the bias and any activation ride in the same pass.
 #include <iterator>
+#include <optional>
 
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/dense_common.h"
@@ -20,20 +22,28 @@
 namespace voxrt::backends::cuda {
 namespace {
 
+// A convolution's unfolding, or none for a MatMul / Gemm.
+using ConvUnfold = std::optional<ops::Int8Im2col>;
+
 class Int8DenseCall final : public CudaCall {
  public:
   Int8DenseCall(const DeviceInt8Layer& layer, std::int64_t rows, std::unique_ptr<ImmaGemm> gemm,
-                const Activation& act)
-      : layer_(layer), rows_(rows), gemm_(std::move(gemm)), act_(act) {}
+                const Activation& act, ConvUnfold unfold)
+      : layer_(layer), rows_(rows), gemm_(std::move(gemm)), act_(act), unfold_(unfold) {}
   std::size_t scratch_bytes() const override { return align_up(quantized_bytes()) + acc_bytes(); }
   Status enqueue(std::span<const DevTensor> in, std::span<const DevTensor> out,
                  const CudaRunContext& context) const override {
     auto* quantized = static_cast<std::int8_t*>(context.scratch);
     auto* acc = reinterpret_cast<std::int32_t*>(static_cast<char*>(context.scratch) +
                                                 align_up(quantized_bytes()));
-    VOXRT_CUDA_TRY(ops::quantize_int8_rows(in[0].as<const float>(), rows_, layer_.depth,
-                                           layer_.padded_depth, layer_.inverse_input_scale,
-                                           layer_.input_zero_point, quantized, context.stream));
+    if (unfold_) {
+      VOXRT_CUDA_TRY(
+          ops::quantize_int8_im2col(in[0].as<const float>(), *unfold_, quantized, context.stream));
+    } else {
+      VOXRT_CUDA_TRY(ops::quantize_int8_rows(in[0].as<const float>(), rows_, layer_.depth,
+                                             layer_.padded_depth, layer_.inverse_input_scale,
+                                             layer_.input_zero_point, quantized, context.stream));
+    }
     VOXRT_RETURN_IF_ERROR(gemm_->run(layer_.weights, quantized, acc, context));
     ops::Int8Epilogue e;
     e.acc = acc;
@@ -43,6 +53,7 @@ class Int8DenseCall final : public CudaCall {
     e.scales = layer_.scales;
     e.zero_point_sums = layer_.zero_point_sums;
     e.bias = layer_.bias;
+    if (unfold_) e.positions = unfold_->out_h * unfold_->out_w;
     if (act_.present) {
       e.op = act_.op;
       e.alpha = act_.alpha;
@@ -63,15 +74,18 @@ class Int8DenseCall final : public CudaCall {
   std::int64_t rows_;
   std::unique_ptr<ImmaGemm> gemm_;
   Activation act_;
+  ConvUnfold unfold_;
 };
 
 class Int8DenseKernel final : public CudaKernel {
  public:
-  Int8DenseKernel(const DeviceInt8Layer& layer, int candidate, const Activation& act)
-      : layer_(layer), candidate_(candidate), act_(act) {}
+  Int8DenseKernel(const ir::Node& node, const DeviceInt8Layer& layer, std::int8_t pad_value,
+                  int candidate, const Activation& act)
+      : node_(node), layer_(layer), pad_value_(pad_value), candidate_(candidate), act_(act) {}
   Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> in,
                                               std::span<const DevTensor> out,
                                               cublasLtHandle_t lt) const override {
+    if (is_conv(node_)) return prepare_conv(in, out, lt);
     const Dims& x = in[0].dims;
     if (x.empty() || x.back() != layer_.depth) {
       return invalid_argument("int8 GEMM: expected an input whose last dim is the weight's depth ",
@@ -85,11 +99,44 @@ class Int8DenseKernel final : public CudaKernel {
     VOXRT_ASSIGN_OR_RETURN(
         std::unique_ptr<ImmaGemm> gemm,
         ImmaGemm::create(layer_.padded_columns, layer_.padded_depth, rows, candidate_, lt));
-    return std::unique_ptr<CudaCall>(new Int8DenseCall(layer_, rows, std::move(gemm), act_));
+    return std::unique_ptr<CudaCall>(
+        new Int8DenseCall(layer_, rows, std::move(gemm), act_, std::nullopt));
   }
 
  private:
+  Expected<std::unique_ptr<CudaCall>> prepare_conv(std::span<const DevTensor> in,
+                                                   std::span<const DevTensor> out,
+                                                   cublasLtHandle_t lt) const {
+    VOXRT_ASSIGN_OR_RETURN(Int8ConvGeometry g, int8_conv_geometry(node_, in[0].dims, out[0].dims));
+    ops::Int8Im2col u;
+    u.batch = g.batch;
+    u.channels = g.channels;
+    u.height = g.height;
+    u.width = g.width;
+    u.kernel_h = g.kernel_h;
+    u.kernel_w = g.kernel_w;
+    u.out_h = g.out_h;
+    u.out_w = g.out_w;
+    u.stride_h = g.stride_h;
+    u.stride_w = g.stride_w;
+    u.pad_top = g.pad_top;
+    u.pad_left = g.pad_left;
+    u.dilation_h = g.dilation_h;
+    u.dilation_w = g.dilation_w;
+    u.depth = layer_.depth;
+    u.padded_depth = layer_.padded_depth;
+    u.inverse_scale = layer_.inverse_input_scale;
+    u.zero_point = layer_.input_zero_point;
+    u.pad_value = pad_value_;
+    VOXRT_ASSIGN_OR_RETURN(
+        std::unique_ptr<ImmaGemm> gemm,
+        ImmaGemm::create(layer_.padded_columns, layer_.padded_depth, g.rows(), candidate_, lt));
+    return std::unique_ptr<CudaCall>(new Int8DenseCall(layer_, g.rows(), std::move(gemm), act_, u));
+  }
+
+  ir::Node node_;  // a convolution's attributes and weight dims
   DeviceInt8Layer layer_;
+  std::int8_t pad_value_;
   int candidate_;
   Activation act_;
 };
@@ -135,8 +182,10 @@ Expected<std::unique_ptr<CudaKernel>> make_int8_dense_kernel(const ir::Node& nod
                            build.upload_bytes(host.bias.data(), host.bias.size() * sizeof(float)));
     layer.bias = static_cast<const float*>(bias);
   }
-  return std::unique_ptr<CudaKernel>(
-      new Int8DenseKernel(layer, static_cast<int>(tactic - kGemmImmaInt8First), act));
+  // A convolution's padding taps are the value 0.0, quantized.
+  const std::int8_t pad_value = quantize_activation_signed(0.0f, host.input);
+  return std::unique_ptr<CudaKernel>(new Int8DenseKernel(
+      node, layer, pad_value, static_cast<int>(tactic - kGemmImmaInt8First), act));
 }
 
 }  // namespace voxrt::backends::cuda

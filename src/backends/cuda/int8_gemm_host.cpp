@@ -40,8 +40,15 @@ bool is_matmul(const ir::Node& node) {
 
 bool cuda_int8_applies(const ir::Node& node) {
   // The CPU's INT8 candidates (the builder calibrates and measures on the CPU) that are GEMMs.
-  if (!is_matmul(node) || !quantized::dense_int8_applies(node)) return false;
-  if (!read_activation(node).has_value()) return false;
+  if (!quantized::dense_int8_applies(node) || !read_activation(node).has_value()) return false;
+  if (is_conv(node)) {
+    const Tensor& w = *node.input(1)->constant;
+    const std::string auto_pad = node.attrs.get_string("auto_pad", "NOTSET");
+    return (w.rank() == 3 || w.rank() == 4) && w.dtype() == DType::kF32 &&
+           (auto_pad == "NOTSET" || auto_pad == "VALID") &&
+           (!node.input(2) || node.input(2)->constant->element_count() == w.dim(0));
+  }
+  if (!is_matmul(node)) return false;
   const auto config = cpu::dense::read_matmul_config(node);
   if (!config || config->trans_a) return false;
   const Tensor& w = *node.input(1)->constant;
@@ -83,12 +90,19 @@ Expected<Int8GemmLayer> make_int8_gemm_layer(const ir::Node& node) {
   if (!cuda_int8_applies(node)) {
     return unsupported(node.describe(), ": no CUDA int8 kernel (needs MatMul / FusedMatMul / Gemm ",
                        "with f32 data, a constant 2-D weight, A not transposed and a bias of one ",
-                       "value per output column)");
+                       "value per output column, or a 1-D / 2-D Conv of group 1 with explicit ",
+                       "pads)");
   }
   VOXRT_ASSIGN_OR_RETURN(quantized::ActivationQuantization input,
                          quantized::read_input_quantization(node));
-  VOXRT_ASSIGN_OR_RETURN(cpu::dense::MatMulConfig config, cpu::dense::read_matmul_config(node));
   const Tensor& w = *node.input(1)->constant;
+  if (is_conv(node)) {  // [OC, C, K...]: already one row per output channel
+    const std::int64_t out_channels = w.dim(0);
+    const ir::Value* bias = node.input(2);
+    return make_int8_gemm_layer(w.data<float>(), out_channels, w.element_count() / out_channels,
+                                input, 1.0f, bias ? bias->constant->data<float>() : nullptr);
+  }
+  VOXRT_ASSIGN_OR_RETURN(cpu::dense::MatMulConfig config, cpu::dense::read_matmul_config(node));
   const std::int64_t depth = config.trans_b ? w.dim(1) : w.dim(0);
   const std::int64_t columns = config.trans_b ? w.dim(0) : w.dim(1);
   std::vector<float> by_column;
@@ -103,6 +117,58 @@ Expected<Int8GemmLayer> make_int8_gemm_layer(const ir::Node& node) {
   const std::vector<float> bias = *column_bias(node, config, columns);
   return make_int8_gemm_layer(config.trans_b ? w.data<float>() : by_column.data(), columns, depth,
                               input, config.alpha, bias.empty() ? nullptr : bias.data());
+}
+
+Expected<Int8ConvGeometry> int8_conv_geometry(const ir::Node& node, const Dims& x, const Dims& y) {
+  const Tensor& w = *node.input(1)->constant;
+  const std::size_t spatial = static_cast<std::size_t>(w.rank()) - 2;
+  if (x.size() != spatial + 2 || y.size() != spatial + 2 || x[1] != w.dim(1) || y[1] != w.dim(0) ||
+      x[0] != y[0]) {
+    return invalid_argument(node.describe(), ": int8 convolution expected input [N, ", w.dim(1),
+                            ", ...] and output [N, ", w.dim(0), ", ...] of rank ", spatial + 2,
+                            ", found ", dims_to_string(x), " and ", dims_to_string(y));
+  }
+  const ConvAttrs attrs = read_conv_attrs(node, spatial);
+  Int8ConvGeometry g;
+  g.batch = x[0];
+  g.channels = x[1];
+  const std::size_t last = spatial - 1;  // the width axis
+  g.width = x.back();
+  g.out_w = y.back();
+  g.kernel_w = w.dim(w.rank() - 1);
+  g.stride_w = attrs.strides[last];
+  g.dilation_w = attrs.dilations[last];
+  g.pad_left = attrs.pads[last];
+  if (spatial == 2) {
+    g.height = x[2];
+    g.out_h = y[2];
+    g.kernel_h = w.dim(2);
+    g.stride_h = attrs.strides[0];
+    g.dilation_h = attrs.dilations[0];
+    g.pad_top = attrs.pads[0];
+  }
+  return g;
+}
+
+std::vector<std::int8_t> im2col_signed(const float* x, const Int8ConvGeometry& g,
+                                       const Int8GemmLayer& layer) {
+  const std::int8_t zero = quantize_activation_signed(0.0f, layer.input);
+  std::vector<std::int8_t> out(static_cast<std::size_t>(g.rows() * layer.padded_depth), 0);
+  for (std::int64_t m = 0; m < g.rows(); ++m) {
+    const std::int64_t ox = m % g.out_w, oy = m / g.out_w % g.out_h, n = m / (g.out_w * g.out_h);
+    for (std::int64_t k = 0; k < layer.depth; ++k) {
+      const std::int64_t kx = k % g.kernel_w, ky = k / g.kernel_w % g.kernel_h,
+                         c = k / (g.kernel_w * g.kernel_h);
+      const std::int64_t iy = oy * g.stride_h - g.pad_top + ky * g.dilation_h;
+      const std::int64_t ix = ox * g.stride_w - g.pad_left + kx * g.dilation_w;
+      const bool inside = iy >= 0 && iy < g.height && ix >= 0 && ix < g.width;
+      out[static_cast<std::size_t>(m * layer.padded_depth + k)] =
+          inside ? quantize_activation_signed(
+                       x[((n * g.channels + c) * g.height + iy) * g.width + ix], layer.input)
+                 : zero;
+    }
+  }
+  return out;
 }
 
 std::int8_t quantize_activation_signed(float x, const quantized::ActivationQuantization& q) {

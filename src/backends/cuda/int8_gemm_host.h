@@ -38,8 +38,10 @@ inline std::int64_t round_up_to(std::int64_t value, std::int64_t multiple) {
 
 // Whether the CUDA backend runs this layer in INT8 once calibrated: MatMul / FusedMatMul / Gemm
 // with f32 data, a constant 2-D weight, A not transposed, no bias or a constant bias of one value
-// per output column (or one value), and an activation the epilogue applies. (Convolutions stay
-// FP16: their IMMA form is not written yet.)
+// per output column (or one value); Conv / FusedConv, 1-D or 2-D, group 1, constant weights and
+// bias, explicit pads (auto_pad NOTSET or VALID), as one GEMM over the unfolded input (each output
+// position a row, its C x KH x KW window the depth; a 1 x 1 convolution's window is its C
+// channels). Both with an activation the epilogue applies.
 bool cuda_int8_applies(const ir::Node& node);
 
 // A layer's INT8 GEMM, prepared once at load.
@@ -61,6 +63,18 @@ Int8GemmLayer make_int8_gemm_layer(const float* w_rows, std::int64_t columns, st
 // weights); an error names the node and what is missing.
 Expected<Int8GemmLayer> make_int8_gemm_layer(const ir::Node& node);
 
+// A convolution as the INT8 GEMM sees it (1-D: h = kh = oh = 1). Row m = (n, oy, ox) of the
+// unfolded input, depth index k = (c, ky, kx), the weight's own [OC, C, KH, KW] order.
+struct Int8ConvGeometry {
+  std::int64_t batch = 0, channels = 0, height = 1, width = 0;
+  std::int64_t kernel_h = 1, kernel_w = 1, out_h = 1, out_w = 0;
+  std::int64_t stride_h = 1, stride_w = 1, pad_top = 0, pad_left = 0, dilation_h = 1,
+               dilation_w = 1;
+  std::int64_t rows() const { return batch * out_h * out_w; }
+};
+// From the node's attributes and its input / output dims (NCW or NCHW); an error names the node.
+Expected<Int8ConvGeometry> int8_conv_geometry(const ir::Node& node, const Dims& x, const Dims& y);
+
 // The signed activation value the device's quantize kernel writes for x.
 std::int8_t quantize_activation_signed(float x, const cpu::quantized::ActivationQuantization& q);
 
@@ -68,6 +82,11 @@ std::int8_t quantize_activation_signed(float x, const cpu::quantized::Activation
 // padding 0).
 std::vector<std::int8_t> quantize_rows_signed(const float* x, std::int64_t rows,
                                               const Int8GemmLayer& layer);
+// The unfolded, quantized input of a convolution: [rows][padded_depth] int8, a padding tap the
+// quantized value of 0 (zero point - 128: the zero-point correction counts it as 0.0), the depth
+// padding 0.
+std::vector<std::int8_t> im2col_signed(const float* x, const Int8ConvGeometry& g,
+                                       const Int8GemmLayer& layer);
 // acc[m][c] = sum_k a[m][k] * w[c][k] over the padded depth: [rows][padded_columns].
 std::vector<std::int32_t> int8_gemm_int32_reference(const std::int8_t* a, std::int64_t rows,
                                                     const Int8GemmLayer& layer);

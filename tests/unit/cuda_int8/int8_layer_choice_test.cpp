@@ -10,7 +10,9 @@
 #include "backends/layer_precision.h"
 #include "builder/calibration/int8_calibration.h"
 #include "builder/layer_precision.h"
+#include "core/thread_pool.h"
 #include "ir/shape_inference.h"
+#include "runtime/plan.h"
 #include "voxrt/calibration.h"
 
 namespace voxrt {
@@ -66,7 +68,7 @@ TEST(CudaInt8Layers, GemmsWithConstantWeightsTakeInt8OthersDoNot) {
   EXPECT_FALSE(cuda::cuda_int8_applies(*activations));  // no constant weight
   EXPECT_FALSE(cuda::cuda_int8_applies(*batched));      // 3-D weight
   EXPECT_FALSE(cuda::cuda_int8_applies(*full_c));       // C is not one value per column
-  EXPECT_FALSE(cuda::cuda_int8_applies(*conv));         // convolutions stay fp16 for now
+  EXPECT_TRUE(cuda::cuda_int8_applies(*conv));          // a pointwise 1-D convolution
 
   // Without the builder's marks there is nothing to quantize the input with.
   const auto unmarked = cuda::make_int8_gemm_layer(*gemm_t);
@@ -106,6 +108,77 @@ TEST(CudaInt8Layers, GemmsWithConstantWeightsTakeInt8OthersDoNot) {
       cuda::make_int8_gemm_layer(rows.data(), 3, 8, input, 1.0f, nullptr);
   EXPECT_EQ(from_matmul->weights, want_matmul.weights);
   EXPECT_TRUE(from_matmul->bias.empty());
+}
+
+// The CUDA path's convolution references (the unfolding with quantized padding, the int32 sums,
+// the epilogue, NCHW) against the CPU backend's INT8 convolution on the same marks: 2-D with
+// strides, pads and dilations, and a 1-D pointwise one.
+TEST(CudaInt8Layers, ConvolutionReferencesGiveTheCpuInt8Convolution) {
+  struct Case {
+    Dims x, w;
+    std::vector<std::int64_t> strides, pads, dilations;
+  };
+  const Case cases[] = {
+      {{2, 3, 9, 14}, {5, 3, 3, 5}, {2, 2}, {1, 2, 0, 2}, {1, 1}},   // DS2-like: no pad in time
+      {{1, 1, 7, 20}, {4, 1, 5, 11}, {2, 2}, {0, 5, 0, 5}, {1, 1}},  // the default model's conv1
+      {{2, 4, 6, 6}, {3, 4, 3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}},    // dilated, wide pads
+      {{3, 6, 11}, {5, 6, 1}, {1}, {0, 0}, {1}},                     // 1-D pointwise
+  };
+  for (const Case& k : cases) {
+    for (const bool relu : {false, true}) {
+      SCOPED_TRACE(testing::Message()
+                   << dims_to_string(k.x) << " * " << dims_to_string(k.w) << (relu ? " relu" : ""));
+      ir::Graph g;
+      Tensor x = random_tensor(k.x, 31, 1.0f);
+      x.data<float>()[0] = 9.0f;  // clamped
+      ir::Value* xv = g.add_value("x", DType::kF32, ir::sym_shape_from_dims(k.x));
+      ir::Value* w = g.add_constant("w", random_tensor(k.w, 32, 0.3f));
+      ir::Value* b = g.add_constant("b", random_tensor({k.w[0]}, 33, 0.2f));
+      ir::Value* y = g.add_value("y", DType::kF32, {}, false);
+      ir::Node* conv = add(g, ir::OpKind::kFusedConv, "conv", {xv, w, b}, {y});
+      conv->attrs.set("strides", k.strides);
+      conv->attrs.set("pads", k.pads);
+      conv->attrs.set("dilations", k.dilations);
+      conv->attrs.set("activation", std::string(relu ? "relu" : "none"));
+      const auto input = quantized::ActivationQuantization::asymmetric(-1.5, 2.0);
+      conv->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kInt8));
+      conv->attrs.set(quantized::kInputScaleAttr, input.scale);
+      conv->attrs.set(quantized::kInputZeroPointAttr, static_cast<std::int64_t>(input.zero_point));
+      g.inputs = {xv};
+      g.outputs = {y};
+      ASSERT_TRUE(ir::infer_graph(g).is_ok());
+      ASSERT_TRUE(cuda::cuda_int8_applies(*conv));
+
+      auto plan = runtime::Plan::compile(g, runtime::TacticPolicy::kReference);
+      ASSERT_TRUE(plan) << plan.status().message();
+      ThreadPool pool(1);
+      backends::KernelContext context{&pool};
+      std::vector<Tensor> outputs;
+      const std::vector<Tensor> inputs{x};
+      ASSERT_TRUE((*plan)->execute(inputs, outputs, context).is_ok());
+      const Tensor& want = outputs[0];
+
+      const auto layer = cuda::make_int8_gemm_layer(*conv);
+      ASSERT_TRUE(layer) << layer.status().message();
+      const auto geometry = cuda::int8_conv_geometry(*conv, k.x, want.dims());
+      ASSERT_TRUE(geometry) << geometry.status().message();
+      const std::vector<std::int8_t> a = cuda::im2col_signed(x.data<float>(), *geometry, *layer);
+      const std::vector<std::int32_t> acc =
+          cuda::int8_gemm_int32_reference(a.data(), geometry->rows(), *layer);
+      const std::int64_t positions = geometry->out_h * geometry->out_w;
+      ASSERT_EQ(want.element_count(), geometry->rows() * layer->columns);
+      double worst = 0;
+      for (std::int64_t i = 0; i < want.element_count(); ++i) {
+        const std::int64_t p = i % positions, c = i / positions % layer->columns,
+                           m = i / (positions * layer->columns) * positions + p;
+        float got = cuda::int8_dequantize(
+            acc[static_cast<std::size_t>(m * layer->padded_columns + c)], *layer, c);
+        if (relu) got = std::max(got, 0.0f);
+        worst = std::max(worst, static_cast<double>(std::fabs(got - want.data<float>()[i])));
+      }
+      EXPECT_LE(worst, 1e-5);
+    }
+  }
 }
 
 constexpr std::int64_t kBins = 16, kHidden = 8, kProjected = 12, kClasses = 5, kChunk = 4;
