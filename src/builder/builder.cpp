@@ -395,6 +395,8 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
             return tune_on_device(*shapes, inputs, p);
           }));
     }
+    builder::record_tuned_device_int8_precisions(*graph, report.notes);
+    builder::calibration::report_tuned_int8_layers(*graph, report);
   } else {
     // Calibration has work only where a layer is int8 (by --precision or --layer-precision);
     // an fp32 build does not show the step.

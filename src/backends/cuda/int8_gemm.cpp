@@ -150,7 +150,8 @@ bool is_int8_gemm_tactic(TacticId tactic) {
 std::vector<TacticInfo> int8_dense_tactics() {
   std::vector<TacticInfo> tactics;
   for (int i = 0; i < kInt8GemmCandidates; ++i)
-    tactics.push_back({kGemmImmaInt8First + static_cast<TacticId>(i), str_cat("imma_int8_", i)});
+    tactics.push_back(
+        {kGemmImmaInt8First + static_cast<TacticId>(i), str_cat("imma_", i, "_int8")});
   return tactics;
 }
 

@@ -35,9 +35,23 @@ std::string unsupported_reason(const ir::Node& node, Precision precision) {
   return "unknown op family";
 }
 
+bool int8_fp16_fallback() {
+  const char* v = std::getenv("VOXRT_CUDA_INT8_FP16_FALLBACK");
+  return !(v && v[0] == '0');
+}
+
 std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
   if (precision == Precision::kInt8) {
-    if (runs_int8(node)) return int8_dense_tactics();
+    if (runs_int8(node)) {
+      // The IMMA tactics first; then, unless VOXRT_CUDA_INT8_FP16_FALLBACK=0, the layer's fp16
+      // ones (ids apart from the IMMA ones), so that timing can keep a layer where INT8 is no
+      // faster in fp16 (the builder then records it fp16), as the CPU keeps such layers fp32.
+      std::vector<TacticInfo> tactics = int8_dense_tactics();
+      if (int8_fp16_fallback()) {
+        for (const TacticInfo& t : tactics_for(node, Precision::kFp16)) tactics.push_back(t);
+      }
+      return tactics;
+    }
     precision = Precision::kFp16;
   }
   if (!unsupported_reason(node, precision).empty()) return {};
@@ -139,6 +153,13 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
 
 Expected<std::unique_ptr<CudaKernel>> create_kernel(const ir::Node& node, TacticId tactic,
                                                     KernelBuildContext& build) {
+  if (build.precision() == Precision::kInt8 && !(runs_int8(node) && is_int8_gemm_tactic(tactic))) {
+    // An fp16 tactic at int8 (a layer without INT8 kernels, or one timed against its IMMA ones).
+    build.set_precision(Precision::kFp16);
+    auto kernel = create_kernel(node, tactic, build);
+    build.set_precision(Precision::kInt8);
+    return kernel;
+  }
   const std::string why = unsupported_reason(node, build.precision());
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
   switch (ir::op_family(node.op)) {

@@ -376,9 +376,9 @@ void report_tuned_int8_layers(const ir::Graph& graph, BuildReport& report) {
     if (!layer.int8 || it == by_name.end()) continue;
     if (backends::layer_precision(*it->second, Precision::kFp32) == Precision::kInt8) continue;
     layer.int8 = false;
-    layer.reason =
-        str_cat("its fp32 tactic (", it->second->attrs.get_string(runtime::kTacticNameAttr, "?"),
-                ") timed faster");
+    layer.reason = str_cat(
+        "its ", precision_name(backends::layer_precision(*it->second, Precision::kFp32)),
+        " tactic (", it->second->attrs.get_string(runtime::kTacticNameAttr, "?"), ") timed faster");
   }
 }
 

@@ -38,8 +38,9 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
                              const BuilderConfig& config, BuildReport& report,
                              const Int8Target& target = {});
 
-// After tactic selection (record_tuned_cpu_precisions): a layer of report.int8_layers whose
-// INT8 mark was dropped because its FP32 tactic timed faster is reported fp32, with that reason.
+// After tactic selection (record_tuned_cpu_precisions, record_tuned_device_int8_precisions): a
+// layer of report.int8_layers whose INT8 mark was dropped because its FP32 (CPU) or FP16 (CUDA)
+// tactic timed faster is reported at that precision, with that reason.
 void report_tuned_int8_layers(const ir::Graph& graph, BuildReport& report);
 
 }  // namespace voxrt::builder::calibration

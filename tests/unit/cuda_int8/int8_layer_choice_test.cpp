@@ -12,6 +12,7 @@
 #include "builder/layer_precision.h"
 #include "core/thread_pool.h"
 #include "ir/shape_inference.h"
+#include "runtime/engine_format.h"
 #include "runtime/plan.h"
 #include "voxrt/calibration.h"
 
@@ -179,6 +180,34 @@ TEST(CudaInt8Layers, ConvolutionReferencesGiveTheCpuInt8Convolution) {
       EXPECT_LE(worst, 1e-5);
     }
   }
+}
+
+// After autotuning with the fp16 fallback: a marked layer whose chosen tactic is an fp16 one is
+// recorded fp16 and loses its int8 marks; one that runs an IMMA tactic keeps them.
+TEST(CudaInt8Layers, LayersWhoseFp16TacticWonAreRecordedFp16) {
+  ir::Graph g;
+  ir::Value* x = g.add_value("x", DType::kF32, {Dim::known(4), Dim::known(8)});
+  ir::Value* w = g.add_constant("w", random_tensor({8, 3}, 1, 0.5f));
+  ir::Value* y1 = g.add_value("y1", DType::kF32, {}, false);
+  ir::Value* y2 = g.add_value("y2", DType::kF32, {}, false);
+  ir::Node* kept = add(g, ir::OpKind::kMatMul, "kept", {x, w}, {y1});
+  ir::Node* fell_back = add(g, ir::OpKind::kMatMul, "fell_back", {x, w}, {y2});
+  for (ir::Node* n : {kept, fell_back}) {
+    n->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kInt8));
+    n->attrs.set(quantized::kInputScaleAttr, 0.05f);
+    n->attrs.set(quantized::kInputZeroPointAttr, std::int64_t{128});
+  }
+  kept->attrs.set(runtime::kTacticNameAttr, std::string("imma_0_int8"));
+  fell_back->attrs.set(runtime::kTacticNameAttr, std::string("cublaslt_0"));
+  std::vector<std::string> notes;
+  builder::record_tuned_device_int8_precisions(g, notes);
+  EXPECT_EQ(backends::layer_precision(*kept, Precision::kInt8), Precision::kInt8);
+  EXPECT_TRUE(quantized::marked_int8(*kept));
+  EXPECT_EQ(backends::layer_precision(*fell_back, Precision::kInt8), Precision::kFp16);
+  EXPECT_FALSE(quantized::marked_int8(*fell_back));
+  EXPECT_FALSE(fell_back->attrs.has(quantized::kInputScaleAttr));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("'fell_back' runs in fp16"), std::string::npos) << notes[0];
 }
 
 constexpr std::int64_t kBins = 16, kHidden = 8, kProjected = 12, kClasses = 5, kChunk = 4;
