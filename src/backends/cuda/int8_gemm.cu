@@ -22,40 +22,75 @@ __device__ __forceinline__ std::int8_t quantize_signed(float x, float inverse_sc
   return static_cast<std::int8_t>(static_cast<int>(v) - 128);
 }
 
-__global__ void quantize_int8_rows_kernel(const float* __restrict__ x, std::int64_t rows,
-                                          std::int64_t depth, std::int64_t padded_depth,
-                                          float inverse_scale, float zero_point,
+// Each thread writes 4 consecutive int8 of a row as one 32-bit store (padded_depth is a multiple
+// of 16); Index is int32 when every index fits, which keeps the divisions cheap.
+__device__ __forceinline__ void store4(std::int8_t* out, const std::int8_t (&q)[4]) {
+  char4 v;
+  v.x = q[0];
+  v.y = q[1];
+  v.z = q[2];
+  v.w = q[3];
+  *reinterpret_cast<char4*>(out) = v;
+}
+
+template <typename Index>
+__global__ void quantize_int8_rows_kernel(const float* __restrict__ x, Index rows, Index depth,
+                                          Index padded_depth, float inverse_scale, float zero_point,
                                           std::int8_t* __restrict__ out) {
-  const std::int64_t total = rows * padded_depth;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t m = i / padded_depth;
-    const std::int64_t k = i - m * padded_depth;
-    out[i] = k < depth ? quantize_signed(x[m * depth + k], inverse_scale, zero_point) : 0;
+  const Index quads = rows * (padded_depth / 4);
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < quads;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const Index m = i / (padded_depth / 4);
+    const Index k0 = (i - m * (padded_depth / 4)) * 4;
+    std::int8_t q[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const Index k = k0 + j;
+      q[j] = k < depth ? quantize_signed(x[m * depth + k], inverse_scale, zero_point) : 0;
+    }
+    store4(out + m * padded_depth + k0, q);
   }
 }
 
+template <typename Index>
 __global__ void quantize_int8_im2col_kernel(const float* __restrict__ x, Int8Im2col g,
                                             std::int8_t* __restrict__ out) {
-  const std::int64_t total = g.batch * g.out_h * g.out_w * g.padded_depth;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const std::int64_t m = i / g.padded_depth;
-    const std::int64_t k = i - m * g.padded_depth;
-    std::int8_t q = 0;
-    if (k < g.depth) {
-      const std::int64_t ox = m % g.out_w, oy = m / g.out_w % g.out_h, n = m / (g.out_w * g.out_h);
-      const std::int64_t kx = k % g.kernel_w, ky = k / g.kernel_w % g.kernel_h,
-                         c = k / (g.kernel_w * g.kernel_h);
-      const std::int64_t iy = oy * g.stride_h - g.pad_top + ky * g.dilation_h;
-      const std::int64_t ix = ox * g.stride_w - g.pad_left + kx * g.dilation_w;
-      q = iy >= 0 && iy < g.height && ix >= 0 && ix < g.width
-              ? quantize_signed(x[((n * g.channels + c) * g.height + iy) * g.width + ix],
-                                g.inverse_scale, g.zero_point)
-              : g.pad_value;
+  const Index padded_depth = static_cast<Index>(g.padded_depth),
+              depth = static_cast<Index>(g.depth);
+  const Index out_w = static_cast<Index>(g.out_w), out_h = static_cast<Index>(g.out_h);
+  const Index kernel_w = static_cast<Index>(g.kernel_w), kernel_h = static_cast<Index>(g.kernel_h);
+  const Index width = static_cast<Index>(g.width), height = static_cast<Index>(g.height);
+  const Index channels = static_cast<Index>(g.channels);
+  const Index quads = static_cast<Index>(g.batch) * out_h * out_w * (padded_depth / 4);
+  for (Index i = blockIdx.x * static_cast<Index>(blockDim.x) + threadIdx.x; i < quads;
+       i += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const Index m = i / (padded_depth / 4);
+    const Index k0 = (i - m * (padded_depth / 4)) * 4;
+    const Index ox = m % out_w, oy = m / out_w % out_h, n = m / (out_w * out_h);
+    std::int8_t q[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const Index k = k0 + j;
+      q[j] = 0;
+      if (k < depth) {
+        const Index kx = k % kernel_w, ky = k / kernel_w % kernel_h, c = k / (kernel_w * kernel_h);
+        const Index iy = oy * static_cast<Index>(g.stride_h) - static_cast<Index>(g.pad_top) +
+                         ky * static_cast<Index>(g.dilation_h);
+        const Index ix = ox * static_cast<Index>(g.stride_w) - static_cast<Index>(g.pad_left) +
+                         kx * static_cast<Index>(g.dilation_w);
+        q[j] = iy >= 0 && iy < height && ix >= 0 && ix < width
+                   ? quantize_signed(x[((n * channels + c) * height + iy) * width + ix],
+                                     g.inverse_scale, g.zero_point)
+                   : g.pad_value;
+      }
     }
-    out[i] = q;
+    store4(out + m * padded_depth + k0, q);
   }
+}
+
+// Whether every index of a grid over `elements` (and of the arrays it addresses) fits in int32.
+bool fits_int32(std::int64_t elements) {
+  return elements < (std::int64_t{1} << 31) - (std::int64_t{1} << 20);
 }
 
 __global__ void int8_epilogue_kernel(Int8Epilogue e, float* __restrict__ y) {
@@ -84,9 +119,16 @@ cudaError_t quantize_int8_rows(const float* x, std::int64_t rows, std::int64_t d
                                std::int64_t padded_depth, float inverse_scale, float zero_point,
                                std::int8_t* out, cudaStream_t stream) {
   if (rows <= 0) return cudaSuccess;
-  quantize_int8_rows_kernel<<<grid_stride_blocks(rows * padded_depth, kThreads), kThreads, 0,
-                              stream>>>(x, rows, depth, padded_depth, inverse_scale, zero_point,
-                                        out);
+  const std::int64_t quads = rows * (padded_depth / 4);
+  const unsigned blocks = grid_stride_blocks(quads, kThreads);
+  if (fits_int32(rows * padded_depth)) {
+    quantize_int8_rows_kernel<int><<<blocks, kThreads, 0, stream>>>(
+        x, static_cast<int>(rows), static_cast<int>(depth), static_cast<int>(padded_depth),
+        inverse_scale, zero_point, out);
+  } else {
+    quantize_int8_rows_kernel<std::int64_t><<<blocks, kThreads, 0, stream>>>(
+        x, rows, depth, padded_depth, inverse_scale, zero_point, out);
+  }
   return cudaGetLastError();
 }
 
@@ -94,8 +136,13 @@ cudaError_t quantize_int8_im2col(const float* x, const Int8Im2col& g, std::int8_
                                  cudaStream_t stream) {
   const std::int64_t total = g.batch * g.out_h * g.out_w * g.padded_depth;
   if (total <= 0) return cudaSuccess;
-  quantize_int8_im2col_kernel<<<grid_stride_blocks(total, kThreads), kThreads, 0, stream>>>(x, g,
-                                                                                            out);
+  const unsigned blocks = grid_stride_blocks(total / 4, kThreads);
+  const std::int64_t input = g.batch * g.channels * g.height * g.width;
+  if (fits_int32(total) && fits_int32(input)) {
+    quantize_int8_im2col_kernel<int><<<blocks, kThreads, 0, stream>>>(x, g, out);
+  } else {
+    quantize_int8_im2col_kernel<std::int64_t><<<blocks, kThreads, 0, stream>>>(x, g, out);
+  }
   return cudaGetLastError();
 }
 
