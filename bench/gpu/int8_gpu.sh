@@ -94,10 +94,12 @@ for round in $(seq 1 "$rounds"); do
   done
   echo "round $round done after $((SECONDS - T0)) s"
 done
-python3 - "$work/runs.jsonl" "$OUT/int8_gpu.json" "$cal_files" "$OUT" <<'PY'
-import json, statistics, sys, os, re
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+python3 - "$work/runs.jsonl" "$OUT/int8_gpu.json" "$cal_files" "$OUT" "$gpu" "$iters" <<'PY'
+import json, statistics, sys, os, re, time
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-out = {"cases": {}, "calibration_files": int(sys.argv[3])}
+out = {"cases": {}, "calibration_files": int(sys.argv[3]), "gpu": sys.argv[5],
+       "iterations": int(sys.argv[6]), "utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}
 for r in runs:
     c = out["cases"].setdefault(f"{r['engine']}_b{r['batch']}", {"p50_ms": [], "device_p50_ms": []})
     c["p50_ms"].append(r["p50_ms"])
