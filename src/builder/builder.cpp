@@ -322,7 +322,8 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
       target.backend = "CUDA";
       target.has_int8_kernel = [device](const ir::Node& n) { return device->int8_candidate(n); };
       target.fallback = Precision::kFp16;
-      target.kernels = "MatMul, FusedMatMul and Gemm with constant 2-D weights";
+      target.kernels =
+          "MatMul, FusedMatMul and Gemm with constant 2-D weights and group-1 convolutions";
       VOXRT_RETURN_IF_ERROR(
           builder::calibration::calibrate_int8_layers(*graph, model_hash, config, report, target));
       builder::settle_device_int8_layer_precisions(*graph, config.precision, report.notes);

@@ -122,10 +122,18 @@ class CudaBackend final : public DeviceBackend {
         VOXRT_RETURN_IF_ERROR(attach_fused_pointwise_code(*node));
     }
     std::map<const ir::Node*, std::vector<TacticInfo>> tactics;
+    const char* fallback_env = std::getenv("VOXRT_CUDA_INT8_FP16_FALLBACK");
+    const bool int8_fp16_fallback = !(fallback_env && fallback_env[0] == '0');
     std::size_t variants = 1;
     for (ir::Node* node : order) {
       if (ir::is_view_op(*node)) continue;
       tactics[node] = tactics_for(*node, layer_precision(*node, precision));
+      if (!int8_fp16_fallback && layer_precision(*node, precision) == Precision::kInt8 &&
+          runs_int8(*node)) {
+        // VOXRT_CUDA_INT8_FP16_FALLBACK=0: an int8 layer is timed on its IMMA tactics alone.
+        std::erase_if(tactics[node],
+                      [](const TacticInfo& t) { return !is_int8_gemm_tactic(t.id); });
+      }
       variants = std::max(variants, tactics[node].size());
     }
     // times[node][i]: measured or cached time of tactics[node][i]; < 0 = not known.

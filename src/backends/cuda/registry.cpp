@@ -35,21 +35,15 @@ std::string unsupported_reason(const ir::Node& node, Precision precision) {
   return "unknown op family";
 }
 
-bool int8_fp16_fallback() {
-  const char* v = std::getenv("VOXRT_CUDA_INT8_FP16_FALLBACK");
-  return !(v && v[0] == '0');
-}
-
 std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
   if (precision == Precision::kInt8) {
     if (runs_int8(node)) {
-      // The IMMA tactics first; then, unless VOXRT_CUDA_INT8_FP16_FALLBACK=0, the layer's fp16
-      // ones (ids apart from the IMMA ones), so that timing can keep a layer where INT8 is no
-      // faster in fp16 (the builder then records it fp16), as the CPU keeps such layers fp32.
+      // The IMMA tactics first, then the layer's fp16 ones (ids apart from the IMMA ones), so
+      // that timing can keep a layer where INT8 is no faster in fp16 (the builder then records
+      // it fp16), as the CPU keeps such layers fp32. (The autotuner leaves the fp16 ones out
+      // with VOXRT_CUDA_INT8_FP16_FALLBACK=0; select_tactics in backend.cpp.)
       std::vector<TacticInfo> tactics = int8_dense_tactics();
-      if (int8_fp16_fallback()) {
-        for (const TacticInfo& t : tactics_for(node, Precision::kFp16)) tactics.push_back(t);
-      }
+      for (const TacticInfo& t : tactics_for(node, Precision::kFp16)) tactics.push_back(t);
       return tactics;
     }
     precision = Precision::kFp16;
