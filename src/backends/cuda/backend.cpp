@@ -130,9 +130,12 @@ class CudaBackend final : public DeviceBackend {
       tactics[node] = tactics_for(*node, layer_precision(*node, precision));
       if (!int8_fp16_fallback && layer_precision(*node, precision) == Precision::kInt8 &&
           runs_int8(*node)) {
-        // VOXRT_CUDA_INT8_FP16_FALLBACK=0: an int8 layer is timed on its IMMA tactics alone.
-        std::erase_if(tactics[node],
-                      [](const TacticInfo& t) { return !is_int8_gemm_tactic(t.id); });
+        // VOXRT_CUDA_INT8_FP16_FALLBACK=0: an int8 layer is timed on its IMMA tactics alone
+        // (after the reference, which stays first).
+        auto& list = tactics[node];
+        list.erase(std::remove_if(list.begin() + 1, list.end(),
+                                  [](const TacticInfo& t) { return !is_int8_gemm_tactic(t.id); }),
+                   list.end());
       }
       variants = std::max(variants, tactics[node].size());
     }

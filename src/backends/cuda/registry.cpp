@@ -38,12 +38,17 @@ std::string unsupported_reason(const ir::Node& node, Precision precision) {
 std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
   if (precision == Precision::kInt8) {
     if (runs_int8(node)) {
-      // The IMMA tactics first, then the layer's fp16 ones (ids apart from the IMMA ones), so
-      // that timing can keep a layer where INT8 is no faster in fp16 (the builder then records
-      // it fp16), as the CPU keeps such layers fp32. (The autotuner leaves the fp16 ones out
-      // with VOXRT_CUDA_INT8_FP16_FALLBACK=0; select_tactics in backend.cpp.)
-      std::vector<TacticInfo> tactics = int8_dense_tactics();
-      for (const TacticInfo& t : tactics_for(node, Precision::kFp16)) tactics.push_back(t);
+      // The IMMA tactics right after the reference (index 0 stays the oracle, which the
+      // autotuner times last and a build without autotuning passes over), then the layer's fp16
+      // ones (ids apart from the IMMA ones), so that timing can keep a layer where INT8 is no
+      // faster in fp16 (the builder then records it fp16), as the CPU keeps such layers fp32.
+      // (With VOXRT_CUDA_INT8_FP16_FALLBACK=0 the autotuner leaves the fp16 ones out:
+      // select_tactics in backend.cpp.)
+      const std::vector<TacticInfo> fp16 = tactics_for(node, Precision::kFp16);
+      std::vector<TacticInfo> tactics;
+      if (!fp16.empty()) tactics.push_back(fp16.front());
+      for (const TacticInfo& t : int8_dense_tactics()) tactics.push_back(t);
+      if (!fp16.empty()) tactics.insert(tactics.end(), fp16.begin() + 1, fp16.end());
       return tactics;
     }
     precision = Precision::kFp16;

@@ -6,6 +6,7 @@
 
 #include "backends/cpu/quantized/int8_quantization.h"
 #include "backends/cpu/quantized/quantized_kernels.h"
+#include "backends/cuda/cuda_common.h"
 #include "backends/cuda/int8_gemm_host.h"
 #include "backends/layer_precision.h"
 #include "builder/calibration/int8_calibration.h"
@@ -208,6 +209,39 @@ TEST(CudaInt8Layers, LayersWhoseFp16TacticWonAreRecordedFp16) {
   EXPECT_FALSE(fell_back->attrs.has(quantized::kInputScaleAttr));
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("'fell_back' runs in fp16"), std::string::npos) << notes[0];
+}
+
+// The tactics an int8 layer lists: the reference first (the autotuner times it last and a build
+// without autotuning passes over it), then the IMMA ones (what a build without autotuning takes),
+// then its fp16 ones; an unmarked layer of an int8 engine lists its fp16 tactics.
+TEST(CudaInt8Layers, Int8LayersListTheImmaTacticsAfterTheReferenceThenTheFp16Ones) {
+  ir::Graph g;
+  ir::Value* x = g.add_value("x", DType::kF32, {Dim::known(4), Dim::known(8)});
+  ir::Value* w = g.add_constant("w", random_tensor({8, 6}, 1, 0.5f));
+  ir::Value* y1 = g.add_value("y1", DType::kF32, {}, false);
+  ir::Value* y2 = g.add_value("y2", DType::kF32, {}, false);
+  ir::Node* marked = add(g, ir::OpKind::kMatMul, "marked", {x, w}, {y1});
+  ir::Node* plain = add(g, ir::OpKind::kMatMul, "plain", {x, w}, {y2});
+  marked->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kInt8));
+  marked->attrs.set(quantized::kInputScaleAttr, 0.05f);
+  marked->attrs.set(quantized::kInputZeroPointAttr, std::int64_t{128});
+  ASSERT_TRUE(ir::infer_graph(g).is_ok());
+  ASSERT_TRUE(cuda::runs_int8(*marked));
+  ASSERT_FALSE(cuda::runs_int8(*plain));
+  const auto fp16 = cuda::tactics_for(*plain, Precision::kFp16);
+  EXPECT_EQ(cuda::tactics_for(*plain, Precision::kInt8).size(), fp16.size());
+  const auto int8 = cuda::tactics_for(*marked, Precision::kInt8);
+  ASSERT_EQ(int8.size(), fp16.size() + cuda::kInt8GemmCandidates);
+  EXPECT_EQ(int8[0].id, fp16[0].id);
+  for (int i = 0; i < cuda::kInt8GemmCandidates; ++i) {
+    EXPECT_TRUE(cuda::is_int8_gemm_tactic(int8[1 + i].id));
+    EXPECT_TRUE(int8[1 + i].name.ends_with("_int8")) << int8[1 + i].name;
+  }
+  for (std::size_t i = 1; i < fp16.size(); ++i) {
+    EXPECT_EQ(int8[i + cuda::kInt8GemmCandidates].id, fp16[i].id);
+    EXPECT_FALSE(cuda::is_int8_gemm_tactic(fp16[i].id));
+  }
+  EXPECT_EQ(cuda::unsupported_reason(*marked, Precision::kInt8), "");
 }
 
 constexpr std::int64_t kBins = 16, kHidden = 8, kProjected = 12, kClasses = 5, kChunk = 4;
