@@ -217,6 +217,13 @@ TEST(CudaInt8, MarkedDenseNodeMatchesTheCpuInt8Kernel) {
       for (int run = 0; run < 3; ++run) {  // eager, captured, replayed
         std::vector<Tensor> outputs;
         const Status s = (*session)->run(inputs, outputs);
+        if (!s.is_ok() && candidate > 0 &&
+            s.message().find("int8 algorithm(s)") != std::string::npos) {
+          // cuBLASLt offered fewer candidates for this shape; the autotuner passes over it too.
+          std::cout << "[ note ] imma_" << candidate << "_int8 not offered: " << s.message()
+                    << "\n";
+          break;
+        }
         ASSERT_TRUE(s.is_ok()) << s.message();
         ASSERT_EQ(outputs.size(), 1u);
         ASSERT_EQ(outputs[0].dims(), reference[0].dims());
