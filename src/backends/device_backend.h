@@ -106,6 +106,9 @@ class DeviceBackend {
   // Compares an engine's recorded fingerprint with this device; the error names every field that
   // differs.
   virtual Status check_fingerprint(const std::string& recorded) const = 0;
+  // Whether `node`, once calibrated and marked int8 (builder/calibration/int8_calibration.h), runs
+  // in INT8 on this backend: the builder's INT8 candidates for an int8 engine.
+  virtual bool int8_candidate(const ir::Node& /*node*/) const { return false; }
   // One message per node of `graph` this backend cannot run ("node 'x' (Foo): why").
   virtual std::vector<std::string> unsupported_nodes(const ir::Graph& graph,
                                                      Precision precision) const = 0;

@@ -310,6 +310,25 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
   };
   const bool tune_per_profile = config.autotune && config.profiles.size() > 1;
   if (device) {
+    // INT8 on the device: calibrated on the CPU as for a CPU engine, among the layers this
+    // backend has INT8 kernels for; every other layer of an int8 engine runs at fp16.
+    const std::vector<ir::Node*> nodes = graph->nodes();
+    const bool any_int8 = std::any_of(nodes.begin(), nodes.end(), [&](const ir::Node* n) {
+      return backends::layer_precision(*n, config.precision) == Precision::kInt8;
+    });
+    if (any_int8) {
+      progress(config, "calibrate", 0, 1);
+      builder::calibration::Int8Target target;
+      target.backend = "CUDA";
+      target.has_int8_kernel = [device](const ir::Node& n) { return device->int8_candidate(n); };
+      target.fallback = Precision::kFp16;
+      target.kernels =
+          "MatMul, FusedMatMul and Gemm with constant 2-D weights and group-1 convolutions";
+      VOXRT_RETURN_IF_ERROR(
+          builder::calibration::calibrate_int8_layers(*graph, model_hash, config, report, target));
+      builder::settle_device_int8_layer_precisions(*graph, config.precision, report.notes);
+      progress(config, "calibrate", 1, 1);
+    }
     // The whole graph runs on the device: every node needs a device kernel.
     const auto unsupported_nodes = device->unsupported_nodes(*graph, config.precision);
     if (!unsupported_nodes.empty()) {
@@ -377,6 +396,8 @@ Expected<std::string> build_resolved(std::unique_ptr<ir::Graph> graph, std::uint
             return tune_on_device(*shapes, inputs, p);
           }));
     }
+    builder::record_tuned_device_int8_precisions(*graph, report.notes);
+    builder::calibration::report_tuned_int8_layers(*graph, report);
   } else {
     // Calibration has work only where a layer is int8 (by --precision or --layer-precision);
     // an fp32 build does not show the step.

@@ -41,8 +41,6 @@ Status BuilderConfig::validate() const {
       return unsupported("--device cuda: ", backend.status().message(),
                          "; build with --device cpu");
     }
-    if (precision == Precision::kInt8)
-      return unsupported("precision int8 is not available on the CUDA backend yet");
   }
   for (const auto& [layer, layer_precision] : layer_precisions) {
     if (layer.empty()) return invalid_argument("layer precision with an empty layer name");
@@ -50,8 +48,6 @@ Status BuilderConfig::validate() const {
       return unsupported("layer '", layer, "' at ", precision_name(layer_precision),
                          ": the CPU backend runs layers in fp32, fp16 (recurrent weights) or int8");
     }
-    if (layer_precision == Precision::kInt8 && device != DeviceKind::kCpu)
-      return unsupported("layer '", layer, "' at int8: int8 layers run on the CPU backend only");
   }
   if (int8.percentile <= 50 || int8.percentile > 100) {
     return invalid_argument("int8 percentile calibrator: expected a percentile in (50, 100], got ",

@@ -109,6 +109,40 @@ void record_tuned_cpu_precisions(ir::Graph& graph, std::vector<std::string>& not
   }
 }
 
+void settle_device_int8_layer_precisions(ir::Graph& graph, Precision engine_precision,
+                                         std::vector<std::string>& notes) {
+  int int8_layers = 0, fp16_layers = 0;
+  for (ir::Node* node : graph.nodes()) {
+    if (backends::layer_precision(*node, engine_precision) != Precision::kInt8) continue;
+    if (backends::cpu::quantized::marked_int8(*node)) {
+      ++int8_layers;
+      continue;
+    }
+    node->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kFp16));
+    ++fp16_layers;
+  }
+  notes.push_back(str_cat("device precision: ", int8_layers, " layer(s) at int8, ", fp16_layers,
+                          " node(s) at fp16 (no INT8 kernel, or kept out of INT8)"));
+}
+
+void record_tuned_device_int8_precisions(ir::Graph& graph, std::vector<std::string>& notes) {
+  for (ir::Node* node : graph.nodes()) {
+    if (!backends::cpu::quantized::marked_int8(*node)) continue;
+    std::vector<std::string> chosen = node->attrs.get_strings(runtime::kProfileTacticNamesAttr);
+    chosen.push_back(node->attrs.get_string(runtime::kTacticNameAttr, ""));
+    if (std::any_of(chosen.begin(), chosen.end(),
+                    [](const std::string& name) { return name.ends_with("_int8"); }))
+      continue;
+    node->attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kFp16));
+    for (const char* attr :
+         {backends::cpu::quantized::kInputScaleAttr, backends::cpu::quantized::kInputZeroPointAttr,
+          backends::cpu::quantized::kInputRangeAttr})
+      node->attrs.erase(attr);
+    notes.push_back(str_cat("layer '", node->name, "' runs in fp16: its fp16 tactic (",
+                            chosen.back(), ") was faster than the int8 ones at every profile"));
+  }
+}
+
 void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
                                  std::vector<std::string>& notes) {
   int fp16_layers = 0, fp32_layers = 0, int8_layers = 0;

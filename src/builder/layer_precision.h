@@ -31,6 +31,17 @@ Status apply_layer_precisions(ir::Graph& graph, const BuilderConfig& config,
 void settle_cpu_layer_precisions(ir::Graph& graph, Precision engine_precision,
                                  std::vector<std::string>& notes);
 
+// Device (CUDA) int8 engines, after the INT8 step: every layer the step did not mark int8 and
+// that has no precision of its own is set to fp16, the precision it runs at there, so the engine
+// records each layer's precision and `voxrt inspect` shows it. Notes the counts in `notes`.
+void settle_device_int8_layer_precisions(ir::Graph& graph, Precision engine_precision,
+                                         std::vector<std::string>& notes);
+
+// Device int8 engines, after tactic selection: a layer marked int8 whose chosen tactics (at
+// every profile) are none of the backend's INT8 ones (names ending in _int8), because its fp16
+// tactic timed faster, is recorded fp16 and loses its int8 marks (with a note).
+void record_tuned_device_int8_precisions(ir::Graph& graph, std::vector<std::string>& notes);
+
 // CPU engines, after tactic selection: a layer marked fp16 or int8 whose chosen tactics (at every
 // profile) all keep FP32 weights, because they were faster, is recorded as fp32 (with a note).
 // A layer keeps fp16 while one profile runs an FP16 tactic; `inspect` lists per-profile tactics,

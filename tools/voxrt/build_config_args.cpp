@@ -15,7 +15,8 @@ void add_build_config_options(CLI::App& cmd, BuildConfigArgs& args) {
   cmd.add_option("--timing-cache", args.timing_cache, "Timing cache file (read, then updated)");
   cmd.add_option("--precision", args.precision,
                  "fp32 | tf32 | fp16 | bf16 (cuda); fp32 | fp16 (cpu: FP16 recurrent "
-                 "weights) | int8 (cpu: calibrated, needs --calibration-data or a cache)")
+                 "weights) | int8 (calibrated, needs --calibration-data or a cache; cuda: "
+                 "the GEMM layers, the rest fp16)")
       ->capture_default_str();
   cmd.add_option("--calibration-data", args.calibration_data,
                  "int8: a folder of audio files (.wav, .flac, ...; run through the model's own "

@@ -218,6 +218,8 @@ void add_build_command(CLI::App& app, int& exit_code) {
       "--precision int8 (CPU) quantizes the dense and recurrent layers: weights per output\n"
       "channel, activations per tensor with ranges calibrated on --calibration-data; the final\n"
       "projection stays fp32, --layer-precision NODE:fp32 keeps others; inspect shows scales.\n"
+      "With --device cuda, int8 runs MatMul/Gemm layers with constant weights as cuBLASLt\n"
+      "INT8 GEMMs (same calibration, done on the CPU) and every other layer in fp16.\n"
       "Repeating --profile for the same input adds another optimization profile; with\n"
       "autotuning each profile's kernels are timed at its own opt shape (inspect shows the\n"
       "layers whose tactic differs), and a run uses the first profile that admits its shapes.");

@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_backend.h"
 #include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/executor.h"
+#include "backends/cuda/int8_gemm_host.h"
 #include "ir/view_ops.h"
 #include "runtime/engine_format.h"
 
@@ -97,6 +98,8 @@ class CudaBackend final : public DeviceBackend {
     return Status::ok();
   }
 
+  bool int8_candidate(const ir::Node& node) const override { return cuda_int8_applies(node); }
+
   std::vector<std::string> unsupported_nodes(const ir::Graph& graph,
                                              Precision precision) const override {
     std::vector<std::string> out;
@@ -119,10 +122,21 @@ class CudaBackend final : public DeviceBackend {
         VOXRT_RETURN_IF_ERROR(attach_fused_pointwise_code(*node));
     }
     std::map<const ir::Node*, std::vector<TacticInfo>> tactics;
+    const char* fallback_env = std::getenv("VOXRT_CUDA_INT8_FP16_FALLBACK");
+    const bool int8_fp16_fallback = !(fallback_env && fallback_env[0] == '0');
     std::size_t variants = 1;
     for (ir::Node* node : order) {
       if (ir::is_view_op(*node)) continue;
       tactics[node] = tactics_for(*node, layer_precision(*node, precision));
+      if (!int8_fp16_fallback && layer_precision(*node, precision) == Precision::kInt8 &&
+          runs_int8(*node)) {
+        // VOXRT_CUDA_INT8_FP16_FALLBACK=0: an int8 layer is timed on its IMMA tactics alone
+        // (after the reference, which stays first).
+        auto& list = tactics[node];
+        list.erase(std::remove_if(list.begin() + 1, list.end(),
+                                  [](const TacticInfo& t) { return !is_int8_gemm_tactic(t.id); }),
+                   list.end());
+      }
       variants = std::max(variants, tactics[node].size());
     }
     // times[node][i]: measured or cached time of tactics[node][i]; < 0 = not known.

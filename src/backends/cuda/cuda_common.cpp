@@ -32,7 +32,8 @@ Expected<std::shared_ptr<DeviceBuffer>> DeviceBuffer::allocate(std::size_t bytes
 
 ops::LowType low_type_for(Precision precision) {
   switch (precision) {
-    case Precision::kFp16: return ops::LowType::kF16;
+    case Precision::kFp16:
+    case Precision::kInt8: return ops::LowType::kF16;
     case Precision::kBf16: return ops::LowType::kBF16;
     default: return ops::LowType::kF32;
   }

@@ -92,7 +92,8 @@ class KernelBuildContext {
   Precision precision() const { return precision_; }
   // The precision of the node being created next (its layer precision, or the engine's).
   void set_precision(Precision precision) { precision_ = precision; }
-  // Low-precision operand type for GEMMs (kF32 for fp32/tf32).
+  // Low-precision operand type for GEMMs (kF32 for fp32/tf32; kF16 for int8, whose layers that do
+  // not run INT8 run at fp16).
   ops::LowType operand_type() const;
   // Uploads float data converted to `type`.
   Expected<void*> upload_f32(std::span<const float> values, ops::LowType type);
@@ -246,6 +247,18 @@ inline constexpr TacticId kConvDepthwise = 33;
 // MatMul / FusedMatMul / Gemm with a constant untransposed [K, N] weight (N even) at FP16/BF16:
 // our one-launch kernel for at most 16 rows of activations (skinny_gemm.cpp).
 inline constexpr TacticId kGemmSkinny = 34;
+// MatMul / FusedMatMul / Gemm / Conv marked int8 by the builder (int8_gemm.cpp): cuBLASLt's IMMA
+// GEMM, kGemmImmaInt8First + i its heuristic's i-th candidate; the only tactics such a layer lists.
+inline constexpr TacticId kGemmImmaInt8First = 35;
+inline constexpr int kInt8GemmCandidates = 2;
+bool is_int8_gemm_tactic(TacticId tactic);
+std::vector<TacticInfo> int8_dense_tactics();
+Expected<std::unique_ptr<CudaKernel>> make_int8_dense_kernel(const ir::Node& node, TacticId tactic,
+                                                             KernelBuildContext& build);
+// Whether `node` runs as a CUDA INT8 layer: marked int8 with its calibrated input quantization
+// (the builder's step, builder/calibration/int8_calibration.h) and taken by the INT8 kernels
+// (int8_gemm_host.h). Other layers of an int8 engine run at fp16.
+bool runs_int8(const ir::Node& node);
 // Attention tactics (attention.cpp; 0 is the reference).
 inline constexpr TacticId kAttentionSimtTiled = 1;
 inline constexpr TacticId kAttentionSplitKeys = 2;

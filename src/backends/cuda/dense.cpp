@@ -708,6 +708,7 @@ Expected<std::unique_ptr<CudaKernel>> make_unclamped_dense_kernel(const ir::Node
                                                                   KernelBuildContext& build) {
   const std::string why = dense_unsupported(node);
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
+  if (is_int8_gemm_tactic(tactic)) return make_int8_dense_kernel(node, tactic, build);
   if (node.op == ir::OpKind::kEinsum) return make_einsum_kernel(node);
   VOXRT_ASSIGN_OR_RETURN(Activation act, read_activation(node));
   const ops::LowType operand =

@@ -2,16 +2,26 @@
 #include <cstdlib>
 #include <iterator>
 
+#include "backends/cpu/quantized/quantized_kernels.h"
 #include "backends/cuda/conv_width_fold.h"
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/cudnn_api.h"
 #include "backends/cuda/cudnn_rnn.h"
 #include "backends/cuda/dense_common.h"
+#include "backends/cuda/int8_gemm_host.h"
 
 namespace voxrt::backends::cuda {
 
+bool runs_int8(const ir::Node& node) {
+  return cpu::quantized::marked_int8(node) && cuda_int8_applies(node);
+}
+
 std::string unsupported_reason(const ir::Node& node, Precision precision) {
-  if (precision == Precision::kInt8) return "int8 is not available on the CUDA backend";
+  // At int8 a layer the INT8 kernels take runs there; every other one at fp16.
+  if (precision == Precision::kInt8) {
+    if (runs_int8(node)) return "";
+    precision = Precision::kFp16;
+  }
   switch (ir::op_family(node.op)) {
     case ir::OpFamily::kElementwise: return elementwise_unsupported(node);
     case ir::OpFamily::kReduction: return reduction_unsupported(node);
@@ -26,6 +36,23 @@ std::string unsupported_reason(const ir::Node& node, Precision precision) {
 }
 
 std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
+  if (precision == Precision::kInt8) {
+    if (runs_int8(node)) {
+      // The IMMA tactics right after the reference (index 0 stays the oracle, which the
+      // autotuner times last and a build without autotuning passes over), then the layer's fp16
+      // ones (ids apart from the IMMA ones), so that timing can keep a layer where INT8 is no
+      // faster in fp16 (the builder then records it fp16), as the CPU keeps such layers fp32.
+      // (With VOXRT_CUDA_INT8_FP16_FALLBACK=0 the autotuner leaves the fp16 ones out:
+      // select_tactics in backend.cpp.)
+      const std::vector<TacticInfo> fp16 = tactics_for(node, Precision::kFp16);
+      std::vector<TacticInfo> tactics;
+      if (!fp16.empty()) tactics.push_back(fp16.front());
+      for (const TacticInfo& t : int8_dense_tactics()) tactics.push_back(t);
+      if (!fp16.empty()) tactics.insert(tactics.end(), fp16.begin() + 1, fp16.end());
+      return tactics;
+    }
+    precision = Precision::kFp16;
+  }
   if (!unsupported_reason(node, precision).empty()) return {};
   switch (ir::op_family(node.op)) {
     case ir::OpFamily::kDense: {
@@ -125,6 +152,13 @@ std::vector<TacticInfo> tactics_for(const ir::Node& node, Precision precision) {
 
 Expected<std::unique_ptr<CudaKernel>> create_kernel(const ir::Node& node, TacticId tactic,
                                                     KernelBuildContext& build) {
+  if (build.precision() == Precision::kInt8 && !(runs_int8(node) && is_int8_gemm_tactic(tactic))) {
+    // An fp16 tactic at int8 (a layer without INT8 kernels, or one timed against its IMMA ones).
+    build.set_precision(Precision::kFp16);
+    auto kernel = create_kernel(node, tactic, build);
+    build.set_precision(Precision::kInt8);
+    return kernel;
+  }
   const std::string why = unsupported_reason(node, build.precision());
   if (!why.empty()) return unsupported(node.describe(), ": ", why);
   switch (ir::op_family(node.op)) {

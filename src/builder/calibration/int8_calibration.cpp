@@ -101,11 +101,11 @@ void set_int8(ir::Node& node, const CachedRange& range) {
   node.attrs.set(quantized::kInputRangeAttr, std::vector<float>{range.min, range.max});
 }
 
-void clear_int8(ir::Node& node) {
+void clear_int8(ir::Node& node, Precision fallback) {
   node.attrs.erase(quantized::kInputScaleAttr);
   node.attrs.erase(quantized::kInputZeroPointAttr);
   node.attrs.erase(quantized::kInputRangeAttr);
-  node.attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(Precision::kFp32));
+  node.attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(fallback));
 }
 
 OutputDifference compare(const RecordedOutputs& reference, const RecordedOutputs& got) {
@@ -160,20 +160,25 @@ Expected<RecordedOutputs> run_marked(const ir::Graph& graph, const BuilderConfig
 }  // namespace
 
 Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
-                             const BuilderConfig& config, BuildReport& report) {
+                             const BuilderConfig& config, BuildReport& report,
+                             const Int8Target& target) {
   const Int8Config& int8 = config.int8;
+  const auto has_int8_kernel = [&](const ir::Node& node) {
+    return quantized::int8_candidate(node) &&
+           (!target.has_int8_kernel || target.has_int8_kernel(node));
+  };
   // Candidates, in execution order.
   std::vector<Candidate> candidates;
   for (ir::Node* node : ir::nodes_with_branches(graph)) {
     const bool named = node->attrs.has(backends::kLayerPrecisionAttr);
     if (backends::layer_precision(*node, config.precision) != Precision::kInt8) continue;
-    if (!quantized::int8_candidate(*node) || !node->input(0)) {
+    if (!has_int8_kernel(*node) || !node->input(0)) {
       if (named) {
-        report.notes.push_back(
-            str_cat("warning: layer '", node->name, "' (", ir::op_name(node->op),
-                    ") was asked for int8; the CPU backend has INT8 kernels only for dense layers ",
-                    "with constant weights and GRU/LSTM/RNN, so it runs in fp32"));
-        clear_int8(*node);
+        report.notes.push_back(str_cat("warning: layer '", node->name, "' (", ir::op_name(node->op),
+                                       ") was asked for int8; the ", target.backend,
+                                       " backend has INT8 kernels only for ", target.kernels,
+                                       ", so it runs in ", precision_name(target.fallback)));
+        clear_int8(*node, target.fallback);
       }
       continue;
     }
@@ -184,12 +189,16 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
   if (candidates.empty()) {
     if (config.precision == Precision::kInt8) {
       report.notes.push_back(
-          "warning: int8: no layer of this model has INT8 kernels on the CPU; it runs in fp32");
+          str_cat("warning: int8: no layer of this model has INT8 kernels on the ", target.backend,
+                  "; it runs in ", precision_name(target.fallback)));
     }
     return Status::ok();
   }
 
-  const std::string key = cache_key(graph, model_hash, int8);
+  // A CPU cache's layer choices were made among other candidates than another backend's.
+  const std::string key = target.backend == "CPU" ? cache_key(graph, model_hash, int8)
+                                                  : str_cat(cache_key(graph, model_hash, int8),
+                                                            " target ", target.backend);
   CalibrationSource* source = int8.data.get();
   std::string fingerprint;
   if (source) {
@@ -282,13 +291,14 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
       if (!c.named_int8 && int8.keep_final_projection_fp32 &&
           is_final_projection(graph, *c.node, config.states)) {
         layer.int8 = false;
-        layer.reason = "final projection (fp32 by default)";
+        layer.reason =
+            str_cat("final projection (", precision_name(target.fallback), " by default)");
       }
       if (sensitivity_streams > 0) {
         set_int8(*c.node, result.ranges.at(c.input));
         VOXRT_ASSIGN_OR_RETURN(RecordedOutputs alone,
                                run_marked(graph, config, *source, sensitivity_streams));
-        clear_int8(*c.node);
+        clear_int8(*c.node, target.fallback);
         c.node->attrs.erase(backends::kLayerPrecisionAttr);
         const OutputDifference d = compare(reference, alone);
         layer.output_error = d.relative_error;
@@ -348,13 +358,13 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
       set_int8(*c.node, range);
       ++int8_layers;
     } else {
-      clear_int8(*c.node);
+      clear_int8(*c.node, target.fallback);
     }
     report.int8_layers.push_back(layer);
   }
   report.notes.push_back(str_cat("int8: ", int8_layers, " layer(s) marked int8, ",
                                  candidates.size() - static_cast<std::size_t>(int8_layers),
-                                 " kept in fp32"));
+                                 " kept in ", precision_name(target.fallback)));
   return Status::ok();
 }
 
@@ -366,9 +376,9 @@ void report_tuned_int8_layers(const ir::Graph& graph, BuildReport& report) {
     if (!layer.int8 || it == by_name.end()) continue;
     if (backends::layer_precision(*it->second, Precision::kFp32) == Precision::kInt8) continue;
     layer.int8 = false;
-    layer.reason =
-        str_cat("its fp32 tactic (", it->second->attrs.get_string(runtime::kTacticNameAttr, "?"),
-                ") timed faster");
+    layer.reason = str_cat(
+        "its ", precision_name(backends::layer_precision(*it->second, Precision::kFp32)),
+        " tactic (", it->second->attrs.get_string(runtime::kTacticNameAttr, "?"), ") timed faster");
   }
 }
 

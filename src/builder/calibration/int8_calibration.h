@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,13 +22,25 @@
 
 namespace voxrt::builder::calibration {
 
+// Which backend the INT8 layers run on: its layers with INT8 kernels (a subset of the CPU's
+// candidates: calibration and the sensitivity runs execute on the CPU backend) and the
+// precision a candidate kept out of INT8 runs at (fp32 on the CPU, fp16 on CUDA).
+struct Int8Target {
+  std::string backend = "CPU";
+  std::function<bool(const ir::Node&)> has_int8_kernel;  // empty: the CPU's int8_candidate
+  Precision fallback = Precision::kFp32;
+  std::string kernels = "dense layers with constant weights and GRU/LSTM/RNN";  // for messages
+};
+
 // Does nothing for an engine without int8 layers. Adds notes to report.notes and one
 // Int8LayerReport per candidate to report.int8_layers.
 Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
-                             const BuilderConfig& config, BuildReport& report);
+                             const BuilderConfig& config, BuildReport& report,
+                             const Int8Target& target = {});
 
-// After tactic selection (record_tuned_cpu_precisions): a layer of report.int8_layers whose
-// INT8 mark was dropped because its FP32 tactic timed faster is reported fp32, with that reason.
+// After tactic selection (record_tuned_cpu_precisions, record_tuned_device_int8_precisions): a
+// layer of report.int8_layers whose INT8 mark was dropped because its FP32 (CPU) or FP16 (CUDA)
+// tactic timed faster is reported at that precision, with that reason.
 void report_tuned_int8_layers(const ir::Graph& graph, BuildReport& report);
 
 }  // namespace voxrt::builder::calibration
