@@ -443,7 +443,8 @@ TEST(CudaInt8, ModelBuiltAtInt8MatchesTheCpuInt8Engine) {
   std::vector<Tensor> in = {x, h};
   auto co = (*cpu_ctx)->run(in);
   auto fo = (*fallback_ctx)->run(in);
-  ASSERT_TRUE(co && fo);
+  ASSERT_TRUE(co) << co.status().message();
+  ASSERT_TRUE(fo) << fo.status().message();
   EXPECT_LE(relative_error((*fo)[0], (*co)[0]), 0.05);
 }
 

@@ -272,6 +272,31 @@ class MatMulKernel final : public CudaKernel {
   Activation act_;
 };
 
+// The skinny GEMM takes at most ops::kSkinnyMaxRows rows, and the autotuner times tactics at
+// the profile's opt shape only: an engine tuned at batch 1 can still be run at any batch up to
+// the profile's max (found on an H100, 2026-12-07: a batch-1-opt engine run at batch 4 failed
+// with "the skinny GEMM does not take 64 rows"). Wider calls take cuBLASLt's first heuristic
+// candidate on the same uploaded weight instead of failing.
+class SkinnyOrWideKernel final : public CudaKernel {
+ public:
+  SkinnyOrWideKernel(std::unique_ptr<CudaKernel> skinny, std::unique_ptr<CudaKernel> wide,
+                     std::int64_t k)
+      : skinny_(std::move(skinny)), wide_(std::move(wide)), k_(k) {}
+
+  Expected<std::unique_ptr<CudaCall>> prepare(std::span<const DevTensor> inputs,
+                                              std::span<const DevTensor> outputs,
+                                              cublasLtHandle_t lt) const override {
+    const std::int64_t rows = k_ > 0 && !inputs.empty() ? inputs[0].count() / k_ : 0;
+    return rows <= ops::kSkinnyMaxRows ? skinny_->prepare(inputs, outputs, lt)
+                                       : wide_->prepare(inputs, outputs, lt);
+  }
+
+ private:
+  std::unique_ptr<CudaKernel> skinny_;
+  std::unique_ptr<CudaKernel> wide_;
+  std::int64_t k_;
+};
+
 // ---- Conv / FusedConv -----------------------------------------------------------------------
 
 bool is_cudnn_graph_tactic(TacticId tactic) {
@@ -797,7 +822,15 @@ Expected<std::unique_ptr<CudaKernel>> make_unclamped_dense_kernel(const ir::Node
       weight_f32 = f32;
     }
   }
-  if (tactic == kGemmSkinny) return make_skinny_gemm_kernel(node, weight, operand, act);
+  if (tactic == kGemmSkinny) {
+    VOXRT_ASSIGN_OR_RETURN(std::unique_ptr<CudaKernel> skinny,
+                           make_skinny_gemm_kernel(node, weight, operand, act));
+    std::unique_ptr<CudaKernel> wide(new MatMulKernel(kGemmLtFirst, build.precision(), false, false,
+                                                      weight, weight_f32, node.input(2) != nullptr,
+                                                      act));
+    return std::unique_ptr<CudaKernel>(
+        new SkinnyOrWideKernel(std::move(skinny), std::move(wide), b->constant->dim(0)));
+  }
   return std::unique_ptr<CudaKernel>(new MatMulKernel(tactic, build.precision(), trans_a, trans_b,
                                                       weight, weight_f32, node.input(2) != nullptr,
                                                       act));

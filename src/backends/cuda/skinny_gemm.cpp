@@ -2,7 +2,9 @@
 // weight at FP16/BF16: a few rows of FP32 activations against the weight in the precision's type,
 // bias and activation in the same launch. Listed beside cuBLASLt; the autotuner times both (a
 // cuBLASLt step there includes the activations' conversion and the activation pass, so the
-// comparison is of whole steps). Rows above kSkinnyMaxRows fail to prepare and it is not chosen.
+// comparison is of whole steps). Rows above kSkinnyMaxRows fail to prepare here, so it is not
+// chosen where the opt shape has more; a call above it at run time (a profile with a small opt and
+// a larger max) goes to cuBLASLt (SkinnyOrWideKernel in dense.cpp).
 #include "backends/cuda/cuda_common.h"
 #include "backends/cuda/dense_common.h"
 #include "backends/cuda/launch_call.h"
