@@ -105,10 +105,10 @@ TransducerStreamSearch::TransducerStreamSearch(std::shared_ptr<const Vocabulary>
       hotwords_(std::move(hotwords)),
       context_size_(context_size) {
   hyps_.emplace_back();
-  reset_context();
+  reset_state();
 }
 
-void TransducerStreamSearch::reset_context() {
+void TransducerStreamSearch::reset_state() {
   // sherpa-onnx's empty hypothesis: context_size - 1 "no unit" entries and a blank.
   for (TransducerHypothesis& h : hyps_) {
     h.context.assign(static_cast<std::size_t>(context_size_), -1);

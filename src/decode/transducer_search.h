@@ -79,8 +79,10 @@ class TransducerStreamSearch {
   DecodingResult finalize();
   // Starts a new utterance: the best hypothesis's units stay as the decoder's context.
   void reset_utterance();
-  // Back to the empty hypothesis's decoder context (a stream's start), after reset_utterance.
-  void reset_context();
+  // Back to a fresh stream's prediction-network state (the empty hypothesis's decoder context),
+  // after reset_utterance; named as the stateful searches' reset_state, so one stream wrapper
+  // (stream/transducer/search_stream.h) serves all three.
+  void reset_state();
   long long utterance_frames() const { return frames_seen_ - utterance_start_frame_; }
   long long trailing_blank_frames() const;
   bool has_tokens() const { return !best().tokens.empty(); }

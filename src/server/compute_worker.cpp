@@ -350,6 +350,8 @@ bool ComputeWorker::open_stream(StreamId id, Live& live) {
   options.decoder = live.settings.decoder;
   options.use_lm = live.settings.use_lm;
   options.decoding = live.settings.decoding;
+  options.whisper = live.settings.whisper;
+  options.filling_partials = live.settings.filling_partials;
   const auto& phrases = live.settings.phrase_list;
   // Hotwords need beam search in some families (CTC): a stream that sends them without choosing
   // a decoder gets it there; the transducer's greedy search takes them too.

@@ -52,6 +52,11 @@ struct StreamSettings {
   std::optional<stream::DecoderKind> decoder;
   std::optional<bool> use_lm;
   stream::DecodingChoices decoding;
+  // Whisper-family models: the client's initial prompt and temperatures; unset: the server's.
+  stream::WhisperStreamChoices whisper;
+  // Growing-window partials (RecognizerConfig::partial_interval_ms); off for uploads, whose
+  // partials nobody reads.
+  bool filling_partials = true;
   // Audio this stream may queue ahead of the model, in samples (0: no bound); beyond it
   // push_audio() asks the caller to stop reading. Every frame counts as at least 10 ms of audio,
   // so a flood of empty frames (each of which gets a reply) is throttled like audio.

@@ -98,6 +98,19 @@ Expected<ClientConfig> parse_config(const json& object) {
   VOXRT_RETURN_IF_ERROR(number("hotword_bonus", config.decoding.hotword_bonus));
   if (Status valid = config.decoding.validate(); !valid)
     return invalid_argument("config.", valid.message());
+  // Whisper-family models: the stream's initial prompt and temperatures (OpenAI's names).
+  if (auto it = object.find("prompt"); it != object.end()) {
+    if (!it->is_string())
+      return invalid_argument("config.prompt must be a string, found ", it->type_name());
+    config.whisper.initial_prompt = it->get<std::string>();
+  }
+  VOXRT_RETURN_IF_ERROR(number("temperature", config.whisper.temperature));
+  if (auto it = object.find("temperature_fallback"); it != object.end()) {
+    VOXRT_ASSIGN_OR_RETURN(config.whisper.temperature_fallback,
+                           parse_flag(*it, "config.temperature_fallback"));
+  }
+  if (Status valid = config.whisper.validate(); !valid)
+    return invalid_argument("config.", valid.message());
   // Other Vosk keys (max_alternatives, nlsml, ...) are accepted and ignored.
   return config;
 }

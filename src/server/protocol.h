@@ -9,6 +9,7 @@
 
 #include "decode/decoding_choices.h"
 #include "decode/decoding_result.h"
+#include "stream/encoder_decoder/stream_choices.h"
 #include "voxrt/status.h"
 
 namespace voxrt::server {
@@ -30,6 +31,9 @@ struct ClientConfig {
   std::optional<decode::DecoderKind> decoder;
   std::optional<bool> use_lm;
   decode::DecodingChoices decoding;
+  // encoder_decoder (Whisper) models: "prompt" (the initial prompt), "temperature" (0..1) and
+  // "temperature_fallback" (true/false), as the OpenAI endpoint's form fields.
+  stream::WhisperStreamChoices whisper;
 };
 
 struct ClientMessage {

@@ -1,5 +1,7 @@
 #include "server/transcription_request.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "decode/subtitles.h"
@@ -30,6 +32,25 @@ std::string header_parameter(std::string_view header, std::string_view key) {
     return std::string(header.substr(at, end == std::string_view::npos ? end : end - at));
   }
   return {};
+}
+
+// OpenAI's `temperature` form field: a decimal number (range checked by the choices).
+Expected<double> parse_temperature(std::string_view text) {
+  const std::string value(text);
+  char* end = nullptr;
+  const double temperature = value.empty() ? 0.0 : std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(temperature)) {
+    return invalid_argument("temperature must be a number from 0 to 1, found '", value, "'");
+  }
+  return temperature;
+}
+
+// voxrt's `temperature_fallback` form field.
+Expected<bool> parse_form_flag(std::string_view text, std::string_view field) {
+  const std::string value = lower(text);
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  return invalid_argument(field, " must be true, false, 1 or 0, found '", text, "'");
 }
 
 }  // namespace
@@ -80,6 +101,13 @@ Expected<TranscriptionRequest> parse_transcription_request(std::string_view cont
       request.model = std::string(content);
     } else if (name == "response_format") {
       request.response_format = std::string(content);
+    } else if (name == "prompt") {
+      request.whisper.initial_prompt = std::string(content);
+    } else if (name == "temperature") {
+      VOXRT_ASSIGN_OR_RETURN(request.whisper.temperature, parse_temperature(content));
+    } else if (name == "temperature_fallback") {
+      VOXRT_ASSIGN_OR_RETURN(request.whisper.temperature_fallback,
+                             parse_form_flag(content, "temperature_fallback"));
     }
     at = next + 2;
   }
@@ -90,6 +118,7 @@ Expected<TranscriptionRequest> parse_transcription_request(std::string_view cont
     return invalid_argument("response_format must be json, text, verbose_json, srt or vtt, found '",
                             request.response_format, "'");
   }
+  VOXRT_RETURN_IF_ERROR(request.whisper.validate());
   return request;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "decode/decoding_result.h"
+#include "stream/encoder_decoder/stream_choices.h"
 #include "voxrt/status.h"
 
 namespace voxrt::server {
@@ -16,6 +17,9 @@ struct TranscriptionRequest {
   std::string file_name;
   std::string model;
   std::string response_format = "json";  // json | text | verbose_json | srt | vtt
+  // Whisper-family models: `prompt` (the initial prompt), `temperature` (0..1) and voxrt's
+  // `temperature_fallback` (true/false); other models refuse them (400 bad_config).
+  stream::WhisperStreamChoices whisper;
 };
 
 // `content_type` is the request's Content-Type header (multipart/form-data; boundary=...).

@@ -78,6 +78,7 @@ class UploadJob : public StreamSink, public std::enable_shared_from_this<UploadJ
   const unsigned http_version_;
   const bool keep_alive_;
   std::string response_format_ = "json";
+  stream::WhisperStreamChoices whisper_;  // the request's prompt and temperatures
   // The compute workers of the model version this upload was admitted to.
   std::shared_ptr<WorkerPool> workers_;
   StreamId id_ = 0;
@@ -111,6 +112,7 @@ void UploadJob::run() {
     return respond_once(error(http::status::bad_request, "bad_upload", parsed.status().message()));
   }
   response_format_ = parsed->response_format;
+  whisper_ = parsed->whisper;
   // The body is not needed any more; the file's bytes move into the reader.
   request_.body().clear();
   request_.body().shrink_to_fit();
@@ -161,6 +163,8 @@ void UploadJob::run() {
   // Formats with times: Whisper-family models give them only decoding with timestamp tokens
   // (other families ignore the choice).
   if (response_format_ != "json" && response_format_ != "text") settings.decoding.timestamps = true;
+  settings.whisper = whisper_;
+  settings.filling_partials = false;
   settings.max_buffered_samples =
       static_cast<long long>(rate) * pool_.config_.max_buffered_ms / 1000;
   settings.cancel_on_drain = true;

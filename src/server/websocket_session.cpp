@@ -207,6 +207,7 @@ class WebSocketSession : public StreamSink, public std::enable_shared_from_this<
     settings.decoder = config.decoder;
     settings.use_lm = config.use_lm;
     settings.decoding = config.decoding;
+    settings.whisper = config.whisper;
     settings.max_buffered_samples =
         static_cast<long long>(settings.sample_rate_hz) * shared_.config.max_buffered_ms / 1000;
     pool_->configure(id_, std::move(settings));

@@ -111,6 +111,17 @@ class ModelFamily {
   // at most the config's max_batch) and advances their searches. A stream's results must not
   // depend on which other streams share the batch.
   virtual Status run_batch(std::span<const ChunkInput> batch, int frames) = 0;
+  // Growing-window partials, for families whose chunks fill slowly (encoder_decoder's 30 s
+  // windows): whether run_partial_batch decodes a chunk that is still filling.
+  virtual bool decodes_filling_chunks() const { return false; }
+  // Decodes each stream's chunk so far (its frames padded as a last chunk to `frames`) for its
+  // partial result only: nothing that later chunks or the final read may change;
+  // FamilyStream::partial() shows the result until the chunk itself runs in run_batch.
+  virtual Status run_partial_batch(std::span<const ChunkInput> batch, int frames) {
+    (void)batch;
+    (void)frames;
+    return unsupported(name(), ": no partial decodes of a chunk that is still filling");
+  }
 };
 
 // Opens the model that config.engine_path names: an engine file (its voxrt.model_family

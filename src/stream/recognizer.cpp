@@ -55,6 +55,9 @@ Expected<DecodingChoices> metadata_decoding(const std::map<std::string, std::str
 }  // namespace
 
 Status RecognizerConfig::validate() const {
+  if (partial_interval_ms < 0)
+    return invalid_argument("partial_interval_ms must be 0 (off) or more, found ",
+                            partial_interval_ms);
   if (engine_path.empty()) return invalid_argument("recognizer: engine_path is empty");
   if (max_streams < 1)
     return invalid_argument("recognizer: max_streams must be >= 1, got ", max_streams);
@@ -131,6 +134,10 @@ Expected<std::shared_ptr<Recognizer>> Recognizer::create(const RecognizerConfig&
   r->endpoint_.emplace(std::move(endpoint));
   // The family resolved max_batch against its engines' profiles (0: theirs, at most 32).
   r->config_.max_batch = r->family_->max_batch();
+  if (config.partial_interval_ms > 0 && r->family_->decodes_filling_chunks()) {
+    r->partial_interval_frames_ = std::max(
+        1, static_cast<int>(std::lround(config.partial_interval_ms / features.frame_shift_ms)));
+  }
   if (config.vad == VadKind::kSilero || config.wake_word) {
     if (features.sample_rate_hz != 16000) {
       return invalid_argument(config.engine_path, ": the model runs at ", features.sample_rate_hz,
@@ -215,6 +222,11 @@ Expected<std::unique_ptr<Stream>> Recognizer::open_stream(const StreamOptions& o
                             options.sample_rate_hz);
   }
   VOXRT_ASSIGN_OR_RETURN(const ResolvedDecoding decoding, decoding_for(options));
+  if (!options.whisper.empty() && family_->name() != "encoder_decoder") {
+    return invalid_argument("stream: prompt, temperature and temperature_fallback are for ",
+                            "encoder_decoder (Whisper) models; this model is ", family_->name());
+  }
+  VOXRT_RETURN_IF_ERROR(options.whisper.validate());
   StreamOptions normalised = options;
   normalised.hotwords.clear();
   for (const std::string& phrase : options.hotwords) {
@@ -341,6 +353,7 @@ Expected<int> Recognizer::advance(std::span<Stream* const> streams) {
       }
     }
   }
+  VOXRT_RETURN_IF_ERROR(run_partials(streams));
   for (Stream* s : streams) {
     if (s->input_done_ && !s->finished_ && s->ready_chunks_.empty() && s->unrouted_.empty()) {
       s->finish_utterance(decode::EndpointReason::kNone);
@@ -366,6 +379,38 @@ Status Recognizer::run_batch(std::span<Stream* const> batch, int frames) {
     s->ready_chunks_.pop_front();
     ++s->chunks_run_;
     s->after_frames(inputs[b].valid_output_frames, chunk.ends_speech);
+  }
+  return Status::ok();
+}
+
+Status Recognizer::run_partials(std::span<Stream* const> streams) {
+  if (partial_interval_frames_ <= 0) return Status::ok();
+  std::vector<Stream*> due;
+  for (Stream* s : streams) {
+    if (s->filling_partial_due(partial_interval_frames_)) due.push_back(s);
+  }
+  const ChunkLayout& chunks = layout();
+  for (std::size_t begin = 0; begin < due.size();
+       begin += static_cast<std::size_t>(config_.max_batch)) {
+    const std::size_t end =
+        std::min(due.size(), begin + static_cast<std::size_t>(config_.max_batch));
+    // Each stream's frames so far, padded as its last chunk would be.
+    std::vector<std::vector<float>> padded(end - begin);
+    std::vector<ChunkInput> inputs;
+    for (std::size_t i = begin; i < end; ++i) {
+      Stream* s = due[i];
+      std::vector<float>& frames = padded[i - begin];
+      frames = s->frame_buffer_;
+      const int held = static_cast<int>(frames.size()) / feature_dim_;
+      for (int f = held; f < chunks.chunk_frames; ++f)
+        frames.insert(frames.end(), chunks.pad_frame.begin(), chunks.pad_frame.end());
+      const int output_frames = (held + chunks.subsampling - 1) / chunks.subsampling;
+      inputs.push_back(ChunkInput{s->model_.get(), frames.data(), output_frames, held});
+      s->partial_chunk_start_ = s->frames_collected_;
+      s->partial_chunk_frames_ = held;
+    }
+    VOXRT_RETURN_IF_ERROR(family_->run_partial_batch(inputs, chunks.chunk_frames));
+    for (std::size_t i = begin; i < end; ++i) due[i]->emit_partial();
   }
   return Status::ok();
 }
@@ -596,6 +641,27 @@ void Stream::after_frames(int frames, bool vad_ended) {
   } else {
     emit_partial();
   }
+}
+
+bool Stream::filling_partial_due(int interval_frames) const {
+  if (!options_.filling_partials || input_done_ || !ready_chunks_.empty() || !unrouted_.empty() ||
+      !preroll_.empty() || (wake_ && !awake_)) {
+    return false;
+  }
+  // Under a VAD, only a chunk in which speech was heard: silence is not decoded (and Whisper
+  // says things on silence).
+  if (vad_.has_value() || silero_segmenter_.has_value()) {
+    auto starts = [](const audio::VadEvent& e) {
+      return e.kind == audio::VadEvent::Kind::kSpeechStart;
+    };
+    if (!in_speech_ && std::none_of(vad_events_.begin(), vad_events_.end(), starts) &&
+        std::none_of(new_vad_events_.begin(), new_vad_events_.end(), starts)) {
+      return false;
+    }
+  }
+  const int held = static_cast<int>(frame_buffer_.size()) / recognizer_->feature_dim_;
+  const int decoded = partial_chunk_start_ == frames_collected_ ? partial_chunk_frames_ : 0;
+  return held - decoded >= interval_frames;
 }
 
 void Stream::emit_partial() {

@@ -25,6 +25,7 @@
 #include "decode/endpoint.h"
 #include "decode/transducer_search.h"
 #include "stream/encoder_decoder/decoding_options.h"
+#include "stream/encoder_decoder/stream_choices.h"
 #include "stream/model_family.h"
 #include "stream/silero_vad_model.h"
 #include "stream/wake_word.h"
@@ -100,6 +101,12 @@ struct RecognizerConfig {
   // Unset: the model's voxrt.state_at_endpoint (reset | carry), else reset.
   std::optional<StateAtEndpoint> state_at_endpoint;
   decode::EndpointConfig endpoint;
+  // Growing-window partials (families that decode a filling chunk: encoder_decoder's 30 s
+  // windows): every this many ms of new audio in the chunk that is filling, its audio so far is
+  // decoded again for the partial result; the final is unchanged (the whole chunk, decoded once
+  // it is complete). 0: partials only from complete chunks. voxrt serve sets it for live streams
+  // (--whisper-partial-ms); other families ignore it.
+  int partial_interval_ms = 0;
 
   Status validate() const;
   std::string to_string() const;
@@ -114,6 +121,12 @@ struct StreamOptions {
   std::optional<DecoderKind> decoder;
   std::optional<bool> use_lm;
   DecodingChoices decoding;
+  // encoder_decoder (Whisper) models: the stream's initial prompt and temperatures over the
+  // recognizer's (RecognizerConfig::encoder_decoder); other families refuse them.
+  WhisperStreamChoices whisper;
+  // false: no growing-window partials for this stream (RecognizerConfig::partial_interval_ms),
+  // for a caller that reads only the final (the server's uploads).
+  bool filling_partials = true;
 };
 
 struct StreamResult {
@@ -191,6 +204,9 @@ class Stream {
   Status deliver_blanks(const Chunk& chunk);
   void emit_partial();
   void finish_utterance(decode::EndpointReason reason);
+  // Whether the chunk that is filling is due a partial decode: `interval_frames` new frames
+  // since the last one, nothing of the stream's waiting, and (with a VAD) speech heard.
+  bool filling_partial_due(int interval_frames) const;
 
   std::shared_ptr<Recognizer> recognizer_;
   StreamOptions options_;
@@ -205,6 +221,10 @@ class Stream {
   std::deque<Chunk> preroll_;  // chunks held while the VAD hears silence
   std::deque<PendingChunk> unrouted_;
   long long frames_collected_ = 0;
+  // The filling chunk's last partial decode: the chunk (by frames_collected_ at its start) and
+  // its frames then.
+  long long partial_chunk_start_ = -1;
+  int partial_chunk_frames_ = 0;
   std::optional<audio::SileroFramer> silero_framer_;
   std::optional<audio::SpeechProbabilitySegmenter> silero_segmenter_;
   std::vector<float> silero_state_;
@@ -276,6 +296,8 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   friend class Stream;
   Recognizer() = default;
   Status run_batch(std::span<Stream* const> batch, int frames);
+  // Partial decodes of the filling chunks that are due (growing-window partials).
+  Status run_partials(std::span<Stream* const> streams);
   const ChunkLayout& layout() const { return family_->chunk_layout(); }
   // Wake word (per stream) and Silero VAD (batched across streams) on the audio received so far.
   Status run_front_end(std::span<Stream* const> streams);
@@ -290,6 +312,8 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   int feature_dim_ = 0;
   StateAtEndpoint state_at_endpoint_ = StateAtEndpoint::kReset;
   int vad_endpoint_tail_ms_ = 300;
+  // config_.partial_interval_ms in feature frames; 0: no growing-window partials.
+  int partial_interval_frames_ = 0;
 };
 
 }  // namespace voxrt::stream

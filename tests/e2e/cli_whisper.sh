@@ -68,6 +68,15 @@ ts_ref=$("$py" "$script" reference "$work/model" --timestamps "$long" 2>/dev/nul
 check "serve upload long, verbose_json segments" "$ts_ref" \
   "$(curl -sf -F "file=@$long" -F response_format=verbose_json \
        "http://127.0.0.1:$server_port/v1/audio/transcriptions" | segments)"
+# A live WebSocket stream gets growing-window partials (--whisper-partial-ms, default 2000): the
+# filling window is decoded again every 2 s of audio, so partials come while each 30 s window
+# fills; the final is still the offline decode of the same audio (the reference's text).
+ws_out=$("$py" "$src/tests/e2e/ws_stream.py" "$server_port" "$long" '{}' --frame-ms 200)
+growing=$(echo "$ws_out" | "$py" -c 'import json,sys; p=[j["partial"] for j in map(json.loads, sys.stdin) if j.get("partial")]; print(len(set(p)))')
+[ "$growing" -ge 5 ] || { echo "FAIL: $growing distinct partials over 40 s, expected >= 5"; echo "$ws_out" | head; exit 1; }
+echo "ok: serve websocket long: $growing distinct partials"
+check "serve websocket long, final = offline decode" "$long_text" \
+  "$(echo "$ws_out" | "$py" -c 'import json,sys; print([j for j in map(json.loads, sys.stdin) if "text" in j][-1]["text"])')"
 stop_server
 # Beam search through the server (--decoder beam --beam 3): the reference's beam-search text.
 beam_text=$("$py" "$script" reference "$work/model" --beam 3 "$long" 2>/dev/null |
@@ -75,6 +84,64 @@ beam_text=$("$py" "$script" reference "$work/model" --beam 3 "$long" 2>/dev/null
 start_server "$voxrt" "$work/serve_beam.log" --engine "$work/bundle" --vad off --max-batch 4 \
   --decoder beam --beam 3
 check "serve upload long, beam 3" "$beam_text" "$(upload_text "$long")"
+stop_server
+
+# Per-request Whisper options (docs/server.md): OpenAI's `prompt` and `temperature` form fields,
+# voxrt's `temperature_fallback`, and the same keys in the WebSocket config. Each request's text is
+# the reference's with those options (the server's threshold and seed are the reference's), and
+# differs from the text without them; values out of range are refused with what was expected.
+ref_text() {  # wav [reference options...]: the reference's text
+  local wav=$1
+  shift
+  "$py" "$script" reference "$work/model" --logprob-threshold -5.15 --seed 7 "$@" "$wav" \
+    2>/dev/null | "$py" -c 'import json,sys; print(json.loads(sys.stdin.readline())["text"])'
+}
+upload_with() {  # wav [curl -F fields...]: the text of an upload with those form fields
+  local wav=$1
+  shift
+  local fields=()
+  for f in "$@"; do fields+=(-F "$f"); done
+  curl -sf -F "file=@$wav" "${fields[@]}" "http://127.0.0.1:$server_port/v1/audio/transcriptions" |
+    "$py" -c 'import json,sys; print(json.load(sys.stdin)["text"])'
+}
+ws_final() {  # wav config-json: the last final's text of a WebSocket stream
+  "$py" "$src/tests/e2e/ws_stream.py" "$server_port" "$1" "$2" --frame-ms 200 |
+    "$py" -c 'import json,sys; print([j for j in map(json.loads, sys.stdin) if "text" in j][-1]["text"])'
+}
+start_server "$voxrt" "$work/serve_options.log" --engine "$work/bundle" --vad off --max-batch 4 \
+  --logprob-threshold -5.15 --seed 7
+plain_text=$(ref_text "$long")
+check "serve upload, no options" "$plain_text" "$(upload_with "$long")"
+prompted_text=$(ref_text "$long" --initial-prompt "hello world")
+[ "$prompted_text" != "$plain_text" ] || { echo "FAIL: the prompt changed nothing in the reference"; exit 1; }
+check "serve upload, prompt" "$prompted_text" "$(upload_with "$long" "prompt=hello world")"
+fallback_text=$(ref_text "$long" --temperatures 0,0.2,0.4,0.6,0.8,1.0)
+[ "$fallback_text" != "$plain_text" ] || { echo "FAIL: no window fell back in the reference"; exit 1; }
+check "serve upload, temperature_fallback" "$fallback_text" \
+  "$(upload_with "$long" temperature_fallback=true)"
+sampled_text=$(ref_text "$long" --temperatures 0.6)
+[ "$sampled_text" != "$plain_text" ] || { echo "FAIL: sampling at 0.6 gave the greedy text"; exit 1; }
+check "serve upload, temperature 0.6" "$sampled_text" "$(upload_with "$long" temperature=0.6)"
+ws_text=$(ref_text "$long" --initial-prompt "hello world" --temperatures 0.2,0.4,0.6,0.8,1.0)
+check "serve websocket, prompt + temperature 0.2 + fallback" "$ws_text" \
+  "$(ws_final "$long" '{"prompt": "hello world", "temperature": 0.2, "temperature_fallback": true}')"
+refused() {  # name expected-substring got
+  case "$3" in
+    *"$2"*) echo "ok: $1 refused: $3" ;;
+    *) echo "FAIL: $1: expected '$2' in '$3'"; exit 1 ;;
+  esac
+}
+refused "upload temperature=2" '400 {"error":"temperature must be a number from 0 to 1, found 2"' \
+  "$(curl -s -w '%{http_code} ' -o "$work/body" -F "file=@$short" -F temperature=2 \
+       "http://127.0.0.1:$server_port/v1/audio/transcriptions"; cat "$work/body")"
+refused "upload temperature=warm" "temperature must be a number from 0 to 1, found 'warm'" \
+  "$(curl -s -F "file=@$short" -F temperature=warm "http://127.0.0.1:$server_port/v1/audio/transcriptions")"
+refused "upload temperature_fallback=maybe" "temperature_fallback must be true, false, 1 or 0, found 'maybe'" \
+  "$(curl -s -F "file=@$short" -F temperature_fallback=maybe "http://127.0.0.1:$server_port/v1/audio/transcriptions")"
+refused "websocket temperature \"x\"" 'config.temperature must be a number, found \"x\"' \
+  "$("$py" "$src/tests/e2e/ws_stream.py" "$server_port" "$short" '{"temperature": "x"}' | head -2)"
+refused "websocket prompt 5" '"kind":"bad_config"' \
+  "$("$py" "$src/tests/e2e/ws_stream.py" "$server_port" "$short" '{"prompt": 5}' | head -2)"
 stop_server
 
 # Without --language each stream's language is detected from its first window (the reference

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "stream/encoder_decoder/fallback_policy.h"
+#include "stream/encoder_decoder/stream_choices.h"
 #include "stream/encoder_decoder/token_sampling.h"
 #include "stream/encoder_decoder/window_prompt.h"
 
@@ -135,6 +136,48 @@ TEST(FallbackPolicy, OpenAIChecks) {
   EXPECT_FALSE(options.validate().is_ok());
   options.fallback.temperatures = {0.0, 0.5};
   EXPECT_TRUE(options.validate().is_ok());
+}
+
+// A stream's own choices (the server's prompt, temperature, temperature_fallback) over the
+// recognizer's options: the fallback from 0 is OpenAI's list to the bit, from 0.2 its tail; a
+// temperature alone keeps the recognizer's fallback switch; out-of-range values are refused with
+// the range and the value.
+TEST(WhisperStreamChoices, TemperaturesOverTheRecognizers) {
+  EXPECT_EQ(fallback_temperatures_from(0.0), TemperatureFallbackConfig::openai_temperatures());
+  EXPECT_EQ(fallback_temperatures_from(0.2), (std::vector<double>{0.2, 0.4, 0.6, 0.8, 1.0}));
+  EXPECT_EQ(fallback_temperatures_from(0.9), (std::vector<double>{0.9}));
+  EXPECT_EQ(fallback_temperatures_from(1.0), (std::vector<double>{1.0}));
+
+  EncoderDecoderOptions no_fallback;  // {0}
+  EncoderDecoderOptions openai;
+  openai.fallback.temperatures = TemperatureFallbackConfig::openai_temperatures();
+  openai.initial_prompt = "server prompt";
+  WhisperStreamChoices none;
+  EXPECT_EQ(none.over(openai).fallback.temperatures, openai.fallback.temperatures);
+  EXPECT_EQ(none.over(openai).initial_prompt, "server prompt");
+  WhisperStreamChoices warm;
+  warm.temperature = 0.4;
+  EXPECT_EQ(warm.over(no_fallback).fallback.temperatures, (std::vector<double>{0.4}));
+  EXPECT_EQ(warm.over(openai).fallback.temperatures, (std::vector<double>{0.4, 0.6, 0.8, 1.0}));
+  WhisperStreamChoices off;
+  off.temperature_fallback = false;
+  EXPECT_EQ(off.over(openai).fallback.temperatures, (std::vector<double>{0.0}));
+  WhisperStreamChoices on;
+  on.temperature_fallback = true;
+  on.initial_prompt = "stream prompt";
+  EXPECT_EQ(on.over(no_fallback).fallback.temperatures,
+            TemperatureFallbackConfig::openai_temperatures());
+  EXPECT_EQ(on.over(openai).initial_prompt, "stream prompt");
+
+  WhisperStreamChoices bad;
+  bad.temperature = 1.5;
+  EXPECT_EQ(bad.validate().message(), "temperature must be a number from 0 to 1, found 1.5");
+  bad.temperature = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_FALSE(bad.validate().is_ok());
+  bad.temperature = 0.0;
+  EXPECT_TRUE(bad.validate().is_ok());
+  bad.initial_prompt = std::string(WhisperStreamChoices::kMaxInitialPromptBytes + 1, 'a');
+  EXPECT_EQ(bad.validate().message(), "prompt is 4097 bytes, at most 4096 are allowed");
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -697,6 +698,99 @@ TEST_F(WhisperTest, TemperatureFallbackSamplesAsTheReference) {
   EXPECT_NE(tokens_string(other_seed[0].tokens), tokens_string(references[1].tokens));
   // Fallback off (the default): the greedy result whatever its score.
   EXPECT_EQ(run(*make_with({}), {wavs_[1]}, {8000})[0].text, references_[1].text);
+}
+
+// A stream's own prompt and temperatures (StreamOptions::whisper, what the server's requests
+// set) over the recognizer's: three streams in one batch, one with an initial prompt, one with
+// the fallback from 0, one sampled at 0.4 only, each give the reference's tokens with those
+// options, batched and alone, and other tokens than without them; a temperature out of 0..1 is
+// refused with the range and the value.
+TEST_F(WhisperTest, StreamsTakeTheirOwnPromptAndTemperatures) {
+  stream::EncoderDecoderOptions options;
+  options.fallback.logprob_threshold = -5.175;
+  options.fallback.seed = 7;
+  auto recognizer = make_with(options);
+  ASSERT_TRUE(recognizer);
+  const std::string common = "--logprob-threshold -5.175 --seed 7 ";
+  std::vector<stream::StreamOptions> streams(3);
+  streams[0].whisper.initial_prompt = "hello world";
+  streams[1].whisper.temperature_fallback = true;
+  streams[2].whisper.temperature = 0.4;
+  const std::vector<std::string> reference_options = {
+      common + "--initial-prompt 'hello world'", common + "--temperatures 0,0.2,0.4,0.6,0.8,1.0",
+      common + "--temperatures 0.4"};
+  std::vector<std::vector<int>> together(3), plain(3);
+  model_test::feed_files_as_streams(*recognizer, wavs_, {3200, 4000, 16000}, streams,
+                                    [&](std::size_t i, const stream::StreamResult& result) {
+                                      if (!result.result.is_final) return;
+                                      for (const auto& t : result.result.tokens)
+                                        together[i].push_back(t.id);
+                                    });
+  model_test::feed_files_as_streams(*recognizer, wavs_, {3200, 4000, 16000}, {},
+                                    [&](std::size_t i, const stream::StreamResult& result) {
+                                      if (!result.result.is_final) return;
+                                      for (const auto& t : result.result.tokens)
+                                        plain[i].push_back(t.id);
+                                    });
+  for (std::size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE(reference_options[i]);
+    const auto reference = run_reference(export_dir_, {wavs_[i]}, reference_options[i]);
+    ASSERT_EQ(reference.size(), 1u);
+    EXPECT_EQ(tokens_string(together[i]), tokens_string(reference[0].tokens));
+    EXPECT_NE(tokens_string(together[i]), tokens_string(plain[i]));
+    std::vector<int> alone;
+    model_test::feed_files_as_streams(*recognizer, {wavs_[i]}, {8000}, {streams[i]},
+                                      [&](std::size_t, const stream::StreamResult& result) {
+                                        if (!result.result.is_final) return;
+                                        for (const auto& t : result.result.tokens)
+                                          alone.push_back(t.id);
+                                      });
+    EXPECT_EQ(tokens_string(alone), tokens_string(reference[0].tokens));
+  }
+  stream::StreamOptions hot;
+  hot.whisper.temperature = 1.5;
+  const auto refused = recognizer->open_stream(hot);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.status().message().find("temperature must be a number from 0 to 1, found 1.5"),
+            std::string::npos)
+      << refused.status().message();
+}
+
+// Growing-window partials (RecognizerConfig::partial_interval_ms): while a 30 s window fills,
+// its audio so far is decoded again every 2 s for the partial result, so partials come every few
+// seconds instead of once per window; the final is still the offline decode of the same audio
+// (the reference's tokens and text), for a stream batched with another and alone.
+TEST_F(WhisperTest, GrowingWindowPartialsKeepTheOfflineFinal) {
+  auto make_partials = [](int interval_ms) {
+    stream::RecognizerConfig config;
+    config.engine_path = bundle_.string();
+    config.vad = stream::VadKind::kOff;
+    config.max_batch = 4;
+    config.max_streams = 8;
+    config.partial_interval_ms = interval_ms;
+    auto r = stream::Recognizer::create(config);
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : nullptr;
+  };
+  auto growing = make_partials(2000);
+  ASSERT_TRUE(growing);
+  const auto together = run(*growing, {wavs_[1], wavs_[0]}, {3200, 1600});
+  EXPECT_EQ(tokens_string(together[0].tokens), tokens_string(references_[1].tokens));
+  EXPECT_EQ(together[0].text, references_[1].text);
+  EXPECT_EQ(tokens_string(together[1].tokens), tokens_string(references_[0].tokens));
+  const auto alone = run(*growing, {wavs_[1]}, {8000});
+  EXPECT_EQ(tokens_string(alone[0].tokens), tokens_string(references_[1].tokens));
+  // 68 s in three windows: without the interval a partial comes only when a window is complete
+  // (at most 3); with it, from partial decodes every 2 s (a partial is sent when its text
+  // changes).
+  auto whole_windows = make_partials(0);
+  ASSERT_TRUE(whole_windows);
+  const auto per_window = run(*whole_windows, {wavs_[1]}, {3200});
+  EXPECT_LE(per_window[0].partials.size(), 3u);
+  EXPECT_EQ(tokens_string(per_window[0].tokens), tokens_string(references_[1].tokens));
+  std::cout << "partials of the 68 s clip: " << together[0].partials.size() << " growing, "
+            << per_window[0].partials.size() << " per whole window\n";
+  EXPECT_GE(together[0].partials.size(), 5u);
 }
 
 // Beam search, timestamps, previous text and the fallback together: windows whose beam result

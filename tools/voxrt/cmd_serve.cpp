@@ -199,6 +199,15 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "Bonus per matched phrase_list unit, 0..20 (default: the model's, else 1.5)")
       ->check(CLI::Range(0.0f, 20.0f));
   add_whisper_options(cmd, args->whisper);
+  // Live streams' growing-window partials (RecognizerConfig::partial_interval_ms). 2000 ms: a
+  // Whisper partial at most 2 s behind the audio (plus its decode), for 14 extra encoder calls per
+  // 30 s window (each partial decode runs the encoder on a whole padded window).
+  c.recognizer.partial_interval_ms = 2000;
+  cmd->add_option("--whisper-partial-ms", c.recognizer.partial_interval_ms,
+                  "Whisper models: decode a live stream's filling 30 s window again every this "
+                  "many ms of audio for partial results (0: partials only per whole window)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 30000));
   cmd->add_option("--vad", args->vad, "silero | energy | off")->capture_default_str();
   cmd->add_option("--vad-model", args->vad_model,
                   "Silero VAD v5 .onnx (built once into ~/.cache/voxrt) or engine");

@@ -59,13 +59,17 @@ std::string strip_spaces(const std::string& text) {
 
 class EncoderDecoderStream final : public FamilyStream {
  public:
-  EncoderDecoderStream(std::shared_ptr<EncoderDecoderModel> model, bool timestamps, int beam_width)
+  // `initial_prompt`: the BPE tokens of the stream's initial prompt; `fallback`: its
+  // temperatures (the recognizer's, or the stream's own, WhisperStreamChoices).
+  EncoderDecoderStream(std::shared_ptr<EncoderDecoderModel> model, bool timestamps, int beam_width,
+                       std::vector<int> initial_prompt, FallbackPolicy fallback)
       : model_(std::move(model)),
         timestamps_(timestamps),
         beam_width_(beam_width),
         language_id_(model_->contract_.language_id),
-        previous_(model_->initial_prompt_tokens_, model_->contract_.max_previous_tokens(),
-                  model_->options_.condition_on_previous_text) {
+        previous_(std::move(initial_prompt), model_->contract_.max_previous_tokens(),
+                  model_->options_.condition_on_previous_text),
+        fallback_(std::move(fallback)) {
     ++model_->streams_open_;
   }
   ~EncoderDecoderStream() override { --model_->streams_open_; }
@@ -78,7 +82,11 @@ class EncoderDecoderStream final : public FamilyStream {
   // No endpoint rule fires inside a stream: windows are fixed 30 s pieces, not utterances, and
   // their tokens have no frame times the trailing-silence rules could read.
   DecoderProgress progress() const override { return {}; }
-  decode::DecodingResult partial() const override { return result(false); }
+  decode::DecodingResult partial() const override {
+    decode::DecodingResult r = result(false);
+    if (!filling_text_.empty()) r.text = trimmed(text_ + filling_text_);
+    return r;
+  }
   decode::DecodingResult finalize() override { return result(true); }
   // The previous text stays: it is the stream's context, as OpenAI keeps it over the whole
   // audio, not the utterance's.
@@ -86,6 +94,7 @@ class EncoderDecoderStream final : public FamilyStream {
     tokens_.clear();
     text_.clear();
     segments_.clear();
+    filling_text_.clear();
   }
   Status reset_state() override { return Status::ok(); }
 
@@ -95,10 +104,15 @@ class EncoderDecoderStream final : public FamilyStream {
   bool needs_language() const { return language_id_ < 0 && model_->contract_.multilingual(); }
   void set_language(int id) { language_id_ = id; }
   // The next window's prompt: the previous text, the language and task, timestamps or not.
-  std::vector<int> prompt() const {
-    return window_prompt(model_->contract_, model_->contract_.multilingual() ? language_id_ : -1,
+  std::vector<int> prompt() const { return prompt_in(language_id_); }
+  // The same in language `language_id` (a partial decode's language, detected for it alone).
+  std::vector<int> prompt_in(int language_id) const {
+    return window_prompt(model_->contract_, model_->contract_.multilingual() ? language_id : -1,
                          model_->options_.task, timestamps_, previous_.tokens());
   }
+  // What the window that is filling says so far (growing-window partials; empty: nothing).
+  void set_filling_text(std::string text) { filling_text_ = std::move(text); }
+  const FallbackPolicy& fallback() const { return fallback_; }
   // The sampling draws of the next window's attempt `attempt` (token_sampling.h).
   std::uint64_t sampling_key_for(int attempt) const {
     return sampling_key(model_->options_.fallback.seed, static_cast<std::uint64_t>(windows_),
@@ -108,6 +122,7 @@ class EncoderDecoderStream final : public FamilyStream {
   // Appends the next window (`frames` frames of audio): what it said, or null when it was not
   // decoded (too little audio).
   Status add_window(const WindowOutcome* outcome, int frames) {
+    filling_text_.clear();
     if (outcome != nullptr) ++windows_;
     if (outcome != nullptr && !outcome->silence) {
       for (int id : outcome->tokens) {
@@ -168,11 +183,13 @@ class EncoderDecoderStream final : public FamilyStream {
   int beam_width_;  // 0: greedy
   int language_id_;
   PreviousText previous_;
+  FallbackPolicy fallback_;
   long long windows_ = 0;  // decoded windows so far (the sampling draws' window counter)
   long long frames_ = 0;
   std::vector<decode::TokenSpan> tokens_;
   std::string text_;
   std::vector<decode::SegmentResult> segments_;
+  std::string filling_text_;
 };
 
 // ---- the model ----------------------------------------------------------------------------
@@ -195,8 +212,6 @@ Expected<std::shared_ptr<EncoderDecoderModel>> EncoderDecoderModel::create(
       fallback.logprob_threshold.value_or(m->contract_.logprob_threshold);
   m->contract_.no_speech_threshold =
       fallback.no_speech_threshold.value_or(m->contract_.no_speech_threshold);
-  m->fallback_.emplace(fallback, m->contract_.logprob_threshold, m->contract_.no_speech_threshold,
-                       m->contract_.no_speech_id >= 0);
   const EncoderDecoderContract& c = m->contract_;
   if (m->options_.task == WhisperTask::kTranslate && (!c.multilingual() || c.translate_id < 0)) {
     return unsupported(where, ": the translate task needs a multilingual model with <|translate|>",
@@ -229,22 +244,16 @@ Expected<std::shared_ptr<EncoderDecoderModel>> EncoderDecoderModel::create(
     special[static_cast<std::size_t>(id)] = tokenizer.is_special(id) ? 1 : 0;
   }
   m->tokenizer_ = std::make_shared<const decode::ByteLevelBpeDecoder>(std::move(tokenizer));
-  if (!m->options_.initial_prompt.empty()) {
-    if (c.sot_prev_id < 0) {
-      return unsupported(where, ": an initial prompt needs <|startofprev|>, which the model (or a ",
-                         "bundle built before voxrt read it) has not");
-    }
-    if (c.merges_file.empty()) {
-      return unsupported(where, ": an initial prompt needs the BPE merges (merges.txt), which the ",
-                         "model folder had not");
-    }
+  // The BPE encoder for initial prompts (the recognizer's, and each stream's own): only models
+  // with <|startofprev|> take one, and only folders with merges.txt can encode it.
+  if (c.sot_prev_id >= 0 && !c.merges_file.empty()) {
     VOXRT_ASSIGN_OR_RETURN(auto encoder,
                            decode::ByteLevelBpeEncoder::from_files(
                                vocab_path, (fs::path(folder) / c.merges_file).string()));
-    // OpenAI: tokenizer.encode(" " + initial_prompt.strip()).
-    VOXRT_ASSIGN_OR_RETURN(m->initial_prompt_tokens_,
-                           encoder.encode(" " + strip_spaces(m->options_.initial_prompt)));
+    m->prompt_encoder_ = std::make_shared<const decode::ByteLevelBpeEncoder>(std::move(encoder));
   }
+  VOXRT_ASSIGN_OR_RETURN(m->initial_prompt_tokens_,
+                         m->encode_initial_prompt(m->options_.initial_prompt, where));
   VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::pieces(std::move(pieces), c.eos_id));
   m->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
   m->rules_ = std::make_shared<const WindowRules>(WindowRules::create(c, special));
@@ -330,6 +339,21 @@ Expected<std::shared_ptr<EncoderDecoderModel>> EncoderDecoderModel::create(
   return m;
 }
 
+Expected<std::vector<int>> EncoderDecoderModel::encode_initial_prompt(
+    const std::string& prompt, const std::string& where) const {
+  if (prompt.empty()) return std::vector<int>();
+  if (contract_.sot_prev_id < 0) {
+    return unsupported(where, ": an initial prompt needs <|startofprev|>, which the model (or a ",
+                       "bundle built before voxrt read it) has not");
+  }
+  if (prompt_encoder_ == nullptr) {
+    return unsupported(where, ": an initial prompt needs the BPE merges (merges.txt), which the ",
+                       "model folder had not");
+  }
+  // OpenAI: tokenizer.encode(" " + initial_prompt.strip()).
+  return prompt_encoder_->encode(" " + strip_spaces(prompt));
+}
+
 DeviceKind EncoderDecoderModel::device() const {
   return encoder_->impl().contents.target.device;
 }
@@ -356,8 +380,19 @@ Expected<std::unique_ptr<FamilyStream>> EncoderDecoderModel::open_stream(
     return resource_exhausted("encoder_decoder: ", max_streams_,
                               " streams are open (RecognizerConfig::max_streams)");
   }
+  // The stream's own prompt and temperatures over the recognizer's.
+  const EncoderDecoderOptions stream_options = options.whisper.over(options_);
+  VOXRT_RETURN_IF_ERROR(stream_options.validate());
+  std::vector<int> prompt_tokens = initial_prompt_tokens_;
+  if (options.whisper.initial_prompt) {
+    VOXRT_ASSIGN_OR_RETURN(prompt_tokens,
+                           encode_initial_prompt(*options.whisper.initial_prompt, "stream"));
+  }
+  FallbackPolicy fallback(stream_options.fallback, contract_.logprob_threshold,
+                          contract_.no_speech_threshold, contract_.no_speech_id >= 0);
   return std::unique_ptr<FamilyStream>(
-      std::make_unique<EncoderDecoderStream>(shared_from_this(), decoding.timestamps, beam_width));
+      std::make_unique<EncoderDecoderStream>(shared_from_this(), decoding.timestamps, beam_width,
+                                             std::move(prompt_tokens), std::move(fallback)));
 }
 
 Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int frames) {
@@ -380,31 +415,7 @@ Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int fra
   // The temperature of each decoded window's last attempt (the result it keeps).
   std::vector<double> attempt_temperature(decoded.size(), 0.0);
   if (!decoded.empty()) {
-    const auto rows = static_cast<std::int64_t>(decoded.size());
-    const int mels = contract_.mel_bins;
-    const std::size_t window_values = static_cast<std::size_t>(frames) * mels;
-    // [frames, mels] per stream -> normalised -> [rows, mels, frames] (input_features).
-    Tensor features = Tensor::uninitialized(DType::kF32, {rows, mels, frames});
-    std::vector<float> window(window_values);
-    for (std::size_t r = 0; r < decoded.size(); ++r) {
-      const float* in = batch[static_cast<std::size_t>(decoded[r])].features;
-      std::copy(in, in + window_values, window.begin());
-      audio::normalise_whisper_window(window);
-      float* out = features.data<float>() + r * window_values;
-      for (int t = 0; t < frames; ++t) {
-        for (int m = 0; m < mels; ++m)
-          out[static_cast<std::size_t>(m) * frames + t] =
-              window[static_cast<std::size_t>(t) * mels + m];
-      }
-    }
-    VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> encoded,
-                           encoder_context_->run(std::span<const Tensor>(&features, 1)));
-    ++calls_.encoder;
-    const Tensor& hidden = encoded[0];
-    if (hidden.rank() != 3 || hidden.dim(0) != rows) {
-      return invalid_argument("encoder: last_hidden_state is ", dims_to_string(hidden.dims()),
-                              ", expected [", rows, ", S, d]");
-    }
+    VOXRT_ASSIGN_OR_RETURN(const Tensor hidden, encode_windows(batch, decoded, frames));
     // The language of streams that have none yet, from this (their first decoded) window.
     std::vector<int> detect;
     for (std::size_t r = 0; r < decoded.size(); ++r) {
@@ -434,10 +445,11 @@ Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int fra
       VOXRT_RETURN_IF_ERROR(decode_attempt(hidden, pending, streams, prompts, attempt, searches));
       std::vector<int> retry;
       for (int r : pending) {
-        attempt_temperature[static_cast<std::size_t>(r)] = fallback_->temperature(attempt);
+        const FallbackPolicy& fallback = streams[static_cast<std::size_t>(r)]->fallback();
+        attempt_temperature[static_cast<std::size_t>(r)] = fallback.temperature(attempt);
         WindowOutcome outcome = searches[static_cast<std::size_t>(r)]->outcome();
         VOXRT_ASSIGN_OR_RETURN(std::string text, text_of(outcome.tokens));
-        if (fallback_->retry(attempt, outcome, text)) retry.push_back(r);
+        if (fallback.retry(attempt, outcome, text)) retry.push_back(r);
       }
       pending = std::move(retry);
     }
@@ -457,6 +469,90 @@ Status EncoderDecoderModel::run_batch(std::span<const ChunkInput> batch, int fra
   return Status::ok();
 }
 
+Expected<Tensor> EncoderDecoderModel::encode_windows(std::span<const ChunkInput> batch,
+                                                     std::span<const int> window_rows, int frames) {
+  const auto rows = static_cast<std::int64_t>(window_rows.size());
+  const int mels = contract_.mel_bins;
+  const std::size_t window_values = static_cast<std::size_t>(frames) * mels;
+  // [frames, mels] per stream -> normalised -> [rows, mels, frames] (input_features).
+  Tensor features = Tensor::uninitialized(DType::kF32, {rows, mels, frames});
+  std::vector<float> window(window_values);
+  for (std::size_t r = 0; r < window_rows.size(); ++r) {
+    const float* in = batch[static_cast<std::size_t>(window_rows[r])].features;
+    std::copy(in, in + window_values, window.begin());
+    audio::normalise_whisper_window(window);
+    float* out = features.data<float>() + r * window_values;
+    for (int t = 0; t < frames; ++t) {
+      for (int m = 0; m < mels; ++m)
+        out[static_cast<std::size_t>(m) * frames + t] =
+            window[static_cast<std::size_t>(t) * mels + m];
+    }
+  }
+  VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> encoded,
+                         encoder_context_->run(std::span<const Tensor>(&features, 1)));
+  ++calls_.encoder;
+  Tensor hidden = std::move(encoded[0]);
+  if (hidden.rank() != 3 || hidden.dim(0) != rows) {
+    return invalid_argument("encoder: last_hidden_state is ", dims_to_string(hidden.dims()),
+                            ", expected [", rows, ", S, d]");
+  }
+  return hidden;
+}
+
+Status EncoderDecoderModel::run_partial_batch(std::span<const ChunkInput> batch, int frames) {
+  if (frames != audio::kWhisperWindowFrames) {
+    return invalid_argument("encoder_decoder: a window is ", audio::kWhisperWindowFrames,
+                            " frames, the driver gave ", frames);
+  }
+  // As run_batch: too little audio to decode says nothing.
+  std::vector<int> decoded;
+  std::vector<EncoderDecoderStream*> streams;
+  for (std::size_t b = 0; b < batch.size(); ++b) {
+    auto* s = static_cast<EncoderDecoderStream*>(batch[b].stream);
+    if (batch[b].valid_output_frames >= kMinWindowAudioFrames) {
+      decoded.push_back(static_cast<int>(b));
+      streams.push_back(s);
+    } else {
+      s->set_filling_text("");
+    }
+  }
+  if (decoded.empty()) return Status::ok();
+  VOXRT_ASSIGN_OR_RETURN(const Tensor hidden, encode_windows(batch, decoded, frames));
+  calls_.partial_windows += static_cast<long long>(decoded.size());
+  std::vector<int> detect;
+  for (std::size_t r = 0; r < streams.size(); ++r) {
+    if (streams[r]->needs_language()) detect.push_back(static_cast<int>(r));
+  }
+  std::vector<int> languages(streams.size(), -1);
+  if (!detect.empty()) {
+    VOXRT_ASSIGN_OR_RETURN(std::vector<int> detected,
+                           detect_languages(gather_rows(hidden, detect)));
+    for (std::size_t i = 0; i < detect.size(); ++i)
+      languages[static_cast<std::size_t>(detect[i])] = detected[i];
+  }
+  std::vector<std::vector<int>> prompts;
+  std::vector<int> rows;
+  for (std::size_t r = 0; r < streams.size(); ++r) {
+    prompts.push_back(streams[r]->needs_language() ? streams[r]->prompt_in(languages[r])
+                                                   : streams[r]->prompt());
+    rows.push_back(static_cast<int>(r));
+  }
+  // The first attempt only: a partial is provisional, and its window is decoded whole (with
+  // the fallback) when it is complete.
+  std::vector<std::unique_ptr<WindowDecoding>> searches(streams.size());
+  VOXRT_RETURN_IF_ERROR(decode_attempt(hidden, rows, streams, prompts, 0, searches));
+  for (std::size_t r = 0; r < streams.size(); ++r) {
+    const WindowOutcome outcome = searches[r]->outcome();
+    if (outcome.silence) {
+      streams[r]->set_filling_text("");
+      continue;
+    }
+    VOXRT_ASSIGN_OR_RETURN(std::string text, text_of(outcome.tokens));
+    streams[r]->set_filling_text(std::move(text));
+  }
+  return Status::ok();
+}
+
 Expected<std::string> EncoderDecoderModel::text_of(std::span<const int> tokens) const {
   const int timestamp_begin = contract_.timestamp_begin_id;
   std::vector<int> text_ids;
@@ -471,19 +567,22 @@ Status EncoderDecoderModel::decode_attempt(const Tensor& hidden, std::span<const
                                            const std::vector<std::vector<int>>& prompts,
                                            int attempt,
                                            std::vector<std::unique_ptr<WindowDecoding>>& searches) {
-  const double temperature = fallback_->temperature(attempt);
-  // Windows that decode alike share the decoder calls: the same search (greedy, the beam width,
-  // or sampling above temperature 0, where OpenAI samples instead of its beam search), the same
+  // Windows that decode alike share the decoder calls: the same temperature (a stream's own
+  // temperatures may differ from its batch mates'), the same search (greedy, the beam width, or
+  // sampling above temperature 0, where OpenAI samples instead of its beam search), the same
   // timestamps choice and prompt length, in groups of as many windows as the engines take (the
   // step engine: windows times beams rows).
-  std::map<std::tuple<int, bool, std::size_t>, std::vector<int>> groups;
+  std::map<std::tuple<double, int, bool, std::size_t>, std::vector<int>> groups;
   for (int r : rows) {
     const EncoderDecoderStream* s = streams[static_cast<std::size_t>(r)];
+    const double temperature = s->fallback().temperature(attempt);
     const int beam_width = temperature > 0.0 ? 0 : s->beam_width();
-    groups[{beam_width, s->timestamps(), prompts[static_cast<std::size_t>(r)].size()}].push_back(r);
+    groups[{temperature, beam_width, s->timestamps(), prompts[static_cast<std::size_t>(r)].size()}]
+        .push_back(r);
   }
   for (const auto& [kind, members] : groups) {
-    const int beam_width = std::get<0>(kind);
+    const double temperature = std::get<0>(kind);
+    const int beam_width = std::get<1>(kind);
     const auto per_call = static_cast<std::size_t>(
         std::max(1, std::min(max_batch_, max_step_rows_ / std::max(1, beam_width))));
     for (std::size_t first = 0; first < members.size(); first += per_call) {

@@ -23,6 +23,7 @@
 #include <string>
 
 #include "decode/byte_level_bpe.h"
+#include "decode/byte_level_bpe_encoder.h"
 #include "decode/vocabulary.h"
 #include "stream/bundle_manifest.h"
 #include "stream/encoder_decoder/beam_search.h"
@@ -58,6 +59,12 @@ class EncoderDecoderModel final : public ModelFamily,
   Expected<std::unique_ptr<FamilyStream>> open_stream(const StreamOptions& options,
                                                       const ResolvedDecoding& decoding) override;
   Status run_batch(std::span<const ChunkInput> batch, int frames) override;
+  // Growing-window partials: a window that is still filling, decoded as it is so far (padded
+  // with silence) at the stream's first temperature, without fallback; the language of a stream
+  // that has none yet is detected for this decode only. The stream's state does not change:
+  // its partial shows the text until the window is decoded whole.
+  bool decodes_filling_chunks() const override { return true; }
+  Status run_partial_batch(std::span<const ChunkInput> batch, int frames) override;
 
   // Engine calls since creation (tests and benchmarks).
   struct Calls {
@@ -66,6 +73,7 @@ class EncoderDecoderModel final : public ModelFamily,
     long long language_detection = 0;  // decoder calls on <|startoftranscript|> alone
     long long decoder_with_past = 0;
     long long fallback_decodings = 0;  // windows decoded again at a higher temperature
+    long long partial_windows = 0;     // filling windows decoded for partials (run_partial_batch)
   };
   const Calls& calls() const { return calls_; }
 
@@ -79,6 +87,14 @@ class EncoderDecoderModel final : public ModelFamily,
   // The most likely language token of each row of `hidden` (OpenAI Whisper's detection: the
   // decoder on <|startoftranscript|> alone, the logits of the language tokens only).
   Expected<std::vector<int>> detect_languages(const Tensor& hidden);
+  // `prompt`'s BPE tokens as OpenAI encodes an initial prompt (empty for an empty prompt);
+  // errors (a model that takes no prompt) start with `where`.
+  Expected<std::vector<int>> encode_initial_prompt(const std::string& prompt,
+                                                   const std::string& where) const;
+  // The encoder states [rows, S, d] of the windows `rows` of `batch` (each normalised as
+  // Whisper does and transposed to [mels, frames]).
+  Expected<Tensor> encode_windows(std::span<const ChunkInput> batch, std::span<const int> rows,
+                                  int frames);
   // The text of `tokens`, timestamps left out (a tokenizer may not mark them special).
   Expected<std::string> text_of(std::span<const int> tokens) const;
   // Decodes the windows `rows` (rows of `hidden`) at attempt `attempt` of the fallback: prompts
@@ -100,9 +116,11 @@ class EncoderDecoderModel final : public ModelFamily,
   std::shared_ptr<const WindowRules> timestamp_rules_;
   std::shared_ptr<const decode::ByteLevelBpeDecoder> tokenizer_;
   EncoderDecoderOptions options_;
-  std::optional<FallbackPolicy> fallback_;
-  // The initial prompt's BPE tokens (every stream's previous text starts with them).
+  // The recognizer's initial prompt's BPE tokens (the previous text of every stream without a
+  // prompt of its own starts with them).
   std::vector<int> initial_prompt_tokens_;
+  // Encodes initial prompts; null for a model without <|startofprev|> or merges.txt.
+  std::shared_ptr<const decode::ByteLevelBpeEncoder> prompt_encoder_;
   std::shared_ptr<const decode::Vocabulary> vocabulary_;
   audio::FeatureConfig feature_config_;
   ChunkLayout layout_;

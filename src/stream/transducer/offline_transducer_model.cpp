@@ -3,69 +3,27 @@
 #include <algorithm>
 
 #include "decode/stateful_transducer_beam.h"
-#include "runtime/engine_impl.h"
-#include "stream/batch_limit.h"
 #include "stream/engine_io_names.h"
 #include "stream/model_metadata.h"
 #include "stream/recognizer.h"
+#include "stream/transducer/search_stream.h"
 #include "stream/transducer/stateful_search_batch.h"
 
 namespace voxrt::stream {
-// A stream with one of the two searches (greedy: StatefulTransducerStreamSearch; modified beam:
-// StatefulTransducerBeamSearch), which share these methods.
-template <class Search>
-class OfflineTransducerStream final : public FamilyStream {
- public:
-  OfflineTransducerStream(std::shared_ptr<OfflineTransducerModel> model, Search search)
-      : model_(std::move(model)), search_(std::move(search)) {
-    ++model_->streams_open_;
-  }
-  ~OfflineTransducerStream() override { --model_->streams_open_; }
-
-  Status accept_skipped_frames(int output_frames) override {
-    search_.accept_skipped_frames(output_frames);
-    return Status::ok();
-  }
-  DecoderProgress progress() const override {
-    return {search_.utterance_frames(), search_.trailing_blank_frames(), search_.has_tokens()};
-  }
-  decode::DecodingResult partial() const override { return search_.partial(); }
-  decode::DecodingResult finalize() override { return search_.finalize(); }
-  void reset_utterance() override { search_.reset_utterance(); }
-  Status reset_state() override {
-    search_.reset_state();
-    return Status::ok();
-  }
-  Search& search() { return search_; }
-
- private:
-  std::shared_ptr<OfflineTransducerModel> model_;
-  Search search_;
-};
-
-using GreedyStream = OfflineTransducerStream<decode::StatefulTransducerStreamSearch>;
-using BeamStream = OfflineTransducerStream<decode::StatefulTransducerBeamSearch>;
+using GreedyStream = SearchStream<decode::StatefulTransducerStreamSearch>;
+using BeamStream = SearchStream<decode::StatefulTransducerBeamSearch>;
 
 Expected<std::shared_ptr<OfflineTransducerModel>> OfflineTransducerModel::create(
     const BundleManifest& manifest, const std::string& folder, const RecognizerConfig& config) {
   auto m = std::shared_ptr<OfflineTransducerModel>(new OfflineTransducerModel());
-  m->metadata_ = manifest.metadata;
+  VOXRT_ASSIGN_OR_RETURN(PredictionEngines prediction, m->load_bundle(manifest, folder, config));
   const auto& metadata = m->metadata_;
-  const std::string where = folder + "/" + BundleManifest::kFileName;
-  VOXRT_ASSIGN_OR_RETURN(std::string encoder_path, manifest.engine_path(folder, "encoder"));
-  VOXRT_ASSIGN_OR_RETURN(std::string decoder_path, manifest.engine_path(folder, "decoder"));
-  VOXRT_ASSIGN_OR_RETURN(std::string joiner_path, manifest.engine_path(folder, "joiner"));
-  VOXRT_ASSIGN_OR_RETURN(m->encoder_, Engine::load_file(encoder_path));
-  VOXRT_ASSIGN_OR_RETURN(auto decoder, Engine::load_file(decoder_path));
-  VOXRT_ASSIGN_OR_RETURN(auto joiner, Engine::load_file(joiner_path));
+  const std::string& where = m->where_;
+  const std::string& encoder_path = m->encoder_path_;
   VOXRT_ASSIGN_OR_RETURN(auto segments, OfflineSegmentFrontEnd::create(metadata, where));
   m->segments_.emplace(std::move(segments));
-  const std::string model_dir = config.model_dir.empty() ? folder : config.model_dir;
-  VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::from_metadata(metadata, model_dir));
-  m->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
-  VOXRT_ASSIGN_OR_RETURN(m->time_base_,
-                         time_base_from_metadata(metadata, m->segments_->layout().subsampling,
-                                                 m->feature_config().frame_shift_ms, where));
+  VOXRT_RETURN_IF_ERROR(
+      m->load_time_base(m->segments_->layout().subsampling, m->feature_config().frame_shift_ms));
   VOXRT_ASSIGN_OR_RETURN(std::string features,
                          metadata_string(metadata, "voxrt.offline.features_input", where));
   VOXRT_ASSIGN_OR_RETURN(std::string length,
@@ -87,29 +45,12 @@ Expected<std::shared_ptr<OfflineTransducerModel>> OfflineTransducerModel::create
   }
   VOXRT_ASSIGN_OR_RETURN(
       m->networks_, LstmTransducerNetworks::create(
-                        std::move(decoder), std::move(joiner), metadata, m->vocabulary_->size(),
-                        m->vocabulary_->blank_id(), config.threads, where));
-  VOXRT_ASSIGN_OR_RETURN(
-      m->max_symbols_,
-      metadata_int(metadata, "voxrt.transducer.max_symbols_per_frame", 10, false, where));
-  if (m->max_symbols_ < 1 || m->max_symbols_ > 16) {
-    return invalid_argument(where, ": voxrt.transducer.max_symbols_per_frame must be 1..16, found ",
-                            m->max_symbols_);
-  }
-  if (config.transducer.max_symbols_per_frame > 0)
-    m->max_symbols_ = config.transducer.max_symbols_per_frame;
-  if (!config.lm_path.empty())
-    return unsupported(where, ": an LM with transducers is not supported (--lm)");
-  VOXRT_ASSIGN_OR_RETURN(m->encoder_context_, m->encoder_->create_context(config.threads));
-  VOXRT_ASSIGN_OR_RETURN(m->max_batch_,
-                         resolve_max_batch(*m->encoder_, features, config.max_batch,
-                                           RecognizerConfig::kDefaultMaxBatch, encoder_path));
+                        std::move(prediction.decoder), std::move(prediction.joiner), metadata,
+                        m->vocabulary_->size(), m->vocabulary_->blank_id(), config.threads, where));
+  VOXRT_ASSIGN_OR_RETURN(m->max_symbols_, max_symbols_per_frame(metadata, 10, config, where));
+  VOXRT_RETURN_IF_ERROR(m->resolve_batch(features, config));
   m->max_streams_ = config.max_streams;
   return m;
-}
-
-DeviceKind OfflineTransducerModel::device() const {
-  return encoder_->impl().contents.target.device;
 }
 
 Expected<std::unique_ptr<FamilyStream>> OfflineTransducerModel::open_stream(
@@ -125,23 +66,17 @@ Expected<std::unique_ptr<FamilyStream>> OfflineTransducerModel::open_stream(
     }
     // Hotwords come only with beam search (hotwords_need_beam_search: the driver refuses them
     // with greedy).
-    std::shared_ptr<const decode::ContextGraph> hotwords;
-    if (!options.hotwords.empty()) {
-      VOXRT_ASSIGN_OR_RETURN(auto graph,
-                             decode::ContextGraph::from_phrases(*vocabulary_, options.hotwords,
-                                                                decoding.hotword_bonus));
-      hotwords = std::make_shared<const decode::ContextGraph>(std::move(graph));
-    }
+    VOXRT_ASSIGN_OR_RETURN(auto hotwords, hotword_graph(options, decoding));
     decode::StatefulTransducerBeamSearch search(vocabulary_, time_base_,
                                                 decoding.transducer.beam_width,
                                                 networks_->state_size(), std::move(hotwords));
-    return std::unique_ptr<FamilyStream>(
-        std::make_unique<BeamStream>(shared_from_this(), std::move(search)));
+    return std::unique_ptr<FamilyStream>(std::make_unique<BeamStream>(
+        ModelLease::counted(shared_from_this(), streams_open_), std::move(search)));
   }
   decode::StatefulTransducerStreamSearch search(vocabulary_, time_base_, max_symbols_,
                                                 networks_->state_size());
-  return std::unique_ptr<FamilyStream>(
-      std::make_unique<GreedyStream>(shared_from_this(), std::move(search)));
+  return std::unique_ptr<FamilyStream>(std::make_unique<GreedyStream>(
+      ModelLease::counted(shared_from_this(), streams_open_), std::move(search)));
 }
 
 Status OfflineTransducerModel::run_batch(std::span<const ChunkInput> batch, int frames) {
@@ -176,14 +111,8 @@ Status OfflineTransducerModel::run_batch(std::span<const ChunkInput> batch, int 
         segments.lengths[b] == 0
             ? 0
             : std::min(out_frames, segments_->output_frames(static_cast<int>(segments.lengths[b])));
-    const float* rows_of_b = frames_first.data() + b * stream_values;
-    StatefulSearchRow row{.frames = rows_of_b, .valid_frames = valid};
-    if (auto* g = dynamic_cast<GreedyStream*>(batch[b].stream)) {
-      row.greedy = &g->search();
-    } else {
-      row.beam = &static_cast<BeamStream*>(batch[b].stream)->search();
-    }
-    search_rows.push_back(row);
+    search_rows.push_back(
+        stateful_search_row(*batch[b].stream, frames_first.data() + b * stream_values, valid));
   }
   return run_stateful_searches(*networks_, search_rows, out_frames);
 }

@@ -8,24 +8,17 @@
 #pragma once
 
 #include <atomic>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
-#include "decode/vocabulary.h"
-#include "stream/bundle_manifest.h"
-#include "stream/model_family.h"
 #include "stream/offline_segments.h"
 #include "stream/transducer/lstm_transducer_networks.h"
-#include "voxrt/engine.h"
+#include "stream/transducer/transducer_family.h"
 
 namespace voxrt::stream {
 
-template <class Search>
-class OfflineTransducerStream;
-
-class OfflineTransducerModel final : public ModelFamily,
+class OfflineTransducerModel final : public TransducerFamily,
                                      public std::enable_shared_from_this<OfflineTransducerModel> {
  public:
   static Expected<std::shared_ptr<OfflineTransducerModel>> create(const BundleManifest& manifest,
@@ -37,15 +30,8 @@ class OfflineTransducerModel final : public ModelFamily,
     return segments_->feature_config();
   }
   const ChunkLayout& chunk_layout() const override { return segments_->layout(); }
-  const decode::TimeBase& time_base() const override { return time_base_; }
-  const std::map<std::string, std::string>& metadata() const override { return metadata_; }
-  int vocab_size() const override { return vocabulary_->size(); }
-  const decode::Vocabulary& vocabulary() const override { return *vocabulary_; }
-  DeviceKind device() const override;
   int streams_open() const override { return streams_open_.load(); }
-  int max_batch() const override { return max_batch_; }
   bool hotwords_need_beam_search() const override { return true; }
-  bool has_lm() const override { return false; }
   Expected<std::unique_ptr<FamilyStream>> open_stream(const StreamOptions& options,
                                                       const ResolvedDecoding& decoding) override;
   Status run_batch(std::span<const ChunkInput> batch, int frames) override;
@@ -53,17 +39,10 @@ class OfflineTransducerModel final : public ModelFamily,
   const LstmTransducerNetworks& networks() const { return *networks_; }
 
  private:
-  template <class Search>
-  friend class OfflineTransducerStream;
   OfflineTransducerModel() = default;
 
-  std::shared_ptr<const Engine> encoder_;
-  std::unique_ptr<ExecutionContext> encoder_context_;
   std::unique_ptr<LstmTransducerNetworks> networks_;
   std::optional<OfflineSegmentFrontEnd> segments_;
-  decode::TimeBase time_base_;
-  std::map<std::string, std::string> metadata_;
-  std::shared_ptr<const decode::Vocabulary> vocabulary_;
   int features_input_ = 0;
   int length_input_ = 1;
   int output_ = 0;
@@ -71,7 +50,6 @@ class OfflineTransducerModel final : public ModelFamily,
   // voxrt.transducer.max_symbols_per_frame (NeMo's greedy max_symbols, 10).
   int max_symbols_ = 10;
   int max_streams_ = 0;
-  int max_batch_ = 1;
   std::atomic<int> streams_open_{0};
 };
 

@@ -2,7 +2,19 @@
 
 #include <vector>
 
+#include "stream/transducer/search_stream.h"
+
 namespace voxrt::stream {
+
+StatefulSearchRow stateful_search_row(FamilyStream& stream, const float* frames, int valid_frames) {
+  StatefulSearchRow row{.frames = frames, .valid_frames = valid_frames};
+  if (auto* greedy = dynamic_cast<SearchStream<decode::StatefulTransducerStreamSearch>*>(&stream)) {
+    row.greedy = &greedy->search();
+  } else {
+    row.beam = &static_cast<SearchStream<decode::StatefulTransducerBeamSearch>&>(stream).search();
+  }
+  return row;
+}
 
 Status run_stateful_searches(decode::StatefulTransducerNetworks& networks,
                              std::span<const StatefulSearchRow> rows, int frames_per_stream) {

@@ -7,6 +7,7 @@
 
 #include "decode/stateful_transducer_beam.h"
 #include "decode/stateful_transducer_search.h"
+#include "stream/model_family.h"
 
 namespace voxrt::stream {
 
@@ -18,6 +19,10 @@ struct StatefulSearchRow {
   const float* frames = nullptr;
   int valid_frames = 0;
 };
+
+// The row of `stream`, a stream that a stateful family opened (search_stream.h over either
+// search), with its encoder frames.
+StatefulSearchRow stateful_search_row(FamilyStream& stream, const float* frames, int valid_frames);
 
 Status run_stateful_searches(decode::StatefulTransducerNetworks& networks,
                              std::span<const StatefulSearchRow> rows, int frames_per_stream);

@@ -2,121 +2,38 @@
 
 #include <algorithm>
 
-#include "decode/context_graph.h"
 #include "decode/stateful_transducer_beam.h"
 #include "decode/stateful_transducer_search.h"
-#include "runtime/engine_impl.h"
-#include "stream/batch_limit.h"
 #include "stream/engine_io_names.h"
 #include "stream/model_metadata.h"
 #include "stream/recognizer.h"
+#include "stream/transducer/search_stream.h"
 #include "stream/transducer/stateful_search_batch.h"
 
 namespace voxrt::stream {
 
-// A stream with its state slot and one of the two searches (greedy or modified beam), which
-// share these methods.
-template <class Search>
-class StatefulTransducerStream final : public FamilyStream {
- public:
-  StatefulTransducerStream(std::shared_ptr<StatefulTransducerModel> model, int slot, Search search)
-      : model_(std::move(model)), slot_(slot), search_(std::move(search)) {}
-  ~StatefulTransducerStream() override { (void)model_->pool_->release(slot_); }
-
-  Status accept_skipped_frames(int output_frames) override {
-    search_.accept_skipped_frames(output_frames);
-    return Status::ok();
-  }
-  DecoderProgress progress() const override {
-    return {search_.utterance_frames(), search_.trailing_blank_frames(), search_.has_tokens()};
-  }
-  decode::DecodingResult partial() const override { return search_.partial(); }
-  decode::DecodingResult finalize() override { return search_.finalize(); }
-  void reset_utterance() override { search_.reset_utterance(); }
-  // Fresh encoder states and a fresh prediction state: the next utterance is decoded as if it
-  // had been cut out of the stream.
-  Status reset_state() override {
-    search_.reset_state();
-    return model_->pool_->reset(slot_);
-  }
-  int slot() const { return slot_; }
-  Search& search() { return search_; }
-
- private:
-  std::shared_ptr<StatefulTransducerModel> model_;
-  int slot_ = -1;
-  Search search_;
-};
-
-using GreedyStream = StatefulTransducerStream<decode::StatefulTransducerStreamSearch>;
-using BeamStream = StatefulTransducerStream<decode::StatefulTransducerBeamSearch>;
+using GreedyStream = SearchStream<decode::StatefulTransducerStreamSearch>;
+using BeamStream = SearchStream<decode::StatefulTransducerBeamSearch>;
 
 Expected<std::shared_ptr<StatefulTransducerModel>> StatefulTransducerModel::create(
     const BundleManifest& manifest, const std::string& folder, const RecognizerConfig& config) {
   auto m = std::shared_ptr<StatefulTransducerModel>(new StatefulTransducerModel());
-  m->metadata_ = manifest.metadata;
+  VOXRT_ASSIGN_OR_RETURN(PredictionEngines prediction, m->load_bundle(manifest, folder, config));
   const auto& metadata = m->metadata_;
-  const std::string where = folder + "/" + BundleManifest::kFileName;
-  if (!config.lm_path.empty())
-    return unsupported(where, ": an LM with transducers is not supported (--lm)");
-  VOXRT_ASSIGN_OR_RETURN(m->layout_.chunk_frames,
-                         metadata_int(metadata, "voxrt.chunk_frames", 0, true, where));
-  VOXRT_ASSIGN_OR_RETURN(m->layout_.shift_frames,
-                         metadata_int(metadata, "voxrt.shift_frames", 0, true, where));
-  VOXRT_ASSIGN_OR_RETURN(m->layout_.subsampling,
-                         metadata_int(metadata, "voxrt.subsampling", 0, true, where));
-  if (m->layout_.shift_frames > m->layout_.chunk_frames ||
-      m->layout_.shift_frames % m->layout_.subsampling != 0) {
-    return invalid_argument(where, ": voxrt.shift_frames ", m->layout_.shift_frames,
-                            " must be at most voxrt.chunk_frames ", m->layout_.chunk_frames,
-                            " and a multiple of voxrt.subsampling ", m->layout_.subsampling);
-  }
-  // The encoder takes whole windows only (their length is fixed at export).
-  m->layout_.min_chunk_frames = m->layout_.chunk_frames;
-  VOXRT_ASSIGN_OR_RETURN(m->feature_config_, audio::FeatureConfig::from_metadata(metadata));
-  m->feature_dim_ = m->feature_config_.output_dim();
-  VOXRT_ASSIGN_OR_RETURN(m->layout_.pad_frame,
-                         chunk_pad_frame(metadata, m->feature_config_, where));
-  const std::string model_dir = config.model_dir.empty() ? folder : config.model_dir;
-  VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::from_metadata(metadata, model_dir));
-  m->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
-  VOXRT_ASSIGN_OR_RETURN(m->time_base_,
-                         time_base_from_metadata(metadata, m->layout_.subsampling,
-                                                 m->feature_config_.frame_shift_ms, where));
-
-  VOXRT_ASSIGN_OR_RETURN(std::string encoder_path, manifest.engine_path(folder, "encoder"));
-  VOXRT_ASSIGN_OR_RETURN(std::string decoder_path, manifest.engine_path(folder, "decoder"));
-  VOXRT_ASSIGN_OR_RETURN(std::string joiner_path, manifest.engine_path(folder, "joiner"));
-  VOXRT_ASSIGN_OR_RETURN(m->encoder_, Engine::load_file(encoder_path));
-  VOXRT_ASSIGN_OR_RETURN(auto decoder, Engine::load_file(decoder_path));
-  VOXRT_ASSIGN_OR_RETURN(auto joiner, Engine::load_file(joiner_path));
-  const DeviceKind device = m->encoder_->impl().contents.target.device;
-  if (decoder->impl().contents.target.device != device ||
-      joiner->impl().contents.target.device != device) {
-    return invalid_argument(where,
-                            ": the encoder, decoder and joiner engines were built for "
-                            "different devices; rebuild the bundle with one --device");
-  }
+  const std::string& where = m->where_;
+  const std::string& encoder_path = m->encoder_path_;
+  VOXRT_ASSIGN_OR_RETURN(m->front_end_, m->load_streaming_front_end());
   VOXRT_ASSIGN_OR_RETURN(
       m->networks_, LstmTransducerNetworks::create(
-                        std::move(decoder), std::move(joiner), metadata, m->vocabulary_->size(),
-                        m->vocabulary_->blank_id(), config.threads, where));
+                        std::move(prediction.decoder), std::move(prediction.joiner), metadata,
+                        m->vocabulary_->size(), m->vocabulary_->blank_id(), config.threads, where));
   if (!m->networks_->durations().empty()) {
     return unsupported(where,
                        ": transducer_stateful runs RNN-T models; voxrt.transducer.durations ",
                        "names a TDT model");
   }
-  VOXRT_ASSIGN_OR_RETURN(
-      m->max_symbols_,
-      metadata_int(metadata, "voxrt.transducer.max_symbols_per_frame", 3, false, where));
-  if (m->max_symbols_ < 1 || m->max_symbols_ > 16) {
-    return invalid_argument(where, ": voxrt.transducer.max_symbols_per_frame must be 1..16, found ",
-                            m->max_symbols_);
-  }
-  if (config.transducer.max_symbols_per_frame > 0)
-    m->max_symbols_ = config.transducer.max_symbols_per_frame;
+  VOXRT_ASSIGN_OR_RETURN(m->max_symbols_, max_symbols_per_frame(metadata, 3, config, where));
 
-  VOXRT_ASSIGN_OR_RETURN(m->encoder_context_, m->encoder_->create_context(config.threads));
   VOXRT_ASSIGN_OR_RETURN(m->pool_, StatePool::create(m->encoder_, config.max_streams));
   const auto& inputs = m->pool_->stream_inputs();
   const std::string features_name =
@@ -149,14 +66,8 @@ Expected<std::shared_ptr<StatefulTransducerModel>> StatefulTransducerModel::crea
                             "' (voxrt.transducer.encoder_output); its non-state outputs are: ",
                             names_of(m->pool_->stream_outputs()));
   }
-  VOXRT_ASSIGN_OR_RETURN(m->max_batch_,
-                         resolve_max_batch(*m->encoder_, features_name, config.max_batch,
-                                           RecognizerConfig::kDefaultMaxBatch, encoder_path));
+  VOXRT_RETURN_IF_ERROR(m->resolve_batch(features_name, config));
   return m;
-}
-
-DeviceKind StatefulTransducerModel::device() const {
-  return encoder_->impl().contents.target.device;
 }
 
 Expected<std::unique_ptr<FamilyStream>> StatefulTransducerModel::open_stream(
@@ -165,37 +76,28 @@ Expected<std::unique_ptr<FamilyStream>> StatefulTransducerModel::open_stream(
   if (decoding.decoder == DecoderKind::kBeam) {
     // Hotwords come only with beam search (hotwords_need_beam_search: the driver refuses them
     // with greedy).
-    std::shared_ptr<const decode::ContextGraph> hotwords;
-    if (!options.hotwords.empty()) {
-      VOXRT_ASSIGN_OR_RETURN(auto graph,
-                             decode::ContextGraph::from_phrases(*vocabulary_, options.hotwords,
-                                                                decoding.hotword_bonus));
-      hotwords = std::make_shared<const decode::ContextGraph>(std::move(graph));
-    }
+    VOXRT_ASSIGN_OR_RETURN(auto hotwords, hotword_graph(options, decoding));
     decode::StatefulTransducerBeamSearch search(vocabulary_, time_base_,
                                                 decoding.transducer.beam_width,
                                                 networks_->state_size(), std::move(hotwords));
     VOXRT_ASSIGN_OR_RETURN(int slot, pool_->acquire());
-    return std::unique_ptr<FamilyStream>(
-        std::make_unique<BeamStream>(shared_from_this(), slot, std::move(search)));
+    return std::unique_ptr<FamilyStream>(std::make_unique<BeamStream>(
+        ModelLease::slot(shared_from_this(), *pool_, slot), std::move(search)));
   }
   decode::StatefulTransducerStreamSearch search(vocabulary_, time_base_, max_symbols_,
                                                 networks_->state_size());
   VOXRT_ASSIGN_OR_RETURN(int slot, pool_->acquire());
-  return std::unique_ptr<FamilyStream>(
-      std::make_unique<GreedyStream>(shared_from_this(), slot, std::move(search)));
+  return std::unique_ptr<FamilyStream>(std::make_unique<GreedyStream>(
+      ModelLease::slot(shared_from_this(), *pool_, slot), std::move(search)));
 }
 
 Status StatefulTransducerModel::run_batch(std::span<const ChunkInput> batch, int frames) {
   const auto batch_size = static_cast<std::int64_t>(batch.size());
   std::vector<Tensor> inputs(pool_->stream_inputs().size());
-  Tensor& features = inputs[static_cast<std::size_t>(features_input_)];
-  features = Tensor::uninitialized(DType::kF32, {batch_size, frames, feature_dim_});
-  const std::size_t chunk_values = static_cast<std::size_t>(frames) * feature_dim_;
+  inputs[static_cast<std::size_t>(features_input_)] =
+      batch_features(batch, frames, front_end_.feature_dim);
   std::vector<int> slots;
   for (std::size_t b = 0; b < batch.size(); ++b) {
-    std::copy(batch[b].features, batch[b].features + chunk_values,
-              features.data<float>() + b * chunk_values);
     auto* greedy = dynamic_cast<GreedyStream*>(batch[b].stream);
     slots.push_back(greedy ? greedy->slot() : static_cast<BeamStream*>(batch[b].stream)->slot());
   }
@@ -227,14 +129,8 @@ Status StatefulTransducerModel::run_batch(std::span<const ChunkInput> batch, int
   const std::size_t stream_values = static_cast<std::size_t>(out_frames) * dim;
   for (std::size_t b = 0; b < batch.size(); ++b) {
     const int valid = std::min(out_frames, batch[b].valid_output_frames);
-    const float* rows_of_b = encoded.data<float>() + b * stream_values;
-    StatefulSearchRow row{.frames = rows_of_b, .valid_frames = valid};
-    if (auto* g = dynamic_cast<GreedyStream*>(batch[b].stream)) {
-      row.greedy = &g->search();
-    } else {
-      row.beam = &static_cast<BeamStream*>(batch[b].stream)->search();
-    }
-    search_rows.push_back(row);
+    search_rows.push_back(
+        stateful_search_row(*batch[b].stream, encoded.data<float>() + b * stream_values, valid));
   }
   return run_stateful_searches(*networks_, search_rows, out_frames);
 }

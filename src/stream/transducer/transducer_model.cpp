@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <chrono>
 
-#include "decode/context_graph.h"
-#include "runtime/engine_impl.h"
 #include "stream/batch_limit.h"
 #include "stream/engine_io_names.h"
 #include "stream/model_metadata.h"
 #include "stream/recognizer.h"
 #include "stream/transducer/joiner_batches.h"
+#include "stream/transducer/search_stream.h"
 
 namespace voxrt::stream {
 
@@ -108,37 +107,15 @@ Status EngineTransducerNetworks::run_joiner(std::span<const float> encoder_frame
 
 // ---- one stream ---------------------------------------------------------------------------
 
-class TransducerStream final : public FamilyStream {
+// The shared wrapper plus the feature frames the encoder has consumed (icefall's processed_lens,
+// as sherpa-onnx counts them), which start again with the encoder's states.
+class TransducerStream final : public SearchStream<decode::TransducerStreamSearch> {
  public:
-  TransducerStream(std::shared_ptr<TransducerModel> model, int slot,
-                   decode::TransducerStreamSearch search)
-      : model_(std::move(model)), slot_(slot), search_(std::move(search)) {}
-  ~TransducerStream() override { (void)model_->pool_->release(slot_); }
-
-  Status accept_skipped_frames(int output_frames) override {
-    search_.accept_skipped_frames(output_frames);
-    return Status::ok();
-  }
-  DecoderProgress progress() const override {
-    return {search_.utterance_frames(), search_.trailing_blank_frames(), search_.has_tokens()};
-  }
-  decode::DecodingResult partial() const override { return search_.partial(); }
-  decode::DecodingResult finalize() override { return search_.finalize(); }
-  void reset_utterance() override { search_.reset_utterance(); }
-  // Fresh encoder caches and a fresh decoder context: the next utterance is decoded as if it
-  // had been cut out of the stream.
+  using SearchStream::SearchStream;
   Status reset_state() override {
     processed_frames_ = 0;
-    search_.reset_context();
-    return model_->pool_->reset(slot_);
+    return SearchStream::reset_state();
   }
-
- private:
-  friend class TransducerModel;
-  std::shared_ptr<TransducerModel> model_;
-  int slot_ = -1;
-  decode::TransducerStreamSearch search_;
-  // Feature frames the encoder has consumed (icefall's processed_lens, as sherpa-onnx counts).
   std::int64_t processed_frames_ = 0;
 };
 
@@ -148,58 +125,19 @@ Expected<std::shared_ptr<TransducerModel>> TransducerModel::create(const BundleM
                                                                    const std::string& folder,
                                                                    const RecognizerConfig& config) {
   auto m = std::shared_ptr<TransducerModel>(new TransducerModel());
-  const auto& metadata = manifest.metadata;
-  const std::string where = folder + "/" + BundleManifest::kFileName;
-  if (!config.lm_path.empty()) {
-    return unsupported(where, ": an LM (", config.lm_path,
-                       ") is not supported with transducer models yet (CTC beam search only)");
-  }
-  VOXRT_ASSIGN_OR_RETURN(m->layout_.chunk_frames,
-                         metadata_int(metadata, "voxrt.chunk_frames", 0, true, where));
-  VOXRT_ASSIGN_OR_RETURN(m->layout_.shift_frames,
-                         metadata_int(metadata, "voxrt.shift_frames", 0, true, where));
-  VOXRT_ASSIGN_OR_RETURN(m->layout_.subsampling,
-                         metadata_int(metadata, "voxrt.subsampling", 0, true, where));
-  if (m->layout_.shift_frames > m->layout_.chunk_frames ||
-      m->layout_.shift_frames % m->layout_.subsampling != 0) {
-    return invalid_argument(where, ": voxrt.shift_frames ", m->layout_.shift_frames,
-                            " must be at most voxrt.chunk_frames ", m->layout_.chunk_frames,
-                            " and a multiple of voxrt.subsampling ", m->layout_.subsampling);
-  }
-  // The encoder takes whole chunks only (its chunk length is fixed at export).
-  m->layout_.min_chunk_frames = m->layout_.chunk_frames;
-  VOXRT_ASSIGN_OR_RETURN(m->feature_config_, audio::FeatureConfig::from_metadata(metadata));
-  m->feature_dim_ = m->feature_config_.output_dim();
-  VOXRT_ASSIGN_OR_RETURN(m->layout_.pad_frame,
-                         chunk_pad_frame(metadata, m->feature_config_, where));
-  VOXRT_ASSIGN_OR_RETURN(auto vocabulary, decode::Vocabulary::from_metadata(metadata, folder));
-  m->vocabulary_ = std::make_shared<const decode::Vocabulary>(std::move(vocabulary));
-  VOXRT_ASSIGN_OR_RETURN(m->time_base_,
-                         time_base_from_metadata(metadata, m->layout_.subsampling,
-                                                 m->feature_config_.frame_shift_ms, where));
-  m->metadata_ = metadata;
-
-  VOXRT_ASSIGN_OR_RETURN(std::string encoder_path, manifest.engine_path(folder, "encoder"));
-  VOXRT_ASSIGN_OR_RETURN(std::string decoder_path, manifest.engine_path(folder, "decoder"));
-  VOXRT_ASSIGN_OR_RETURN(std::string joiner_path, manifest.engine_path(folder, "joiner"));
-  VOXRT_ASSIGN_OR_RETURN(m->encoder_, Engine::load_file(encoder_path));
-  VOXRT_ASSIGN_OR_RETURN(auto decoder, Engine::load_file(decoder_path));
-  VOXRT_ASSIGN_OR_RETURN(auto joiner, Engine::load_file(joiner_path));
-  const DeviceKind device = m->encoder_->impl().contents.target.device;
-  if (decoder->impl().contents.target.device != device ||
-      joiner->impl().contents.target.device != device) {
-    return invalid_argument(where,
-                            ": the encoder, decoder and joiner engines were built for "
-                            "different devices; rebuild the bundle with one --device");
-  }
-  VOXRT_ASSIGN_OR_RETURN(m->networks_, EngineTransducerNetworks::create(
-                                           std::move(decoder), std::move(joiner), metadata,
-                                           m->vocabulary_->blank_id(), config.threads, where));
+  VOXRT_ASSIGN_OR_RETURN(PredictionEngines prediction, m->load_bundle(manifest, folder, config));
+  const auto& metadata = m->metadata_;
+  const std::string& where = m->where_;
+  const std::string& encoder_path = m->encoder_path_;
+  VOXRT_ASSIGN_OR_RETURN(m->front_end_, m->load_streaming_front_end());
+  VOXRT_ASSIGN_OR_RETURN(m->networks_,
+                         EngineTransducerNetworks::create(
+                             std::move(prediction.decoder), std::move(prediction.joiner), metadata,
+                             m->vocabulary_->blank_id(), config.threads, where));
   if (m->networks_->vocab_size() != m->vocabulary_->size()) {
     return invalid_argument(where, ": the joiner gives ", m->networks_->vocab_size(),
                             " logits but the vocabulary has ", m->vocabulary_->size(), " units");
   }
-  VOXRT_ASSIGN_OR_RETURN(m->encoder_context_, m->encoder_->create_context(config.threads));
   VOXRT_ASSIGN_OR_RETURN(m->pool_, StatePool::create(m->encoder_, config.max_streams));
   const auto& inputs = m->pool_->stream_inputs();
   const std::string features_name =
@@ -228,15 +166,13 @@ Expected<std::shared_ptr<TransducerModel>> TransducerModel::create(const BundleM
     return invalid_argument(encoder_path, ": the encoder has no non-state output '", output_name,
                             "'; its non-state outputs are: ", names_of(m->pool_->stream_outputs()));
   }
-  VOXRT_ASSIGN_OR_RETURN(m->max_batch_,
-                         resolve_max_batch(*m->encoder_, features_name, config.max_batch,
-                                           RecognizerConfig::kDefaultMaxBatch, encoder_path));
+  VOXRT_RETURN_IF_ERROR(m->resolve_batch(features_name, config));
   if (m->pool_->states_on_device()) {
     // Every batch size the server will use gets its plan and CUDA graph now, not in the middle
     // of serving (StatePool::warm_up).
     std::vector<Tensor> one_row(inputs.size());
-    one_row[static_cast<std::size_t>(m->features_input_)] =
-        Tensor::zeros(DType::kF32, {1, m->layout_.chunk_frames, m->feature_dim_});
+    one_row[static_cast<std::size_t>(m->features_input_)] = Tensor::zeros(
+        DType::kF32, {1, m->front_end_.layout.chunk_frames, m->front_end_.feature_dim});
     if (m->processed_frames_input_ >= 0)
       one_row[static_cast<std::size_t>(m->processed_frames_input_)] =
           Tensor::zeros(DType::kI64, {1});
@@ -245,43 +181,31 @@ Expected<std::shared_ptr<TransducerModel>> TransducerModel::create(const BundleM
   return m;
 }
 
-DeviceKind TransducerModel::device() const {
-  return encoder_->impl().contents.target.device;
-}
-
 Expected<std::unique_ptr<FamilyStream>> TransducerModel::open_stream(
     const StreamOptions& options, const ResolvedDecoding& decoding) {
   // A stream's beam width may be above what this search takes (1..64).
   VOXRT_RETURN_IF_ERROR(decoding.transducer.validate());
-  std::shared_ptr<const decode::ContextGraph> hotwords;
-  if (!options.hotwords.empty()) {
-    VOXRT_ASSIGN_OR_RETURN(auto graph, decode::ContextGraph::from_phrases(
-                                           *vocabulary_, options.hotwords, decoding.hotword_bonus));
-    hotwords = std::make_shared<const decode::ContextGraph>(std::move(graph));
-  }
+  VOXRT_ASSIGN_OR_RETURN(auto hotwords, hotword_graph(options, decoding));
   const auto kind = decoding.decoder == DecoderKind::kBeam
                         ? decode::TransducerSearchKind::kModifiedBeam
                         : decode::TransducerSearchKind::kGreedy;
   decode::TransducerStreamSearch search(vocabulary_, time_base_, kind, decoding.transducer,
                                         networks_->context_size(), std::move(hotwords));
   VOXRT_ASSIGN_OR_RETURN(int slot, pool_->acquire());
-  return std::unique_ptr<FamilyStream>(
-      std::make_unique<TransducerStream>(shared_from_this(), slot, std::move(search)));
+  return std::unique_ptr<FamilyStream>(std::make_unique<TransducerStream>(
+      ModelLease::slot(shared_from_this(), *pool_, slot), std::move(search)));
 }
 
 Status TransducerModel::run_batch(std::span<const ChunkInput> batch, int frames) {
   const auto batch_size = static_cast<std::int64_t>(batch.size());
   std::vector<Tensor> inputs(pool_->stream_inputs().size());
-  Tensor& features = inputs[static_cast<std::size_t>(features_input_)];
-  features = Tensor::uninitialized(DType::kF32, {batch_size, frames, feature_dim_});
-  const std::size_t chunk_values = static_cast<std::size_t>(frames) * feature_dim_;
+  inputs[static_cast<std::size_t>(features_input_)] =
+      batch_features(batch, frames, front_end_.feature_dim);
   std::vector<int> slots;
   std::vector<TransducerStream*> streams;
   for (std::size_t b = 0; b < batch.size(); ++b) {
-    std::copy(batch[b].features, batch[b].features + chunk_values,
-              features.data<float>() + b * chunk_values);
     streams.push_back(static_cast<TransducerStream*>(batch[b].stream));
-    slots.push_back(streams.back()->slot_);
+    slots.push_back(streams.back()->slot());
   }
   if (processed_frames_input_ >= 0) {
     Tensor processed = Tensor::uninitialized(DType::kI64, {batch_size});
@@ -302,9 +226,9 @@ Status TransducerModel::run_batch(std::span<const ChunkInput> batch, int frames)
   std::vector<decode::TransducerStreamSearch*> searches;
   std::vector<int> valid;
   for (std::size_t b = 0; b < batch.size(); ++b) {
-    searches.push_back(&streams[b]->search_);
+    searches.push_back(&streams[b]->search());
     valid.push_back(batch[b].valid_output_frames);
-    streams[b]->processed_frames_ += layout_.shift_frames;
+    streams[b]->processed_frames_ += front_end_.layout.shift_frames;
   }
   VOXRT_RETURN_IF_ERROR(
       decode::transducer_search_chunk(*networks_, searches, encoder_out.data<float>(),

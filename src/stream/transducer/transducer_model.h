@@ -6,16 +6,12 @@
 // every stream of the batch at once.
 #pragma once
 
-#include <map>
 #include <memory>
 #include <string>
 
 #include "decode/transducer_search.h"
-#include "decode/vocabulary.h"
 #include "runtime/state_pool.h"
-#include "stream/bundle_manifest.h"
-#include "stream/model_family.h"
-#include "voxrt/engine.h"
+#include "stream/transducer/transducer_family.h"
 
 namespace voxrt::stream {
 
@@ -60,7 +56,7 @@ class EngineTransducerNetworks final : public decode::TransducerNetworks {
   long long joiner_calls_ = 0;
 };
 
-class TransducerModel final : public ModelFamily,
+class TransducerModel final : public TransducerFamily,
                               public std::enable_shared_from_this<TransducerModel> {
  public:
   static Expected<std::shared_ptr<TransducerModel>> create(const BundleManifest& manifest,
@@ -68,17 +64,10 @@ class TransducerModel final : public ModelFamily,
                                                            const RecognizerConfig& config);
 
   std::string_view name() const override { return "transducer"; }
-  const audio::FeatureConfig& feature_config() const override { return feature_config_; }
-  const ChunkLayout& chunk_layout() const override { return layout_; }
-  const decode::TimeBase& time_base() const override { return time_base_; }
-  const std::map<std::string, std::string>& metadata() const override { return metadata_; }
-  int vocab_size() const override { return vocabulary_->size(); }
-  const decode::Vocabulary& vocabulary() const override { return *vocabulary_; }
-  DeviceKind device() const override;
+  const audio::FeatureConfig& feature_config() const override { return front_end_.features; }
+  const ChunkLayout& chunk_layout() const override { return front_end_.layout; }
   int streams_open() const override { return pool_->in_use(); }
-  int max_batch() const override { return max_batch_; }
   bool hotwords_need_beam_search() const override { return false; }
-  bool has_lm() const override { return false; }
   Expected<std::unique_ptr<FamilyStream>> open_stream(const StreamOptions& options,
                                                       const ResolvedDecoding& decoding) override;
   Status run_batch(std::span<const ChunkInput> batch, int frames) override;
@@ -93,20 +82,11 @@ class TransducerModel final : public ModelFamily,
   const Timings& timings() const { return timings_; }
 
  private:
-  friend class TransducerStream;
   TransducerModel() = default;
 
-  std::shared_ptr<const Engine> encoder_;
-  std::unique_ptr<ExecutionContext> encoder_context_;
   std::unique_ptr<StatePool> pool_;
   std::unique_ptr<EngineTransducerNetworks> networks_;
-  audio::FeatureConfig feature_config_;
-  ChunkLayout layout_;
-  decode::TimeBase time_base_;
-  std::map<std::string, std::string> metadata_;
-  std::shared_ptr<const decode::Vocabulary> vocabulary_;
-  int feature_dim_ = 0;
-  int max_batch_ = 1;
+  StreamingFrontEnd front_end_;
   // Encoder inputs besides the states: the features, and optionally the frames each stream has
   // processed (icefall's streaming Conformer: processed_lens), by position in the pool's order.
   int features_input_ = 0;

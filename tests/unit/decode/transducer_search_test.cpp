@@ -207,7 +207,7 @@ TEST(TransducerSearch, ResetsKeepOrDropTheDecoderContext) {
   EXPECT_EQ(ids(s.partial()), (std::vector<int>{3}));
   EXPECT_EQ(s.partial().tokens[0].start_frame, 1);  // frames keep counting
   s.reset_utterance();
-  s.reset_context();  // a fresh stream's context: "▁A" again
+  s.reset_state();  // a fresh stream's context: "▁A" again
   ASSERT_TRUE(transducer_search_chunk(nets, streams, frames.data(), 1, valid).is_ok());
   EXPECT_EQ(ids(s.partial()), (std::vector<int>{2}));
   s.accept_skipped_frames(3);
