@@ -13,24 +13,6 @@ namespace {
 
 namespace quantized = cpu::quantized;
 
-// The bias as one float per column, beta folded in (Gemm's C of [N], [1, N] or one value;
-// FusedMatMul's [N]); nullopt for a C the epilogue does not take.
-std::optional<std::vector<float>> column_bias(const ir::Node& node,
-                                              const cpu::dense::MatMulConfig& config,
-                                              std::int64_t columns) {
-  std::vector<float> bias;
-  if (!config.has_c) return bias;
-  const ir::Value* value = node.input(2);
-  if (!value || !value->is_constant() || value->dtype != DType::kF32) return std::nullopt;
-  const Tensor& t = *value->constant;
-  const bool row =
-      t.element_count() == columns && (t.rank() == 1 || (t.rank() == 2 && t.dim(0) == 1));
-  if (!row && t.element_count() != 1) return std::nullopt;
-  for (std::int64_t c = 0; c < columns; ++c)
-    bias.push_back(config.beta * t.data<float>()[row ? c : 0]);
-  return bias;
-}
-
 bool is_matmul(const ir::Node& node) {
   return node.op == ir::OpKind::kMatMul || node.op == ir::OpKind::kFusedMatMul ||
          node.op == ir::OpKind::kGemm;
@@ -54,7 +36,7 @@ bool cuda_int8_applies(const ir::Node& node) {
   const Tensor& w = *node.input(1)->constant;
   if (w.rank() != 2 || w.dtype() != DType::kF32) return false;
   const std::int64_t columns = config->trans_b ? w.dim(0) : w.dim(1);
-  return column_bias(node, *config, columns).has_value();
+  return cpu::dense::constant_column_bias(node, *config, columns).has_value();
 }
 
 Int8GemmLayer make_int8_gemm_layer(const float* w_rows, std::int64_t columns, std::int64_t depth,
@@ -114,7 +96,7 @@ Expected<Int8GemmLayer> make_int8_gemm_layer(const ir::Node& node) {
         by_column[static_cast<std::size_t>(n * depth + k)] = wd[k * columns + n];
     }
   }
-  const std::vector<float> bias = *column_bias(node, config, columns);
+  const std::vector<float> bias = *cpu::dense::constant_column_bias(node, config, columns);
   return make_int8_gemm_layer(config.trans_b ? w.data<float>() : by_column.data(), columns, depth,
                               input, config.alpha, bias.empty() ? nullptr : bias.data());
 }

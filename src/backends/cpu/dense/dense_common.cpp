@@ -336,4 +336,20 @@ Geometry3 to_3d(const ir::ConvGeometry& g) {
   return r;
 }
 
+std::optional<std::vector<float>> constant_column_bias(const ir::Node& node,
+                                                       const MatMulConfig& config,
+                                                       std::int64_t columns) {
+  std::vector<float> bias;
+  if (!config.has_c) return bias;
+  const ir::Value* value = node.input(2);
+  if (!value || !value->is_constant() || value->dtype != DType::kF32) return std::nullopt;
+  const Tensor& t = *value->constant;
+  const bool row =
+      t.element_count() == columns && (t.rank() == 1 || (t.rank() == 2 && t.dim(0) == 1));
+  if (!row && t.element_count() != 1) return std::nullopt;
+  for (std::int64_t i = 0; i < columns; ++i)
+    bias.push_back(config.beta * t.data<float>()[row ? i : 0]);
+  return bias;
+}
+
 }  // namespace voxrt::backends::cpu::dense

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "backends/kernel.h"
@@ -58,6 +59,12 @@ struct MatMulConfig {
   Activation activation;
 };
 Expected<MatMulConfig> read_matmul_config(const ir::Node& node);
+// The constant C as one float per output column, beta folded in (C of shape [N], [1, N] or one
+// value; empty without C); nullopt for any other C (not constant, not f32, a full [M, N]).
+// Shared by the INT8 layers of both backends, whose epilogues add a per-column bias.
+std::optional<std::vector<float>> constant_column_bias(const ir::Node& node,
+                                                       const MatMulConfig& config,
+                                                       std::int64_t columns);
 
 // The batched problem for concrete operand dims, after numpy broadcasting. Every batch b reads
 // A at a_offsets[b] and B at b_offsets[b] and writes Y at b * m * n (Y is contiguous).

@@ -119,21 +119,6 @@ class MatMulInt8Kernel final : public Kernel {
   std::unique_ptr<Int8Layer> layer_;
 };
 
-// The bias of shape [N], [1, N] or a scalar, times beta; nullopt when C is something else.
-std::optional<std::vector<float>> matmul_bias(const ir::Node& node, const dense::MatMulConfig& c,
-                                              std::int64_t columns) {
-  std::vector<float> bias;
-  if (!c.has_c) return bias;
-  const ir::Value* value = node.input(2);
-  if (!value || !value->is_constant() || value->dtype != DType::kF32) return std::nullopt;
-  const Tensor& t = *value->constant;
-  const bool row =
-      t.element_count() == columns && (t.rank() == 1 || (t.rank() == 2 && t.dim(0) == 1));
-  if (!row && t.element_count() != 1) return std::nullopt;
-  for (std::int64_t i = 0; i < columns; ++i) bias.push_back(c.beta * t.data<float>()[row ? i : 0]);
-  return bias;
-}
-
 // ---- Conv / FusedConv --------------------------------------------------------------------------
 
 class ConvInt8Kernel final : public Kernel {
@@ -282,7 +267,7 @@ bool dense_int8_applies(const ir::Node& node) {
   auto config = dense::read_matmul_config(node);
   if (!config || config->trans_a || w->constant->rank() != 2) return false;
   const std::int64_t columns = config->trans_b ? w->constant->dim(0) : w->constant->dim(1);
-  return matmul_bias(node, *config, columns).has_value();
+  return dense::constant_column_bias(node, *config, columns).has_value();
 }
 
 Expected<std::unique_ptr<Int8GemmRunner>> make_int8_gemm_runner(
@@ -337,7 +322,7 @@ Expected<std::unique_ptr<Kernel>> make_dense_int8_kernel(const ir::Node& node, I
   }
   layer->weights = pack_int8_weights(
       quantize_rows(config.trans_b ? w.data<float>() : by_column.data(), columns, depth, depth));
-  const std::vector<float> bias = *matmul_bias(node, config, columns);
+  const std::vector<float> bias = *dense::constant_column_bias(node, config, columns);
   layer->epilogue = make_int8_epilogue(layer->weights, layer->input, config.alpha,
                                        bias.empty() ? nullptr : bias.data());
   VOXRT_ASSIGN_OR_RETURN(
