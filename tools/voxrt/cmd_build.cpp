@@ -28,8 +28,14 @@ struct BuildArgs {
   bool json = false;
 };
 
+// The precision a layer kept out of INT8 runs at: FP32 on the CPU, FP16 on the CUDA backend.
+const char* non_int8_precision(DeviceKind device) {
+  return device == DeviceKind::kCuda ? "fp16" : "fp32";
+}
+
 // Where each quantizable layer ended up, with its measured sensitivity.
-void print_int8_layers(const std::vector<Int8LayerReport>& layers, std::ostream& out) {
+void print_int8_layers(const std::vector<Int8LayerReport>& layers, DeviceKind device,
+                       std::ostream& out) {
   if (layers.empty()) return;
   out << "  int8 layers (output error / arg-max changes: that layer alone in int8, on the "
          "calibration data):\n";
@@ -40,7 +46,8 @@ void print_int8_layers(const std::vector<Int8LayerReport>& layers, std::ostream&
       std::snprintf(argmax, sizeof(argmax), "%.3g%%", 100 * layer.argmax_changed);
     char line[512];
     std::snprintf(line, sizeof(line), "    %-28s %-12s %-5s err %-9s argmax %-8s %s\n",
-                  layer.node.c_str(), layer.op.c_str(), layer.int8 ? "int8" : "fp32", error, argmax,
+                  layer.node.c_str(), layer.op.c_str(),
+                  layer.int8 ? "int8" : non_int8_precision(device), error, argmax,
                   layer.reason.c_str());
     out << line;
   }
@@ -162,7 +169,7 @@ int run_build(const BuildArgs& args) {
       j["int8_layers"].push_back(
           {{"node", layer.node},
            {"op", layer.op},
-           {"precision", layer.int8 ? "int8" : "fp32"},
+           {"precision", layer.int8 ? "int8" : non_int8_precision(config.device)},
            {"reason", layer.reason},
            {"input_range", {layer.input_min, layer.input_max}},
            {"input_scale", layer.input_scale},
@@ -174,7 +181,7 @@ int run_build(const BuildArgs& args) {
     }
     std::cout << j.dump(2) << "\n";
   } else {
-    print_int8_layers(report.int8_layers, std::cerr);
+    print_int8_layers(report.int8_layers, config.device, std::cerr);
     // Warnings always; rewrites and notes with -v.
     if (args.verbose) {
       for (const auto& c : report.pass_changes) std::cerr << "  " << c << "\n";
