@@ -50,7 +50,7 @@ attack_room=$((${VOXRT_STORM:-200} + 400))
   --max-connections-per-ip $((streams + attack_room)) \
   --max-upload-audio-s 7200 ${VOXRT_SERVE_ARGS:-} > "$OUT/serve.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; kill $sampler 2>/dev/null; kill $attacks 2>/dev/null' EXIT
+trap 'kill $server 2>/dev/null; kill $sampler 2>/dev/null; kill $attacks 2>/dev/null; kill ${breakdown:-} 2>/dev/null' EXIT
 for _ in $(seq 100); do
   curl -sf "http://127.0.0.1:$port/healthz" >/dev/null 2>&1 && break
   ${PY:-python3} -c 'import time; time.sleep(0.1)'
@@ -63,7 +63,7 @@ done
 # 4. samples.
 (
   gpu=$(command -v nvidia-smi >/dev/null && echo 1 || echo 0)
-  echo "t_s,rss_mib,descriptors,tcp_connections,active_streams,slots_in_use,gpu_mib"
+  echo "t_s,rss_mib,descriptors,tcp_connections,active_streams,slots_in_use,gpu_mib,threads,batches_over_16,malloc_in_use_mib,malloc_free_mib,malloc_arenas"
   start=$SECONDS
   while kill -0 $server 2>/dev/null; do
     rss=$(awk '/VmRSS/ {print int($2/1024)}' /proc/$server/status 2>/dev/null)
@@ -72,11 +72,21 @@ done
     get() { echo "$m" | awk -v k="$1" '$1 == k {print $2}'; }
     gpu_mib=""
     [ "$gpu" = 1 ] && gpu_mib=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
-    echo "$((SECONDS - start)),$rss,$fds,$(get voxrt_tcp_connections),$(get voxrt_active_streams),$(get voxrt_state_slots_in_use),$gpu_mib"
+    threads=$(awk '/^Threads/ {print $2}' /proc/$server/status 2>/dev/null)
+    # Engine calls of more than 16 streams so far: each new batch size is a new shape for the
+    # CPU tactics, so the sampler records when large batches first appear.
+    over16=$(echo "$m" | awk '$1 == "voxrt_batch_size_count" {n = $2} $1 == "voxrt_batch_size_bucket{le=\"16\"}" {s = $2} END {if (n != "") print n - s}')
+    mib() { echo "$m" | awk -v k="$1" '$1 == k {print int($2 / 1048576)}'; }
+    heap="$(mib voxrt_malloc_in_use_bytes),$(mib voxrt_malloc_free_bytes),$(get voxrt_malloc_arenas)"
+    echo "$((SECONDS - start)),$rss,$fds,$(get voxrt_tcp_connections),$(get voxrt_active_streams),$(get voxrt_state_slots_in_use),$gpu_mib,$threads,$over16,$heap"
     sleep 1
   done
 ) > "$OUT/soak.csv" &
 sampler=$!
+# Where the resident memory is (glibc's main heap, its other arenas, other anonymous mappings,
+# files), every 5 s: bench/server/rss_breakdown.py.
+${PY:-python3} bench/server/rss_breakdown.py $server --period 5 > "$OUT/memory.csv" 2>&1 &
+breakdown=$!
 
 # 3. attacks, periodically, until the canaries are done.
 (

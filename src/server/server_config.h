@@ -74,6 +74,9 @@ struct ServerConfig {
   // Replies a WebSocket may have waiting for a client that does not read them; beyond this the
   // connection is dropped (slow_reader) instead of growing the queue.
   std::size_t max_reply_queue_bytes = 1u << 20;
+  // When glibc's malloc holds more than this many MiB of free memory in its arenas, the server
+  // calls malloc_trim (checked every 10 s; server/malloc_trimmer.h says why). 0: never.
+  int malloc_trim_free_mib = 32;
   // Open TCP connections in all (WebSocket and HTTP); beyond it new connections are closed at
   // accept. 0: derived from the process's file-descriptor limit (Server::create raises the soft
   // limit to the hard one and keeps a reserve).

@@ -59,6 +59,15 @@ class ServerMetrics {
   prometheus::Gauge& slots_in_use;
   prometheus::Gauge& slots_capacity;
   prometheus::Gauge& chunks_per_second;
+  // What glibc's malloc holds (server/malloc_stats.h), read at each serialize().
+  prometheus::Gauge& malloc_in_use_bytes;
+  prometheus::Gauge& malloc_free_bytes;
+  prometheus::Gauge& malloc_mmapped_bytes;
+  prometheus::Gauge& malloc_arenas;
+  // The trims of server/malloc_trimmer.h: how many, their time, the resident bytes they returned.
+  prometheus::Counter& malloc_trims_total;
+  prometheus::Counter& malloc_trim_seconds_total;
+  prometheus::Counter& malloc_trimmed_bytes_total;
   prometheus::Counter& chunks_total;
   prometheus::Counter& engine_calls_total;
   prometheus::Counter& audio_seconds_total;
