@@ -49,7 +49,9 @@ MallocStats read_malloc_stats() {
 
 #else
 
-MallocStats read_malloc_stats() { return {}; }
+MallocStats read_malloc_stats() {
+  return {};
+}
 
 #endif
 

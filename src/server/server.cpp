@@ -11,7 +11,7 @@
 #include "server/capacity_estimate.h"
 #include "server/io_context_pool.h"
 #include "server/listener.h"
-#include "server/malloc_trimmer.h"
+#include "server/malloc_tuning.h"
 #include "server/server_shared.h"
 
 namespace voxrt::server {
@@ -20,9 +20,6 @@ namespace net = boost::asio;
 
 // How long a drained server waits for its last WebSocket closes before it stops.
 constexpr std::chrono::seconds kCloseGrace{5};
-// How often the malloc trimmer reads malloc's free bytes (mallinfo2 locks and walks each arena's
-// free lists in turn; the trim itself only runs above --malloc-trim-free-mib).
-constexpr std::chrono::seconds kMallocTrimPeriod{10};
 
 // Declared after the shared state: the io_context (and every session it holds) goes first.
 struct Server::Impl {
@@ -34,8 +31,6 @@ struct Server::Impl {
   std::mutex drain_mutex;
   std::thread drain_thread;
   std::string capacity_note;
-  // Last: stops before anything else goes.
-  std::unique_ptr<MallocTrimmer> trimmer;
 
   explicit Impl(int io_threads) : io(io_threads) {}
   ~Impl() {
@@ -71,6 +66,9 @@ Server::~Server() = default;
 
 Expected<std::unique_ptr<Server>> Server::create(const ServerConfig& requested) {
   VOXRT_RETURN_IF_ERROR(requested.validate());
+  // Before the engine and its buffers are allocated.
+  VOXRT_RETURN_IF_ERROR(set_malloc_mmap_threshold(
+      static_cast<std::size_t>(requested.malloc_mmap_threshold_kib) << 10));
   ServerConfig config = requested;
   std::string capacity_note;
   if (config.derive_max_streams && config.repo_path.empty()) {
@@ -96,9 +94,6 @@ Expected<std::unique_ptr<Server>> Server::create(const ServerConfig& requested) 
                                          config.max_connections_per_ip, impl->shared.metrics);
   impl->listener = std::make_shared<Listener>(impl->io, impl->shared);
   VOXRT_RETURN_IF_ERROR(impl->listener->open(config.host, config.port));
-  impl->trimmer =
-      std::make_unique<MallocTrimmer>(static_cast<std::size_t>(config.malloc_trim_free_mib) << 20,
-                                      kMallocTrimPeriod, impl->shared.metrics);
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 

@@ -58,14 +58,6 @@ ServerMetrics::ServerMetrics()
                                  "Bytes of allocations malloc gave their own mappings")),
       malloc_arenas(gauge(*registry_, "voxrt_malloc_arenas",
                           "malloc arenas (the main one and one per thread, up to 8 per core)")),
-      malloc_trims_total(counter(*registry_, "voxrt_malloc_trims_total",
-                                 "malloc_trim calls, made when malloc held more free memory than "
-                                 "--malloc-trim-free-mib")),
-      malloc_trim_seconds_total(
-          counter(*registry_, "voxrt_malloc_trim_seconds_total", "Time spent in malloc_trim")),
-      malloc_trimmed_bytes_total(counter(*registry_, "voxrt_malloc_trimmed_bytes_total",
-                                         "Resident bytes the malloc trims returned to the system "
-                                         "(resident size before minus after)")),
       chunks_total(counter(*registry_, "voxrt_chunks_total", "Model chunks run")),
       engine_calls_total(counter(*registry_, "voxrt_engine_calls_total", "Batched engine calls")),
       audio_seconds_total(

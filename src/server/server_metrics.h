@@ -64,10 +64,6 @@ class ServerMetrics {
   prometheus::Gauge& malloc_free_bytes;
   prometheus::Gauge& malloc_mmapped_bytes;
   prometheus::Gauge& malloc_arenas;
-  // The trims of server/malloc_trimmer.h: how many, their time, the resident bytes they returned.
-  prometheus::Counter& malloc_trims_total;
-  prometheus::Counter& malloc_trim_seconds_total;
-  prometheus::Counter& malloc_trimmed_bytes_total;
   prometheus::Counter& chunks_total;
   prometheus::Counter& engine_calls_total;
   prometheus::Counter& audio_seconds_total;
