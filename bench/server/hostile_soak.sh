@@ -10,7 +10,8 @@
 #      (60), over and over: deep JSON, an empty-frame flood from a client that never reads, 200
 #      silent connections, malformed HTTP, invalid UTF-8, a 200-client disconnect storm, and an
 #      upload of an hour of silence;
-#   4. RSS, descriptors, connections and slots are sampled every second into soak.csv.
+#   4. RSS, descriptors, connections, slots, threads, engine calls of more than 16 streams and
+#      malloc's bytes in use and free (voxrt_malloc_*) are sampled every second into soak.csv.
 # Pass: every canary text equals its reference, no canary error or refusal, descriptors at the
 # end within 16 of their level after warm-up (60 s), and memory by these rules (summary.txt says
 # which failed):
@@ -21,11 +22,12 @@
 #     (voxrt_malloc_in_use_bytes: what a leak grows, unlike RSS, which also holds free memory)
 #     rises by <= 16 MiB;
 #   - ceiling: RSS never more than RSS_STEP_MIB (128) above its level after warm-up.
-# Why not "RSS at the end within 64 MiB of warm-up" (the rule before 2026-12-07): on the CPU
-# engine, RSS steps up once, by 64-92 MiB, when the loaded machine first lets batches of 17-32
-# streams form, then stays flat: the compute worker's arena keeps the larger batches' working
-# set (docs/perf/server.md, "the RSS step", has the measurements). That step is bounded by the
-# engine's largest batch; a leak is not, and fails the plateau or leak rule.
+# Why not "RSS at the end within 64 MiB of warm-up" (the rule before 2026-12-07): one sample
+# against one sample says nothing about a slope, and it failed on a bounded step. With glibc's
+# dynamic mmap threshold (voxrt serve --malloc-mmap-threshold-kib 0) RSS stepped up once by
+# 64-92 MiB, when the loaded machine first let frames queue, then stayed flat: the compute
+# worker's arena kept 44-52 MB of freed buffers (docs/perf/server.md, "The RSS step, measured").
+# A leak grows malloc's bytes in use and keeps rising: the leak and plateau rules catch it.
 # Environment: VOXRT_VOXRT (binary, default build/bin/voxrt), VOXRT_ENGINE (default
 # build/default.engine, from scripts/run-default.sh), OUT (default /tmp/voxrt_soak), ATTACK_PERIOD_S,
 # VOXRT_SERVE_ARGS (more `voxrt serve` flags: a GPU engine wants e.g. "--max-batch 1024

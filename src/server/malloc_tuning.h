@@ -3,7 +3,7 @@
 // (up to 32 MiB), so after the first large buffer of the compute worker is freed, later large
 // buffers (their sizes vary with batch size and backlog) come from the worker's arena instead of
 // their own mappings; the arena keeps its peak, and on the loaded 2-core machine the holes left
-// between long-lived chunks held 45-52 MB that glibc could not return. A fixed threshold keeps
+// between long-lived chunks held 44-52 MB that glibc could not return. A fixed threshold keeps
 // large buffers in mappings that go back to the system when freed (and turns the dynamic
 // adjustment off: mallopt(M_MMAP_THRESHOLD) does both).
 #pragma once
