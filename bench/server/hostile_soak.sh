@@ -90,8 +90,8 @@ done
     gpu_mib=""
     [ "$gpu" = 1 ] && gpu_mib=$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)
     threads=$(awk '/^Threads/ {print $2}' /proc/$server/status 2>/dev/null)
-    # Engine calls of more than 16 streams so far: each new batch size is a new shape for the
-    # CPU tactics, so the sampler records when large batches first appear.
+    # Engine calls of more than 16 streams so far: on the CPU engine they form only when frames
+    # queue (a loaded machine), when the worker's buffers are largest.
     over16=$(echo "$m" | awk '$1 == "voxrt_batch_size_count" {n = $2} $1 == "voxrt_batch_size_bucket{le=\"16\"}" {s = $2} END {if (n != "") print n - s}')
     mib() { echo "$m" | awk -v k="$1" '$1 == k {print int($2 / 1048576)}'; }
     heap="$(mib voxrt_malloc_in_use_bytes),$(mib voxrt_malloc_free_bytes),$(get voxrt_malloc_arenas)"
