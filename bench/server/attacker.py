@@ -6,7 +6,8 @@ Only loopback targets are accepted: this is a test tool, not a traffic generator
 
 Usage: bench/server/attacker.py --port 8080 [--attack NAME|all] [--flac silence.flac] [--json]
 Attacks: deep_json, empty_flood, silent_connections, malformed_http, invalid_utf8,
-disconnect_storm, upload_bomb. Prints one JSON line per attack: {attack, seconds, outcome}.
+disconnect_storm, upload_bomb. Prints one JSON line per attack: {attack, start_unix_s, seconds,
+outcome}.
 """
 import argparse
 import base64
@@ -210,8 +211,9 @@ def main():
             outcome = ATTACKS[name](args.port, args)
         except Exception as error:  # an attack that fails to run is reported, not fatal
             outcome = {"failed": str(error)}
-        print(json.dumps({"attack": name, "seconds": round(time.time() - start, 2),
-                          "outcome": outcome}), flush=True)
+        print(json.dumps({"attack": name, "start_unix_s": round(start, 1),
+                          "seconds": round(time.time() - start, 2), "outcome": outcome}),
+              flush=True)
 
 
 if __name__ == "__main__":

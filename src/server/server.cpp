@@ -11,6 +11,7 @@
 #include "server/capacity_estimate.h"
 #include "server/io_context_pool.h"
 #include "server/listener.h"
+#include "server/malloc_tuning.h"
 #include "server/server_shared.h"
 
 namespace voxrt::server {
@@ -65,6 +66,9 @@ Server::~Server() = default;
 
 Expected<std::unique_ptr<Server>> Server::create(const ServerConfig& requested) {
   VOXRT_RETURN_IF_ERROR(requested.validate());
+  // Before the engine and its buffers are allocated.
+  VOXRT_RETURN_IF_ERROR(set_malloc_mmap_threshold(
+      static_cast<std::size_t>(requested.malloc_mmap_threshold_kib) << 10));
   ServerConfig config = requested;
   std::string capacity_note;
   if (config.derive_max_streams && config.repo_path.empty()) {

@@ -113,6 +113,9 @@ Status ServerConfig::validate() const {
   if (max_reply_queue_bytes < 4096 || max_reply_queue_bytes > (256u << 20))
     return invalid_argument("serve: --max-reply-queue-bytes must be 4096..268435456, got ",
                             max_reply_queue_bytes);
+  if (malloc_mmap_threshold_kib < 0 || malloc_mmap_threshold_kib > 32768)
+    return invalid_argument("serve: --malloc-mmap-threshold-kib must be 0..32768, got ",
+                            malloc_mmap_threshold_kib);
   if (max_connections < 0)
     return invalid_argument(
         "serve: --max-connections must be >= 0 (0: from the descriptor "
@@ -151,6 +154,7 @@ std::string ServerConfig::to_string() const {
       << " max_upload_bytes=" << max_upload_bytes << " max_upload_audio_s=" << max_upload_audio_s
       << " upload_threads=" << upload_threads << " max_pending_uploads=" << max_pending_uploads
       << " max_reply_queue_bytes=" << max_reply_queue_bytes
+      << " malloc_mmap_threshold_kib=" << malloc_mmap_threshold_kib
       << " header_timeout_s=" << header_timeout_s << " drain_timeout_s=" << drain_timeout_s
       << (repo_path.empty() ? std::string()
                             : " repo=" + repo_path + " repo_target=" + repo_target +

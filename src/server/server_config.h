@@ -74,6 +74,10 @@ struct ServerConfig {
   // Replies a WebSocket may have waiting for a client that does not read them; beyond this the
   // connection is dropped (slow_reader) instead of growing the queue.
   std::size_t max_reply_queue_bytes = 1u << 20;
+  // glibc's mmap threshold, fixed at startup (server/malloc_tuning.h says why): blocks of at
+  // least this many KiB get their own mapping, returned to the system when freed. 0: glibc's
+  // dynamic threshold (which kept 44-52 MB of the compute worker's freed buffers resident).
+  int malloc_mmap_threshold_kib = 128;
   // Open TCP connections in all (WebSocket and HTTP); beyond it new connections are closed at
   // accept. 0: derived from the process's file-descriptor limit (Server::create raises the soft
   // limit to the hard one and keeps a reserve).

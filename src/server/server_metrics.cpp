@@ -5,6 +5,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include "server/malloc_stats.h"
+
 namespace voxrt::server {
 namespace {
 
@@ -48,6 +50,14 @@ ServerMetrics::ServerMetrics()
       slots_capacity(gauge(*registry_, "voxrt_state_slots_capacity", "Engine state slots")),
       chunks_per_second(gauge(*registry_, "voxrt_chunks_per_second",
                               "Model chunks run per second over the last 10 s")),
+      malloc_in_use_bytes(gauge(*registry_, "voxrt_malloc_in_use_bytes",
+                                "Bytes allocated with malloc and not freed (glibc's mallinfo2)")),
+      malloc_free_bytes(gauge(*registry_, "voxrt_malloc_free_bytes",
+                              "Free bytes malloc keeps in its heaps instead of returning them")),
+      malloc_mmapped_bytes(gauge(*registry_, "voxrt_malloc_mmapped_bytes",
+                                 "Bytes of allocations malloc gave their own mappings")),
+      malloc_arenas(gauge(*registry_, "voxrt_malloc_arenas",
+                          "malloc arenas (the main one and one per thread, up to 8 per core)")),
       chunks_total(counter(*registry_, "voxrt_chunks_total", "Model chunks run")),
       engine_calls_total(counter(*registry_, "voxrt_engine_calls_total", "Batched engine calls")),
       audio_seconds_total(
@@ -150,6 +160,12 @@ std::string ServerMetrics::serialize() {
     long long sum = 0;
     for (const auto& entry : recent_chunks_) sum += entry.second;
     chunks_per_second.Set(static_cast<double>(sum) / static_cast<double>(kRateWindow.count()));
+  }
+  if (const MallocStats heap = read_malloc_stats(); heap.available) {
+    malloc_in_use_bytes.Set(static_cast<double>(heap.in_use_bytes));
+    malloc_free_bytes.Set(static_cast<double>(heap.free_bytes));
+    malloc_mmapped_bytes.Set(static_cast<double>(heap.mmapped_bytes));
+    malloc_arenas.Set(static_cast<double>(heap.arenas));
   }
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, registry_->Collect());

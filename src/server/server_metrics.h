@@ -59,6 +59,11 @@ class ServerMetrics {
   prometheus::Gauge& slots_in_use;
   prometheus::Gauge& slots_capacity;
   prometheus::Gauge& chunks_per_second;
+  // What glibc's malloc holds (server/malloc_stats.h), read at each serialize().
+  prometheus::Gauge& malloc_in_use_bytes;
+  prometheus::Gauge& malloc_free_bytes;
+  prometheus::Gauge& malloc_mmapped_bytes;
+  prometheus::Gauge& malloc_arenas;
   prometheus::Counter& chunks_total;
   prometheus::Counter& engine_calls_total;
   prometheus::Counter& audio_seconds_total;

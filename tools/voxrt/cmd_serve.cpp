@@ -267,6 +267,11 @@ void add_serve_command(CLI::App& app, int& exit_code) {
                   "4096..268435456; beyond it the connection is dropped")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t{4096}, std::size_t{256} << 20));
+  cmd->add_option("--malloc-mmap-threshold-kib", c.malloc_mmap_threshold_kib,
+                  "Allocations of at least this many KiB get their own mapping, returned to the "
+                  "system when freed (glibc), 0..32768; 0: glibc's dynamic threshold")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 32768));
   cmd->add_option("--max-connections", c.max_connections,
                   "Open TCP connections in all, 0..10000000 (0: from the file-descriptor limit, "
                   "raised to its maximum)")

@@ -1,0 +1,25 @@
+#include "server/malloc_tuning.h"
+
+#include <cstdint>
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace voxrt::server {
+
+Status set_malloc_mmap_threshold(std::size_t bytes) {
+  if (bytes == 0) return Status::ok();
+#if defined(__GLIBC__)
+  if (bytes > static_cast<std::size_t>(INT32_MAX) ||
+      mallopt(M_MMAP_THRESHOLD, static_cast<int>(bytes)) != 1)
+    return invalid_argument("serve: glibc refused ", bytes,
+                            " bytes as its mmap threshold (mallopt M_MMAP_THRESHOLD)");
+  return Status::ok();
+#else
+  return unsupported("serve: malloc's mmap threshold (", bytes,
+                     " bytes) can only be set with glibc; pass --malloc-mmap-threshold-kib 0");
+#endif
+}
+
+}  // namespace voxrt::server
