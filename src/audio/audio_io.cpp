@@ -115,6 +115,23 @@ Expected<AudioClip> read_clip(SNDFILE* file, const SF_INFO& info, std::string_vi
   return clip;
 }
 
+// A chunk id for an error message: its four bytes, or their hex where not printable.
+std::string printable_chunk_id(std::string_view id) {
+  std::string text;
+  for (const char c : id) {
+    if (c >= 0x20 && c < 0x7f) {
+      text += c;
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      const auto byte = static_cast<std::uint8_t>(c);
+      text += "\\x";
+      text += kHex[byte >> 4];
+      text += kHex[byte & 15];
+    }
+  }
+  return text;
+}
+
 }  // namespace
 
 Status check_wav_complete(std::string_view bytes, std::uint64_t total_bytes,
@@ -148,6 +165,15 @@ Status check_wav_complete(std::string_view bytes, std::uint64_t total_bytes,
                      seconds(size), " s), the file holds ", held, " (",
                      seconds(static_cast<double>(held)), " s)",
                      block_align > 0 && held % block_align != 0 ? ", a partial frame" : "");
+    }
+    // A chunk before the data that claims more bytes than the file has is corrupt, and
+    // libsndfile 1.2.0 can spin forever on one (found by audio_bytes_fuzz: a 68-byte RIFF/WAVE
+    // with an 'INFO' chunk of 4 GB kept sf_open busy for minutes): refuse it here, first.
+    const std::uint64_t chunk_end = static_cast<std::uint64_t>(at) + 8 + size;
+    if (chunk_end > total_bytes) {
+      return corrupt(name, ": WAV chunk '", printable_chunk_id(id), "' at byte ", at, " declares ",
+                     size, " bytes, the file holds ", total_bytes - (at + 8),
+                     " after its header (expected every chunk before 'data' inside the file)");
     }
     at += 8 + static_cast<std::size_t>(size) + (size % 2);
   }

@@ -145,6 +145,37 @@ TEST(ReadAudioBytes, TruncatedGarbageAndZeroChannelsAreErrorsNamingTheSource) {
   EXPECT_EQ(whole->samples.size(), 4u);
 }
 
+// audio_bytes_fuzz found this 68-byte RIFF/WAVE, an 'INFO' chunk declaring about 4 GB, on which
+// libsndfile 1.2.0's sf_open spins for minutes (an upload of it would hold an upload thread):
+// it is refused before libsndfile sees it, while a chunk that fits still reads.
+TEST(ReadAudioBytes, ChunkLongerThanTheFileIsRefusedBeforeLibsndfile) {
+  const std::uint8_t fuzz_input[] = {
+      0x52, 0x49, 0x46, 0x46, 0x54, 0x00, 0x00, 0x00, 0x57, 0x41, 0x56, 0x45, 0x49, 0x4e,
+      0x46, 0x4f, 0x52, 0xda, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+      0xff, 0xff, 0xff, 0xff, 0xf7, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+      0xff, 0xff, 0xff, 0x8f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+      0xff, 0x45, 0x00, 0x09, 0x86, 0xbc, 0x12, 0x4c, 0x13, 0x18, 0x12, 0xfd};
+  auto clip = read_audio_bytes(
+      std::string(reinterpret_cast<const char*>(fuzz_input), sizeof(fuzz_input)), "upload");
+  ASSERT_FALSE(clip);
+  const std::string message = clip.status().message();
+  EXPECT_NE(message.find("upload: WAV chunk 'INFO' at byte 12 declares 4294957650 bytes, the "
+                         "file holds 48 after its header"),
+            std::string::npos)
+      << message;
+
+  // The same kind of chunk, of a size that fits, before fmt and data: read as before.
+  const std::vector<std::uint8_t> wav = make_wav_s16({1, 2, 3, 4}, 16000, 1);
+  std::string with_list(wav.begin(), wav.begin() + 12);
+  with_list += std::string("LIST\x04\x00\x00\x00INFO", 12);
+  with_list += std::string(wav.begin() + 12, wav.end());
+  const std::uint32_t riff_size = static_cast<std::uint32_t>(with_list.size() - 8);
+  for (int i = 0; i < 4; ++i) with_list[4 + i] = static_cast<char>((riff_size >> (8 * i)) & 0xff);
+  auto listed = read_audio_bytes(with_list, "upload");
+  ASSERT_TRUE(listed) << listed.status().to_string();
+  EXPECT_EQ(listed->samples.size(), 4u);
+}
+
 TEST(DecodePcm, S16AndF32) {
   const std::vector<std::uint8_t> s16 = {0x00, 0x40, 0x00, 0xC0};  // 16384, -16384
   auto mono = decode_pcm(s16, PcmEncoding::kS16LE, 1, "test");
