@@ -100,7 +100,38 @@ struct ResamplerCloser {
 // Decoded frames -> mono floats (the resampler only downmixes and converts the sample format).
 class Downmixer {
  public:
+  Downmixer() = default;
+  Downmixer(const Downmixer&) = delete;
+  Downmixer& operator=(const Downmixer&) = delete;
+  ~Downmixer() { av_channel_layout_uninit(&layout_); }
+
   Status append(const AVFrame& frame, std::string_view source_name, std::vector<float>& out) {
+    // A decoder may change the sample format or channel layout between frames (a crafted or
+    // broken stream does; audio_bytes_fuzz found one whose later frame had fewer planes than
+    // the resampler was set up for, and swr_convert read a null plane): the resampler is set
+    // up again for the new frames. The sample rate cannot change: the reader announced it.
+    if (swr_ &&
+        (frame.format != format_ || av_channel_layout_compare(&frame.ch_layout, &layout_) != 0)) {
+      swr_.reset();
+    }
+    if (frame.sample_rate != sample_rate_ && sample_rate_ != 0) {
+      return corrupt(source_name, ": expected every decoded frame at ", sample_rate_,
+                     " Hz (the first frame's rate), found a frame at ", frame.sample_rate, " Hz");
+    }
+    if (frame.nb_samples <= 0) return Status::ok();
+    const int planes = av_sample_fmt_is_planar(static_cast<AVSampleFormat>(frame.format))
+                           ? frame.ch_layout.nb_channels
+                           : 1;
+    if (frame.extended_data == nullptr || planes < 1) {
+      return corrupt(source_name, ": a decoded frame without sample data (",
+                     frame.ch_layout.nb_channels, " channels)");
+    }
+    for (int plane = 0; plane < planes; ++plane) {
+      if (frame.extended_data[plane] == nullptr) {
+        return corrupt(source_name, ": a decoded frame without data for plane ", plane, " of ",
+                       planes);
+      }
+    }
     if (!swr_) {
       SwrContext* swr = nullptr;
       AVChannelLayout mono = AV_CHANNEL_LAYOUT_MONO;
@@ -111,8 +142,16 @@ class Downmixer {
                                             frame.sample_rate, 0, nullptr);
       swr_.reset(swr);
       if (error < 0 || swr_init(swr) < 0) {
+        swr_.reset();
         return unsupported(source_name, ": cannot convert ", frame.ch_layout.nb_channels,
                            "-channel audio to mono: ", av_error_text(error));
+      }
+      format_ = frame.format;
+      sample_rate_ = frame.sample_rate;
+      av_channel_layout_uninit(&layout_);
+      if (av_channel_layout_copy(&layout_, &frame.ch_layout) < 0) {
+        swr_.reset();
+        return corrupt(source_name, ": cannot copy the frame's channel layout");
       }
     }
     const std::size_t at = out.size();
@@ -128,6 +167,10 @@ class Downmixer {
 
  private:
   std::unique_ptr<SwrContext, ResamplerCloser> swr_;
+  // What swr_ was set up for.
+  int format_ = -1;
+  int sample_rate_ = 0;
+  AVChannelLayout layout_{};
 };
 
 // The FFmpeg reader: demuxes and decodes packets only as far as read() asks for samples.
