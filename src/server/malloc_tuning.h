@@ -18,6 +18,11 @@ namespace voxrt::server {
 // mapping. 0 leaves glibc's dynamic threshold. An error where the C library is not glibc and
 // `bytes` is not 0, or where glibc refuses the value. It applies to blocks malloc cannot take
 // from free memory it already holds: that is reused first.
+// Under a sanitizer's allocator (ASan, TSan builds) glibc's malloc is not in use: nothing is
+// set and the call succeeds, so the sanitized server and its fuzzer run with the default flags.
 Status set_malloc_mmap_threshold(std::size_t bytes);
+
+// True in a build whose allocator is a sanitizer's (ASan, TSan), not glibc's.
+bool sanitizer_allocator();
 
 }  // namespace voxrt::server

@@ -8,20 +8,10 @@
 #include <thread>
 #include <vector>
 
+#include "server/malloc_tuning.h"
+
 namespace voxrt::server {
 namespace {
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizerAllocator = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitizerAllocator = true;
-#else
-constexpr bool kSanitizerAllocator = false;
-#endif
-#else
-constexpr bool kSanitizerAllocator = false;
-#endif
 
 // Below glibc's smallest mmap threshold (128 KiB), so these come from the heap.
 constexpr std::size_t kSmallBytes = 16 * 1024;
@@ -38,7 +28,7 @@ void touch(void* block, std::size_t bytes) {
 class MallocStatsTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (kSanitizerAllocator) GTEST_SKIP() << "a sanitizer's allocator replaces glibc's malloc";
+    if (sanitizer_allocator()) GTEST_SKIP() << "a sanitizer's allocator replaces glibc's malloc";
     if (!read_malloc_stats().available) GTEST_SKIP() << "not glibc";
   }
 };

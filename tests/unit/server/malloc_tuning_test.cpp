@@ -13,18 +13,6 @@
 namespace voxrt::server {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitizerAllocator = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitizerAllocator = true;
-#else
-constexpr bool kSanitizerAllocator = false;
-#endif
-#else
-constexpr bool kSanitizerAllocator = false;
-#endif
-
 constexpr std::size_t kKiB = 1024;
 
 void touch(void* block, std::size_t bytes) {
@@ -33,7 +21,7 @@ void touch(void* block, std::size_t bytes) {
 }
 
 TEST(MallocTuning, AFreedLargeBlockDoesNotMoveLaterOnesIntoTheHeap) {
-  if (kSanitizerAllocator) GTEST_SKIP() << "a sanitizer's allocator replaces glibc's malloc";
+  if (sanitizer_allocator()) GTEST_SKIP() << "a sanitizer's allocator replaces glibc's malloc";
   if (!read_malloc_stats().available) GTEST_SKIP() << "not glibc";
   ASSERT_TRUE(set_malloc_mmap_threshold(128 * kKiB).ok());
   // On a new thread: its own new arena, with no free chunks that could serve the blocks below
