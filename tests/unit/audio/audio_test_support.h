@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,19 @@ inline std::filesystem::path scratch_dir() {
   dir /= "test_scratch/unit_audio";
   std::filesystem::create_directories(dir);
   return dir;
+}
+
+// A file of the source tree (ctest sets VOXRT_SOURCE_DIR; "." when a test binary runs alone from
+// the repository root).
+inline std::string source_file(const std::string& relative) {
+  const char* source_dir = std::getenv("VOXRT_SOURCE_DIR");
+  return std::string(source_dir != nullptr ? source_dir : ".") + "/" + relative;
+}
+
+// The whole of a file's bytes ("" when it cannot be read).
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
 inline const char* kPocketsphinxData = "/usr/share/pocketsphinx/test/data";

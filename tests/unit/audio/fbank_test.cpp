@@ -77,9 +77,7 @@ void write_floats(const std::string& path, const std::vector<float>& values) {
 }
 
 std::string reference_script() {
-  const char* source_dir = std::getenv("VOXRT_SOURCE_DIR");
-  return std::string(source_dir != nullptr ? source_dir : ".") +
-         "/tests/unit/audio/fbank_reference.py";
+  return testing::source_file("tests/unit/audio/fbank_reference.py");
 }
 
 bool torchaudio_available() {
