@@ -166,7 +166,7 @@ TEST(StatefulTransducerBeam, MergesEqualUnitSequences) {
       return Status::ok();
     }
   } nets;
-  StatefulTransducerBeamSearch s(units(), TimeBase{}, 4, 1);
+  StatefulTransducerBeamSearch s(units(), TimeBase{}, 4, 1, 1);
   StatefulTransducerBeamSearch* streams[] = {&s};
   const auto f = frames(2);
   const int valid[] = {2};
