@@ -59,6 +59,7 @@ Expected<std::unique_ptr<FamilyStream>> OfflineTransducerModel::open_stream(
     return resource_exhausted("transducer_offline: ", streams_open_.load(),
                               " streams are open, the most the recognizer's max_streams allows");
   }
+  VOXRT_RETURN_IF_ERROR(decoding.transducer.validate());
   if (decoding.decoder == DecoderKind::kBeam) {
     // RNN-T models get modified beam search, TDT models (durations) the TDT beam search
     // (decode/stateful_tdt_beam.h), whose frame rules use max_symbols_per_frame.
