@@ -183,7 +183,8 @@ TEST(StatefulTransducerBeam, MergesEqualUnitSequences) {
 }
 
 // The greedy TDT script above (durations, a blank of duration 0, the extra frame after
-// max_symbols): the TDT beam search of width 1 emits the same units at the same frames.
+// max_symbols): the TDT beam search of width 1 emits the same units at the same frames, with the
+// same confidences and word times.
 TEST(StatefulTdtBeam, WidthOneIsTheGreedySearch) {
   for (int max_symbols : {1, 2, 3}) {
     SCOPED_TRACE(max_symbols);
@@ -199,9 +200,20 @@ TEST(StatefulTdtBeam, WidthOneIsTheGreedySearch) {
     const int valid[] = {5};
     ASSERT_TRUE(stateful_transducer_greedy(nets, g, f.data(), 5, valid).is_ok());
     ASSERT_TRUE(stateful_transducer_beam(nets, b, f.data(), 5, valid).is_ok());
-    const Emitted want = ids_and_frames(greedy.finalize());
-    EXPECT_FALSE(want.empty());
-    EXPECT_EQ(ids_and_frames(beam.finalize()), want);
+    const DecodingResult want = greedy.finalize();
+    const DecodingResult got = beam.finalize();
+    EXPECT_FALSE(want.tokens.empty());
+    EXPECT_EQ(ids_and_frames(got), ids_and_frames(want));
+    // The same confidences (each unit's log-softmax over the unit logits) and word times.
+    ASSERT_EQ(got.tokens.size(), want.tokens.size());
+    for (std::size_t i = 0; i < want.tokens.size(); ++i)
+      EXPECT_NEAR(got.tokens[i].peak_log_posterior, want.tokens[i].peak_log_posterior, 1e-6);
+    ASSERT_EQ(got.words.size(), want.words.size());
+    for (std::size_t i = 0; i < want.words.size(); ++i) {
+      EXPECT_EQ(got.words[i].start_s, want.words[i].start_s);
+      EXPECT_EQ(got.words[i].end_s, want.words[i].end_s);
+      EXPECT_NEAR(got.words[i].confidence, want.words[i].confidence, 1e-6);
+    }
   }
 }
 
