@@ -5,7 +5,7 @@
 # and `voxrt serve` (an upload) must give, file by file, the text of the Python reference decoder
 # (NeMo's front end, the torch modules, NeMo's greedy RNN-T / TDT rules with max_symbols 10; beam
 # search, width 8: modified beam search on the RNN-T model, the TDT beam search on the TDT model;
-# and a hotword in the TDT beam search, width 4).
+# and a hotword in the TDT beam search, width 4; the server with the TDT beam search, width 8).
 set -euo pipefail
 voxrt=$1
 source "$(dirname "$0")/nemo_cli_common.sh"
@@ -61,4 +61,14 @@ for kind in rnnt tdt; do
       "$(upload_text "$f")"
   done
   stop_server
+  if [ "$kind" = tdt ]; then
+    # The server with the TDT beam search (width 8) gives the reference's beam text.
+    start_server "$voxrt" "$work/serve-$kind-beam.log" --engine "$work/$kind.bundle" --vad off \
+      --max-batch 4 --decoder beam --beam 8
+    for f in "${files[@]}"; do
+      check "$kind serve upload beam $(basename "$f")" \
+        "$(reference_text "$work/$kind.beam.reference" "$f")" "$(upload_text "$f")"
+    done
+    stop_server
+  fi
 done
