@@ -1,5 +1,7 @@
 #include "decode/stateful_transducer_beam.h"
 
+#include "decode/stateful_tdt_beam.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -27,10 +29,11 @@ void log_softmax(const float* logits, int count, std::vector<double>& out) {
 
 StatefulTransducerBeamSearch::StatefulTransducerBeamSearch(
     std::shared_ptr<const Vocabulary> vocabulary, TimeBase time_base, int beam_width,
-    int state_size, std::shared_ptr<const ContextGraph> hotwords)
+    int max_symbols_per_frame, int state_size, std::shared_ptr<const ContextGraph> hotwords)
     : vocabulary_(std::move(vocabulary)),
       time_base_(time_base),
       beam_width_(beam_width),
+      max_symbols_(max_symbols_per_frame),
       state_size_(state_size),
       hotwords_(std::move(hotwords)) {
   reset_state();
@@ -79,6 +82,8 @@ void StatefulTransducerBeamSearch::reset_utterance() {
   kept.log_prob = 0.0;
   kept.last_emit_frame = -1;
   kept.context_state = ContextGraph::kRoot;
+  kept.frame = 0;
+  kept.symbols = 0;
   hyps_.assign(1, std::move(kept));
   utterance_start_frame_ = frames_seen_;
 }
@@ -93,7 +98,7 @@ Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
                             valid_frames.size(), " frame counts");
   }
   if (!networks.durations().empty()) {
-    return unsupported("transducer beam search: TDT models (durations) are searched greedily only");
+    return stateful_tdt_beam(networks, streams, encoder_out, frames_per_stream, valid_frames);
   }
   const int vocab = networks.vocab_size();
   const int blank = networks.blank_id();

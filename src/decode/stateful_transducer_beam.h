@@ -8,8 +8,9 @@
 // merge (their scores log-added, the first one's state kept: equal units give equal states). The
 // result is the hypothesis with the best score. Hotwords go through the stream's context graph as
 // in decode/transducer_search.h's beam search: the bonus of a chosen unit is added after the
-// selection, an unfinished match gives it back at the end. TDT models are not searched this way
-// (refused by the family). The networks are decode/stateful_transducer_search.h's interface.
+// selection, an unfinished match gives it back at the end. TDT networks (durations) are searched
+// by decode/stateful_tdt_beam.h's rules with the same hypotheses and streams. The networks are
+// decode/stateful_transducer_search.h's interface.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +27,7 @@ namespace voxrt::decode {
 class StatefulTransducerBeamSearch {
  public:
   StatefulTransducerBeamSearch(std::shared_ptr<const Vocabulary> vocabulary, TimeBase time_base,
-                               int beam_width, int state_size,
+                               int beam_width, int max_symbols_per_frame, int state_size,
                                std::shared_ptr<const ContextGraph> hotwords = nullptr);
 
   void accept_skipped_frames(int frames);
@@ -50,6 +51,10 @@ class StatefulTransducerBeamSearch {
     std::vector<float> next_state;
     long long last_emit_frame = -1;
     int context_state = ContextGraph::kRoot;
+    // TDT only: the frame of the current chunk the hypothesis stands at (it may be past the
+    // chunk's end) and the steps it took at that frame (for max_symbols_per_frame).
+    int frame = 0;
+    int symbols = 0;
   };
   const Hypothesis& best() const;
 
@@ -57,9 +62,13 @@ class StatefulTransducerBeamSearch {
   friend Status stateful_transducer_beam(StatefulTransducerNetworks&,
                                          std::span<StatefulTransducerBeamSearch* const>,
                                          const float*, int, std::span<const int>);
+  friend Status stateful_tdt_beam(StatefulTransducerNetworks&,
+                                  std::span<StatefulTransducerBeamSearch* const>, const float*, int,
+                                  std::span<const int>);
   std::shared_ptr<const Vocabulary> vocabulary_;
   TimeBase time_base_;
   int beam_width_ = 4;
+  int max_symbols_ = 1;  // TDT only: steps per hypothesis and frame
   int state_size_ = 0;
   std::shared_ptr<const ContextGraph> hotwords_;
   std::vector<Hypothesis> hyps_;
@@ -68,7 +77,7 @@ class StatefulTransducerBeamSearch {
 };
 
 // Advances streams[b] over its first valid_frames[b] encoder frames (layout as
-// stateful_transducer_greedy's). RNN-T networks only (no durations).
+// stateful_transducer_greedy's). TDT networks (durations) go to stateful_tdt_beam.
 Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
                                 std::span<StatefulTransducerBeamSearch* const> streams,
                                 const float* encoder_out, int frames_per_stream,

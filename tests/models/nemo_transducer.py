@@ -9,8 +9,9 @@ scripts leave, and a straightforward reference decoder with NeMo's greedy rules,
                 [--hotword-bonus B] WAV...
                                   one JSON line per file: {"file", "text", "ids"}: NeMo's front end
                                   (nemo_ctc.py's), the torch encoder on the whole utterance (or on consecutive
-                                  segments of N hops, each its own utterance), then greedy search (or modified
-                                  beam search, RNN-T only) over the torch prediction and joint networks
+                                  segments of N hops, each its own utterance), then greedy search (or beam
+                                  search: modified beam for RNN-T, voxrt's TDT beam for TDT) over the torch
+                                  prediction and joint networks
 
 The layout follows sherpa-onnx's scripts/nemo/*/export-onnx*.py and offline-transducer-nemo-model.cc (read, not
 copied), which run NeMo's own exporters for the three modules:
@@ -34,6 +35,8 @@ Greedy search is NeMo's GreedyRNNTInfer / GreedyTDTInfer for one utterance, writ
          (a blank with duration 0 repeats itself until then, so it advances by one frame); after max_symbols the
          frame advances by one more.
 A stream's prediction state and last unit carry over from one segment to the next.
+Beam search: icefall's modified beam search for RNN-T (modified_beam), voxrt's TDT beam search for TDT (tdt_beam,
+the rules of src/decode/stateful_tdt_beam.h: every (unit, duration) pair scored, hypotheses at different frames).
 """
 import argparse
 import json
@@ -294,6 +297,69 @@ def modified_beam(encoder_frames, decoder, joint, beam, hyps, graph=None):
     return hyps
 
 
+def tdt_beam(encoder_frames, decoder, joint, beam, max_symbols, hyps, graph=None):
+    """voxrt's TDT beam search (src/decode/stateful_tdt_beam.h) over one segment's frames, written straightforwardly:
+    every (unit, duration) pair is scored, no batching, no pruning of units. A hypothesis: (units, score, last unit,
+    h, c, context state, frame, steps at that frame). While some hypothesis stands before the segment's end, the
+    ones at the lowest frame t extend by every (unit, duration): score + log_softmax(unit logits)[unit] +
+    log_softmax(duration logits)[duration] (float64). A unit other than the blank is emitted (its state becomes the
+    hypothesis's); the frame advances by the duration; a blank of duration 0 counts as max_symbols steps; reaching
+    max_symbols steps at t moves one frame more (the greedy rules). The candidates are the extensions and the
+    hypotheses at later frames; the `beam` best are kept (ties: lower hypothesis index, lower unit, lower duration
+    index; a waiting hypothesis first), then equal units at one frame merge (log-added, the first one kept).
+    Frames past the end are dropped: every hypothesis starts the next segment at frame 0 (equal units merge)."""
+    frames = encoder_frames.shape[0]
+
+    def merge(nxt, hyp):
+        for j, other in enumerate(nxt):
+            if other[0] == hyp[0] and other[6] == hyp[6]:
+                nxt[j] = (other[0], log_add(other[1], hyp[1])) + other[2:]
+                return
+        nxt.append(hyp)
+
+    while frames > 0 and min(h[6] for h in hyps) < frames:
+        t = min(h[6] for h in hyps)
+        f = encoder_frames[t].view(1, -1, 1)
+        candidates = []
+        for i, hyp in enumerate(hyps):
+            units, score, last, h, c, ctx, frame, steps = hyp
+            if frame != t:
+                candidates.append((score, i, -1, -1, None, None))
+                continue
+            g, _, h2, c2 = decoder(torch.tensor([[last]], dtype=torch.int32), torch.ones(1, dtype=torch.int32), h, c)
+            logits = joint(f, g)[0, 0, 0].to(torch.float64)
+            unit_lp = torch.log_softmax(logits[: BLANK + 1], dim=0).tolist()
+            duration_lp = torch.log_softmax(logits[BLANK + 1:], dim=0).tolist()
+            for k, lk in enumerate(unit_lp):
+                for j, ld in enumerate(duration_lp):
+                    candidates.append((score + lk + ld, i, k, j, h2, c2))
+        candidates.sort(key=lambda x: (-x[0], x[1], x[2], x[3]))
+        nxt = []
+        for score, i, k, j, h2, c2 in candidates[:beam]:
+            units, _, last, h, c, ctx, frame, steps = hyps[i]
+            if k < 0:
+                merge(nxt, hyps[i])
+                continue
+            if k != BLANK:
+                units, last, h, c = units + [k], k, h2, c2
+                if graph is not None:
+                    bonus, ctx = graph.forward(ctx, k)
+                    score += bonus
+            skip = DURATIONS[j]
+            steps = max_symbols if (k == BLANK and skip == 0) else steps + 1
+            frame = t + skip
+            if skip > 0 or steps >= max_symbols:
+                if steps >= max_symbols:
+                    frame += 1
+                steps = 0
+            merge(nxt, (units, score, last, h, c, ctx, frame, steps))
+        hyps = nxt
+    nxt = []
+    for hyp in hyps:
+        merge(nxt, hyp[:6] + (0, 0))
+    return nxt
+
+
 def reference(args):
     weights = torch.load(os.path.join(args.dir, "weights.pt"))
     tdt = weights["tdt"]
@@ -312,19 +378,21 @@ def reference(args):
         step = args.segment_hops * hop if args.segment_hops > 0 else max(len(samples), 1)
         zeros = torch.zeros(PRED_LAYERS, 1, PRED_HIDDEN)
         state = (BLANK, zeros, zeros, [])
-        hyps = [([], 0.0, BLANK, zeros, zeros, 0)]
-        if args.search == "beam" and tdt:
-            sys.exit("modified beam search is for RNN-T models")
+        # (TDT hypotheses also carry their frame and their steps at it.)
+        hyps = [([], 0.0, BLANK, zeros, zeros, 0) + ((0, 0) if tdt else ())]
         with torch.no_grad():
             for begin in range(0, len(samples) // hop * hop, step):
                 x, frames = nemo_ctc.nemo_features(samples[begin: begin + step], cfg)
                 out, lengths = encoder(torch.from_numpy(x).unsqueeze(0), torch.tensor([frames], dtype=torch.int64))
                 frames_first = out[0].transpose(0, 1)[: int(lengths[0])]
-                if args.search == "beam":
+                if args.search == "beam" and tdt:
+                    hyps = tdt_beam(frames_first, decoder, joint, args.beam, args.max_symbols, hyps, graph)
+                elif args.search == "beam":
                     hyps = modified_beam(frames_first, decoder, joint, args.beam, hyps, graph)
                 else:
                     state = greedy(frames_first, decoder, joint, tdt, args.max_symbols, state)
-        # The best hypothesis: the first with the highest score.
+        # The best hypothesis: the first with the highest score (an unfinished hotword's bonus is not taken back:
+        # the choice is made before, as voxrt's finalize does).
         ids = max(hyps, key=lambda h: h[1])[0] if args.search == "beam" else state[3]
         text = "".join(PIECES[i] for i in ids).replace("\u2581", " ").strip()
         print(json.dumps({"file": wav, "text": text, "ids": ids}))
@@ -341,7 +409,7 @@ def main():
     r.add_argument("dir")
     r.add_argument("wavs", nargs="+")
     r.add_argument("--segment-hops", type=int, default=0, help="hops per segment (0: the whole file)")
-    r.add_argument("--max-symbols", type=int, default=10, help="NeMo's greedy max_symbols")
+    r.add_argument("--max-symbols", type=int, default=10, help="NeMo's max_symbols (greedy; TDT beam)")
     r.add_argument("--search", choices=["greedy", "beam"], default="greedy")
     r.add_argument("--beam", type=int, default=4, help="modified beam search: hypotheses kept per stream")
     r.add_argument("--hotwords", help="a file of phrases, one a line (beam search)")

@@ -5,8 +5,8 @@
 // durations from the joiner's width); the engines match onnxruntime on the exported ONNX; the
 // Recognizer gives the Python reference decoder's text (NeMo's front end, the torch modules and
 // NeMo's greedy RNN-T / TDT rules); segments of long audio, max_symbols, a stream's text does
-// not depend on its batch mates; modified beam search (RNN-T) = the reference's, with and without
-// hotwords; import errors name the file and what was expected.
+// not depend on its batch mates; modified beam search (RNN-T) and TDT beam search = the
+// reference's, with and without hotwords; import errors name the file and what was expected.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -444,26 +444,181 @@ TEST_F(NemoTransducerTest, HotwordsInBeamSearch) {
   }
 }
 
-// TDT models are searched greedily only: beam search is refused by name; hotwords need it.
-TEST_F(NemoTransducerTest, TdtBeamSearchAndGreedyHotwordsAreRefused) {
+// The reference decoder's texts for the clips with extra arguments (e.g. "--search beam --beam 4").
+std::vector<std::string> reference_with(const fs::path& dir, const std::vector<std::string>& wavs,
+                                        const std::string& args) {
+  std::string cmd = "/usr/bin/python3 '" + script() + "' reference '" + dir.string() + "' " + args;
+  for (const auto& w : wavs) cmd += " '" + w + "'";
+  std::vector<std::string> texts;
+  std::istringstream lines(run_capture(cmd + " 2>/dev/null"));
+  for (std::string line; std::getline(lines, line);) {
+    const auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded()) texts.push_back(j.value("text", ""));
+  }
+  EXPECT_EQ(texts.size(), wavs.size()) << "reference failed: " << cmd;
+  return texts;
+}
+
+std::shared_ptr<stream::Recognizer> make_beam(const fs::path& bundle, int beam, int max_batch,
+                                              int max_symbols = 0) {
   stream::RecognizerConfig config;
-  config.engine_path = models_[1].bundle.string();
+  config.engine_path = bundle.string();
   config.vad = stream::VadKind::kOff;
   config.decoder = stream::DecoderKind::kBeam;
+  config.transducer.beam_width = beam;
+  config.transducer.max_symbols_per_frame = max_symbols;
+  config.max_batch = max_batch;
+  config.max_streams = 8;
   auto r = stream::Recognizer::create(config);
-  ASSERT_TRUE(r.has_value()) << r.status().to_string();
-  auto s = (*r)->open_stream();
-  ASSERT_FALSE(s.has_value());
-  EXPECT_NE(s.status().message().find("searched greedily only"), std::string::npos)
-      << s.status().message();
+  EXPECT_TRUE(r.has_value()) << r.status().to_string();
+  return r ? *r : nullptr;
+}
+
+// TDT beam search (decode/stateful_tdt_beam.h) = the reference's tdt_beam, widths 2, 4 and 8, the
+// three clips as streams of one batch; widths that change the text (beam 4 and 8 do on these
+// clips); width 1 = the greedy search, in voxrt and in the reference.
+TEST_F(NemoTransducerTest, TdtBeamSearchMatchesReference) {
+  const Model& model = models_[1];
+  ASSERT_EQ(model.name, "tdt");
+  const std::vector<std::string> greedy = reference(model);
+  int differ = 0;
+  for (int beam : {2, 4, 8}) {
+    SCOPED_TRACE(beam);
+    const std::vector<std::string> want =
+        reference_with(model.dir, wavs_, "--search beam --beam " + std::to_string(beam));
+    ASSERT_EQ(want.size(), wavs_.size());
+    if (want != greedy) ++differ;
+    auto r = make_beam(model.bundle, beam, 8);
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(run(*r, wavs_, 1600), want);
+    std::cout << "  tdt beam " << beam << ": '" << want[0] << "' '" << want[1] << "' '" << want[2]
+              << "'\n";
+  }
+  EXPECT_GE(differ, 2) << "beam and greedy agree: the test would not tell";
+  EXPECT_EQ(reference_with(model.dir, wavs_, "--search beam --beam 1"), greedy);
+  auto one = make_beam(model.bundle, 1, 8);
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(run(*one, wavs_, 1600), greedy);
+}
+
+// TDT beam search over segments of 70 hops (the hypotheses carried from one segment to the next)
+// and with max_symbols_per_frame 1: the reference with the same segments / limit, alone and in a
+// batch; both change the text (so the test can tell).
+TEST_F(NemoTransducerTest, TdtBeamSearchOverSegmentsAndMaxSymbols) {
+  const Model& model = models_[1];
+  const std::vector<std::string> plain = reference_with(model.dir, wavs_, "--search beam --beam 4");
+  const fs::path bundle = work_dir() / "tdt_beam_short_segments.bundle";
+  fs::remove_all(bundle);
+  fs::copy(model.bundle, bundle);
+  nlohmann::json m = manifest(bundle);
+  m["metadata"]["voxrt.offline.max_frames"] = "70";
+  std::ofstream(bundle / "bundle.json") << m.dump(2);
+  const std::vector<std::string> segmented =
+      reference_with(model.dir, wavs_, "--segment-hops 70 --search beam --beam 4");
+  EXPECT_NE(segmented, plain) << "the segments must change the text for the test to tell";
+  auto alone = make_beam(bundle, 4, 1);
+  auto together = make_beam(bundle, 4, 8);
+  ASSERT_NE(alone, nullptr);
+  ASSERT_NE(together, nullptr);
+  for (std::size_t i = 0; i < wavs_.size(); ++i)
+    EXPECT_EQ(run(*alone, {wavs_[i]}, 1000)[0], segmented[i]) << wavs_[i];
+  EXPECT_EQ(run(*together, wavs_, 3000), segmented);
+  const std::vector<std::string> limited =
+      reference_with(model.dir, wavs_, "--max-symbols 1 --search beam --beam 4");
+  EXPECT_NE(limited, plain) << "the limit must change the text for the test to tell";
+  auto r = make_beam(model.bundle, 4, 8, 1);
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(run(*r, wavs_, 1600), limited);
+}
+
+// A TDT beam stream's text alone = in a batch of four beam streams = next to greedy streams.
+TEST_F(NemoTransducerTest, TdtBeamTextDoesNotDependOnTheBatch) {
+  const Model& model = models_[1];
+  auto alone = make_beam(model.bundle, 4, 1);
+  auto together = make_beam(model.bundle, 4, 8);
+  ASSERT_NE(alone, nullptr);
+  ASSERT_NE(together, nullptr);
+  std::vector<std::string> one_at_a_time;
+  for (const auto& w : wavs_) one_at_a_time.push_back(run(*alone, {w}, 16000)[0]);
+  ASSERT_FALSE(one_at_a_time[0].empty()) << "nothing decoded: the comparison would be empty";
+  std::vector<std::string> files = wavs_;
+  files.push_back(wavs_[0]);
+  std::vector<std::string> want = one_at_a_time;
+  want.push_back(one_at_a_time[0]);
+  EXPECT_EQ(run(*together, files, 777), want);
+  // Greedy streams (the recognizer's default) around a beam stream in one batch.
+  const std::vector<std::string> greedy = reference(model);
+  ASSERT_NE(greedy[0], one_at_a_time[0]) << "beam and greedy agree: the test would not tell";
+  auto mixed = make(model.bundle, 8);
+  ASSERT_NE(mixed, nullptr);
+  std::vector<stream::StreamOptions> options(3);
+  options[1].decoder = stream::DecoderKind::kBeam;
+  options[1].decoding.beam_width = 4;
+  std::vector<std::string> got(3);
+  model_test::feed_files_as_streams(*mixed, {wavs_[0], wavs_[0], wavs_[1]}, {1600, 1600, 1600},
+                                    options,
+                                    [&](std::size_t i, const stream::StreamResult& result) {
+                                      if (result.result.is_final)
+                                        got[i] += (got[i].empty() ? "" : "|") + result.result.text;
+                                    });
+  EXPECT_EQ(got, (std::vector<std::string>{greedy[0], one_at_a_time[0], greedy[1]}));
+}
+
+// Hotwords in the TDT beam search (the stream's context graph, bonus 1.5): the reference's text
+// with the same phrase; each phrase changes the first clip's text, which then holds the phrase's
+// pieces;
+// a stream without hotwords next to one with them keeps the text it has alone.
+TEST_F(NemoTransducerTest, TdtHotwordsInBeamSearch) {
+  const Model& model = models_[1];
+  const std::vector<std::string> plain = reference_with(model.dir, wavs_, "--search beam --beam 4");
+  auto r = make_beam(model.bundle, 4, 8);
+  ASSERT_NE(r, nullptr);
+  for (const std::string phrase : {"H", "HE"}) {
+    SCOPED_TRACE(phrase);
+    const fs::path file = work_dir() / "tdt_hotwords.txt";
+    std::ofstream(file) << phrase << "\n";
+    const std::vector<std::string> want = reference_with(
+        model.dir, wavs_, "--search beam --beam 4 --hotwords '" + file.string() + "'");
+    ASSERT_EQ(want.size(), wavs_.size());
+    EXPECT_NE(want[0], plain[0]) << "the phrase must change the text for the test to tell";
+    // (A word that starts with the phrase holds its pieces: "H" is the one piece "\u2581H".)
+    EXPECT_NE((" " + want[0]).find(" " + phrase), std::string::npos) << want[0];
+    std::vector<stream::StreamOptions> options(wavs_.size());
+    for (auto& o : options) o.hotwords = {phrase};
+    std::vector<std::string> got(wavs_.size());
+    model_test::feed_files_as_streams(
+        *r, wavs_, std::vector<std::size_t>(wavs_.size(), 1600), options,
+        [&](std::size_t i, const stream::StreamResult& result) {
+          if (result.result.is_final) got[i] += (got[i].empty() ? "" : "|") + result.result.text;
+        });
+    EXPECT_EQ(got, want);
+    std::vector<stream::StreamOptions> mixed(2);
+    mixed[0].hotwords = {phrase};
+    std::vector<std::string> pair(2);
+    model_test::feed_files_as_streams(*r, {wavs_[0], wavs_[1]}, {1600, 1600}, mixed,
+                                      [&](std::size_t i, const stream::StreamResult& result) {
+                                        if (result.result.is_final)
+                                          pair[i] +=
+                                              (pair[i].empty() ? "" : "|") + result.result.text;
+                                      });
+    EXPECT_EQ(pair[0], want[0]);
+    EXPECT_EQ(pair[1], plain[1]);
+  }
+}
+
+// Hotwords need the beam decoder: a greedy stream with hotwords is refused by name.
+TEST_F(NemoTransducerTest, GreedyHotwordsAreRefused) {
   stream::StreamOptions options;
   options.hotwords = {"B E"};
-  auto greedy = make(models_[0].bundle, 1);
-  ASSERT_NE(greedy, nullptr);
-  s = greedy->open_stream(options);
-  ASSERT_FALSE(s.has_value());
-  EXPECT_NE(s.status().message().find("hotwords need the beam decoder"), std::string::npos)
-      << s.status().message();
+  for (const Model& model : models_) {
+    SCOPED_TRACE(model.name);
+    auto greedy = make(model.bundle, 1);
+    ASSERT_NE(greedy, nullptr);
+    auto s = greedy->open_stream(options);
+    ASSERT_FALSE(s.has_value());
+    EXPECT_NE(s.status().message().find("hotwords need the beam decoder"), std::string::npos)
+        << s.status().message();
+  }
 }
 
 TEST_F(NemoTransducerTest, ImportErrorsNameTheFileAndWhatWasExpected) {

@@ -456,9 +456,9 @@ void add_transcribe_command(CLI::App& app, int& exit_code) {
                   "(transducer)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--max-symbols-per-frame", args->max_symbols_per_frame,
-                  "Transducer greedy search: units one encoder frame may emit, 1..16 (0: the "
-                  "model's default: 1 for icefall/sherpa-onnx transducers, NeMo's 10 for NeMo "
-                  "transducers)")
+                  "Transducer greedy search (and TDT beam search): units one encoder frame may "
+                  "emit, 1..16 (0: the model's default: 1 for icefall/sherpa-onnx transducers, "
+                  "NeMo's 10 for NeMo transducers)")
       ->capture_default_str()
       ->check(CLI::Range(0, 16));
   cmd->add_option("--lm-weight", args->lm_weight,

@@ -59,16 +59,15 @@ Expected<std::unique_ptr<FamilyStream>> OfflineTransducerModel::open_stream(
     return resource_exhausted("transducer_offline: ", streams_open_.load(),
                               " streams are open, the most the recognizer's max_streams allows");
   }
+  VOXRT_RETURN_IF_ERROR(decoding.transducer.validate());
   if (decoding.decoder == DecoderKind::kBeam) {
-    if (!networks_->durations().empty()) {
-      return unsupported("transducer_offline: modified beam search is for RNN-T models; this is ",
-                         "a TDT model (durations), searched greedily only");
-    }
+    // RNN-T models get modified beam search, TDT models (durations) the TDT beam search
+    // (decode/stateful_tdt_beam.h), whose frame rules use max_symbols_per_frame.
     // Hotwords come only with beam search (hotwords_need_beam_search: the driver refuses them
     // with greedy).
     VOXRT_ASSIGN_OR_RETURN(auto hotwords, hotword_graph(options, decoding));
     decode::StatefulTransducerBeamSearch search(vocabulary_, time_base_,
-                                                decoding.transducer.beam_width,
+                                                decoding.transducer.beam_width, max_symbols_,
                                                 networks_->state_size(), std::move(hotwords));
     return std::unique_ptr<FamilyStream>(std::make_unique<BeamStream>(
         ModelLease::counted(shared_from_this(), streams_open_), std::move(search)));

@@ -2,9 +2,10 @@
 // Conformer/FastConformer transducers (RNN-T and TDT). An offline encoder over whole segments as
 // the ctc_offline family runs it (stream/offline_segments.h: NeMo's front end, segments of up to
 // voxrt.offline.max_frames hops, one encoder call for the segments of every stream in the batch),
-// then greedy search (decode/stateful_transducer_search.h; RNN-T and TDT) or modified beam search
-// (decode/stateful_transducer_beam.h; RNN-T) with the LSTM prediction network's state per
-// hypothesis, batched across the streams of the batch.
+// then greedy search (decode/stateful_transducer_search.h; RNN-T and TDT) or beam search
+// (decode/stateful_transducer_beam.h: modified beam for RNN-T, decode/stateful_tdt_beam.h for
+// TDT) with the LSTM prediction network's state per hypothesis, batched across the streams of
+// the batch.
 #pragma once
 
 #include <atomic>

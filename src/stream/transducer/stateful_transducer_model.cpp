@@ -78,7 +78,7 @@ Expected<std::unique_ptr<FamilyStream>> StatefulTransducerModel::open_stream(
     // with greedy).
     VOXRT_ASSIGN_OR_RETURN(auto hotwords, hotword_graph(options, decoding));
     decode::StatefulTransducerBeamSearch search(vocabulary_, time_base_,
-                                                decoding.transducer.beam_width,
+                                                decoding.transducer.beam_width, max_symbols_,
                                                 networks_->state_size(), std::move(hotwords));
     VOXRT_ASSIGN_OR_RETURN(int slot, pool_->acquire());
     return std::unique_ptr<FamilyStream>(std::make_unique<BeamStream>(

@@ -2,12 +2,15 @@
 // by hand from NeMo's greedy rules (GreedyRNNTInfer, GreedyTDTInfer): the state is the count of
 // units emitted so far, the joiner's choice a table over (frame, units emitted); max symbols per
 // frame, TDT durations (0 keeps the frame, a blank with duration 0 moves one frame, the extra
-// frame after max_symbols), batches whose streams have different lengths, beam merging.
+// frame after max_symbols), batches whose streams have different lengths, beam merging; the TDT
+// beam search (decode/stateful_tdt_beam.h): width 1 = greedy, hypotheses that reach one frame by
+// different durations merge, a stream's result alone = in a batch.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
 
+#include "decode/stateful_tdt_beam.h"
 #include "decode/stateful_transducer_beam.h"
 #include "decode/stateful_transducer_search.h"
 
@@ -166,7 +169,7 @@ TEST(StatefulTransducerBeam, MergesEqualUnitSequences) {
       return Status::ok();
     }
   } nets;
-  StatefulTransducerBeamSearch s(units(), TimeBase{}, 4, 1);
+  StatefulTransducerBeamSearch s(units(), TimeBase{}, 4, 1, 1);
   StatefulTransducerBeamSearch* streams[] = {&s};
   const auto f = frames(2);
   const int valid[] = {2};
@@ -177,6 +180,112 @@ TEST(StatefulTransducerBeam, MergesEqualUnitSequences) {
   const double p_blank_after_a = 1.0 / (1.0 + std::exp(-3.0) + 5.0 * std::exp(-20.0));
   EXPECT_EQ(r.text, "a");
   EXPECT_NEAR(std::exp(r.score), 0.5 * p_blank_after_a + 0.25, 1e-5);
+}
+
+// The greedy TDT script above (durations, a blank of duration 0, the extra frame after
+// max_symbols): the TDT beam search of width 1 emits the same units at the same frames, with the
+// same confidences and word times.
+TEST(StatefulTdtBeam, WidthOneIsTheGreedySearch) {
+  for (int max_symbols : {1, 2, 3}) {
+    SCOPED_TRACE(max_symbols);
+    ScriptedNetworks nets;
+    nets.duration_values = {0, 1, 2};
+    nets.script = {{{0, 0}, {0, 0}},      {{0, 1}, {1, 2}}, {{2, 2}, {4, 1}}, {{3, 2}, {kBlank, 0}},
+                   {{3, 3}, {kBlank, 0}}, {{4, 2}, {3, 1}}, {{4, 3}, {3, 1}}, {{1, 1}, {5, 0}}};
+    StatefulTransducerStreamSearch greedy(units(), TimeBase{}, max_symbols, 1);
+    StatefulTransducerStreamSearch* g[] = {&greedy};
+    StatefulTransducerBeamSearch beam(units(), TimeBase{}, 1, max_symbols, 1);
+    StatefulTransducerBeamSearch* b[] = {&beam};
+    const auto f = frames(5);
+    const int valid[] = {5};
+    ASSERT_TRUE(stateful_transducer_greedy(nets, g, f.data(), 5, valid).is_ok());
+    ASSERT_TRUE(stateful_transducer_beam(nets, b, f.data(), 5, valid).is_ok());
+    const DecodingResult want = greedy.finalize();
+    const DecodingResult got = beam.finalize();
+    EXPECT_FALSE(want.tokens.empty());
+    EXPECT_EQ(ids_and_frames(got), ids_and_frames(want));
+    // The same confidences (each unit's log-softmax over the unit logits) and word times.
+    ASSERT_EQ(got.tokens.size(), want.tokens.size());
+    for (std::size_t i = 0; i < want.tokens.size(); ++i)
+      EXPECT_NEAR(got.tokens[i].peak_log_posterior, want.tokens[i].peak_log_posterior, 1e-6);
+    ASSERT_EQ(got.words.size(), want.words.size());
+    for (std::size_t i = 0; i < want.words.size(); ++i) {
+      EXPECT_EQ(got.words[i].start_s, want.words[i].start_s);
+      EXPECT_EQ(got.words[i].end_s, want.words[i].end_s);
+      EXPECT_NEAR(got.words[i].confidence, want.words[i].confidence, 1e-6);
+    }
+  }
+}
+
+// Frame 0 gives the blank with durations 1 and 2 at even odds; frame 1 the blank for one frame;
+// frame 2 "a" for one frame. The hypothesis that waited at frame 2 and the one that got there
+// from frame 1 have the same (no) units at the same frame: they merge, so "a" scores ~1, where
+// either path alone scores 0.5.
+TEST(StatefulTdtBeam, PathsOfDifferentDurationsToOneFrameMerge) {
+  class Split : public StatefulTransducerNetworks {
+   public:
+    std::vector<int> duration_values{0, 1, 2};
+    int vocab_size() const override { return kBlank + 1; }
+    int blank_id() const override { return kBlank; }
+    const std::vector<int>& durations() const override { return duration_values; }
+    int state_size() const override { return 1; }
+    int decoder_dim() const override { return 1; }
+    int encoder_dim() const override { return 1; }
+    Status run_decoder(std::span<const std::int64_t>, std::span<const float> states, int rows,
+                       std::vector<float>& out, std::vector<float>& next) override {
+      out.assign(states.begin(), states.begin() + rows);
+      next.assign(states.begin(), states.begin() + rows);
+      return Status::ok();
+    }
+    Status run_joiner(std::span<const float> encoder, std::span<const float>, int rows,
+                      std::vector<float>& logits) override {
+      logits.clear();
+      for (int r = 0; r < rows; ++r) {
+        const int frame = static_cast<int>(encoder[r]);
+        const int unit = frame == 2 ? 0 : kBlank;
+        for (int k = 0; k <= kBlank; ++k) logits.push_back(k == unit ? 0.0f : -30.0f);
+        // Durations 0, 1, 2: frame 0 splits between 1 and 2, the others take 1.
+        logits.insert(logits.end(), {-30.0f, 0.0f, frame == 0 ? 0.0f : -30.0f});
+      }
+      return Status::ok();
+    }
+  } nets;
+  StatefulTransducerBeamSearch s(units(), TimeBase{}, 4, 10, 1);
+  StatefulTransducerBeamSearch* streams[] = {&s};
+  const auto f = frames(3);
+  const int valid[] = {3};
+  ASSERT_TRUE(stateful_transducer_beam(nets, streams, f.data(), 3, valid).is_ok());
+  const auto r = s.finalize();
+  EXPECT_EQ(r.text, "a");
+  EXPECT_EQ(ids_and_frames(r), (Emitted{{0, 2}}));
+  EXPECT_NEAR(std::exp(r.score), 1.0, 1e-6);
+}
+
+// Streams of different lengths in one batch give what they give alone (width 3).
+TEST(StatefulTdtBeam, StreamsOfABatchAreIndependent) {
+  ScriptedNetworks nets;
+  nets.duration_values = {0, 1, 2};
+  nets.script = {{{0, 0}, {0, 0}}, {{0, 1}, {1, 2}}, {{2, 2}, {4, 1}}, {{3, 2}, {2, 1}}};
+  const auto f = frames(5);
+  auto alone = [&](int length) {
+    StatefulTransducerBeamSearch s(units(), TimeBase{}, 3, 10, 1);
+    StatefulTransducerBeamSearch* streams[] = {&s};
+    const int valid[] = {length};
+    EXPECT_TRUE(stateful_transducer_beam(nets, streams, f.data(), 5, valid).is_ok());
+    return ids_and_frames(s.finalize());
+  };
+  const Emitted short_one = alone(2);
+  const Emitted long_one = alone(5);
+  EXPECT_NE(short_one, long_one);
+  StatefulTransducerBeamSearch a(units(), TimeBase{}, 3, 10, 1);
+  StatefulTransducerBeamSearch b(units(), TimeBase{}, 3, 10, 1);
+  StatefulTransducerBeamSearch* both[] = {&a, &b};
+  std::vector<float> two = f;
+  two.insert(two.end(), f.begin(), f.end());
+  const int valid[] = {2, 5};
+  ASSERT_TRUE(stateful_transducer_beam(nets, both, two.data(), 5, valid).is_ok());
+  EXPECT_EQ(ids_and_frames(a.finalize()), short_one);
+  EXPECT_EQ(ids_and_frames(b.finalize()), long_one);
 }
 
 }  // namespace
