@@ -142,7 +142,7 @@ class ConformerLayer(nn.Module):
         k = self.k(kv).view(n, -1, self.heads, hd).transpose(1, 2)
         v = self.v(kv).view(n, -1, self.heads, hd).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(2, 3)) / math.sqrt(hd)
-        full_mask = torch.cat([masked, torch.zeros(n, chunk, dtype=torch.bool)], dim=1)
+        full_mask = torch.cat([masked, torch.zeros(n, chunk, dtype=torch.bool, device=masked.device)], dim=1)
         scores = scores.masked_fill(full_mask.view(n, 1, 1, -1), -10000.0)
         att = torch.matmul(torch.softmax(scores, dim=-1), v).transpose(1, 2).reshape(n, chunk, d)
         x = x + self.o(att)
@@ -178,7 +178,7 @@ class ConformerEncoder(nn.Module):
 
     def forward(self, x, cached_attn, cached_conv, processed_lens):
         y = self.embed(x)[:, : self.chunk_size]
-        positions = torch.arange(self.left_context).unsqueeze(0)
+        positions = torch.arange(self.left_context, device=x.device).unsqueeze(0)
         masked = positions < (self.left_context - processed_lens).unsqueeze(1)
         new_attn, new_conv = [], []
         for i, layer in enumerate(self.layers):
@@ -242,7 +242,7 @@ class Zipformer2LikeEncoder(nn.Module):
         # A running summary of the chunks seen (what embed_states carries, in spirit).
         y = y + 0.1 * embed_states[:, :1]
         new_embed = torch.stack([0.9 * embed_states[:, 0] + 0.1 * y.mean(1), embed_states[:, 1] + 1.0], dim=1)
-        positions = torch.arange(self.left_context).unsqueeze(0)
+        positions = torch.arange(self.left_context, device=x.device).unsqueeze(0)
         masked = positions < (self.left_context - processed_lens // 4).unsqueeze(1)
         new_states = []
         for i, layer in enumerate(self.layers):
