@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backends/cpu/quantized/int8_gemm.h"
+#include "backends/cpu/quantized/int8_gemm_amx.h"
 #include "backends/cpu/quantized/int8_quantization.h"
 #include "backends/layer_precision.h"
 #include "unit/dense/dense_test_util.h"
@@ -59,7 +60,7 @@ void expect_int8_layer(dense_test::OneNode& one, double max_error) {
     for (int threads : {1, 2}) {
       Expected<Tensor> got = dense_test::run_tactic(one, tactic.id, threads);
       ASSERT_TRUE(got.has_value()) << tactic.name << ": " << got.status().to_string();
-      if (tactic.name == "vnni_int8") {
+      if (tactic.name == "vnni_int8" || tactic.name == "amx_int8") {
         EXPECT_EQ(std::memcmp(got->raw_data(), reference->raw_data(), got->size_bytes()), 0)
             << tactic.name << " differs from the reference, " << threads << " threads";
       } else {
@@ -68,7 +69,8 @@ void expect_int8_layer(dense_test::OneNode& one, double max_error) {
       }
     }
   }
-  EXPECT_GE(int8_tactics, backends::cpu::quantized::vnni_available() ? 3 : 1);
+  EXPECT_GE(int8_tactics, (backends::cpu::quantized::vnni_available() ? 3 : 1) +
+                              (backends::cpu::quantized::amx_int8_available() ? 1 : 0));
   ir::Attributes marked = one.node->attrs;
   one.node->attrs.erase(backends::kLayerPrecisionAttr);
   Expected<Tensor> fp32 = dense_test::run_tactic(one, backends::kReferenceTactic, 1);

@@ -4,7 +4,8 @@
 // creation, and the output leaves in FP32 with bias and activation applied, so the layers
 // around stay FP32. Tactics: the reference (plain loops on the same rounded values; for Conv a
 // direct convolution, independent of the unfolding the fast tactics use), our AVX-512 VNNI GEMM
-// (int8_gemm.h) and oneDNN's u8 x s8 matmul (int8_gemm_runner.h); a convolution is unfolded into
+// (int8_gemm.h), our AMX GEMM (int8_gemm_amx.h) and oneDNN's u8 x s8 matmul
+// (int8_gemm_runner.h); a convolution is unfolded into
 // rows of quantized taps for the last two.
 #include <algorithm>
 #include <cmath>
@@ -279,6 +280,7 @@ Expected<std::unique_ptr<Int8GemmRunner>> make_int8_gemm_runner(
     case Int8GemmKind::kVnni:
       if (!vnni_available()) return unsupported("the vnni_int8 GEMM needs AVX-512 VNNI");
       return std::unique_ptr<Int8GemmRunner>(new OwnInt8GemmRunner(weights, epilogue, true));
+    case Int8GemmKind::kAmx: return make_amx_int8_gemm_runner(weights, epilogue);
     case Int8GemmKind::kOneDnn: return make_onednn_int8_gemm_runner(weights, epilogue, input);
   }
   return internal_error("unknown int8 GEMM kind");
