@@ -165,6 +165,26 @@ TEST(Int8Dense, ConvolutionsWithPaddingStridesAndOneSidedInputs) {
     mark_int8(*one->node, -1, 1, false);
     expect_int8_layer(*one, 0.02);
   }
+  {
+    // 1 x 1 over a 2-D image, batch 2, channels not a whole quad: the transposing fast path
+    // (its rows padded with the zero point), against the reference's direct convolution.
+    auto one = make_node(ir::OpKind::kConv, {runtime(random_tensor({2, 7, 5, 9}, 19)),
+                                             constant(random_tensor({70, 7, 1, 1}, 20)),
+                                             constant(random_tensor({70}, 27))});
+    mark_int8(*one->node, -1, 1, true);
+    expect_int8_layer(*one, 0.02);
+  }
+  {
+    // 1 x 1 with padding: not pointwise in the fast path's sense (more positions than inputs),
+    // so the general unfolding, whose padded positions see only the bias.
+    auto one =
+        make_node(ir::OpKind::kConv,
+                  {runtime(random_tensor({1, 9, 12}, 28)), constant(random_tensor({5, 9, 1}, 29)),
+                   constant(random_tensor({5}, 30))},
+                  attrs_of({{"pads", Ints{2, 1}}}));
+    mark_int8(*one->node, -1, 1, true);
+    expect_int8_layer(*one, 0.02);
+  }
 }
 
 TEST(Int8Dense, UnmarkedOrUncalibratedLayersGetNoInt8Tactics) {

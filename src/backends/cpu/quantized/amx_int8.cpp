@@ -17,6 +17,10 @@ namespace {
 // Scratch slot of the padded copy: the dense INT8 kernels hold slots 0-2 across the GEMM.
 constexpr int kPaddedRowsSlot = 3;
 
+// Units of tile work (one 16-row block x 64 columns x 64 bytes of depth: four tdpbusd, about 64
+// cycles) a thread must get before the GEMM is split: 256 units, some 6 us.
+constexpr std::int64_t kMinUnitsPerThread = 256;
+
 class AmxInt8GemmRunner final : public Int8GemmRunner {
  public:
   AmxInt8GemmRunner(const PackedInt8Weights& weights, const Int8Epilogue& epilogue)
@@ -39,7 +43,14 @@ class AmxInt8GemmRunner final : public Int8GemmRunner {
       a = padded;
       lda = depth_bytes;
     }
-    const std::int64_t threads = std::min<std::int64_t>(context.pool->threads(), weights_.groups);
+    // Split over the pool only when each thread gets enough tile work to pay for the hand-off:
+    // a Conformer chunk's 16 x 256 x 1024 projection is 64 units (about 2 us here), less than
+    // waking a second thread on a loaded machine costs, and split it timed slower than oneDNN's
+    // FP32 at 2 threads, so the autotuner never took it there.
+    const std::int64_t units = weights_.groups * weights_.steps * (padded_rows / kAmxTileRows);
+    const std::int64_t threads = std::min<std::int64_t>(
+        {static_cast<std::int64_t>(context.pool->threads()), weights_.groups,
+         units / kMinUnitsPerThread});
     if (threads <= 1) {
       int8_gemm_amx(a, lda, rows, weights_, epilogue_, 0, weights_.groups, c, ldc);
       return Status::ok();
