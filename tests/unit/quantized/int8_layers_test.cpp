@@ -177,11 +177,10 @@ TEST(Int8Dense, ConvolutionsWithPaddingStridesAndOneSidedInputs) {
   {
     // 1 x 1 with padding: not pointwise in the fast path's sense (more positions than inputs),
     // so the general unfolding, whose padded positions see only the bias.
-    auto one =
-        make_node(ir::OpKind::kConv,
-                  {runtime(random_tensor({1, 9, 12}, 28)), constant(random_tensor({5, 9, 1}, 29)),
-                   constant(random_tensor({5}, 30))},
-                  attrs_of({{"pads", Ints{2, 1}}}));
+    auto one = make_node(ir::OpKind::kConv,
+                         {runtime(random_tensor({1, 9, 12}, 28)),
+                          constant(random_tensor({5, 9, 1}, 29)), constant(random_tensor({5}, 30))},
+                         attrs_of({{"pads", Ints{2, 1}}}));
     mark_int8(*one->node, -1, 1, true);
     expect_int8_layer(*one, 0.02);
   }

@@ -48,9 +48,9 @@ class AmxInt8GemmRunner final : public Int8GemmRunner {
     // waking a second thread on a loaded machine costs, and split it timed slower than oneDNN's
     // FP32 at 2 threads, so the autotuner never took it there.
     const std::int64_t units = weights_.groups * weights_.steps * (padded_rows / kAmxTileRows);
-    const std::int64_t threads = std::min<std::int64_t>(
-        {static_cast<std::int64_t>(context.pool->threads()), weights_.groups,
-         units / kMinUnitsPerThread});
+    const std::int64_t threads =
+        std::min<std::int64_t>({static_cast<std::int64_t>(context.pool->threads()), weights_.groups,
+                                units / kMinUnitsPerThread});
     if (threads <= 1) {
       int8_gemm_amx(a, lda, rows, weights_, epilogue_, 0, weights_.groups, c, ldc);
       return Status::ok();

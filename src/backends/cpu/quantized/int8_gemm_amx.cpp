@@ -11,8 +11,7 @@
 namespace voxrt::backends::cpu::quantized {
 namespace {
 
-#define VOXRT_AMX \
-  __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx2,fma")))
+#define VOXRT_AMX __attribute__((target("amx-tile,amx-int8,avx512f,avx512bw,avx512vl,avx2,fma")))
 
 // Linux's arch_prctl request for the AMX tile data state (asm/prctl.h, xfeature 18).
 constexpr long kArchRequestXcompPermission = 0x1023;
@@ -40,7 +39,9 @@ TileConfig make_config() {
 
 // GCC's tile loads are asm statements without a memory operand: this barrier (which also makes
 // `buffer` escape) keeps the compiler's own loads and stores of the buffers on the right side.
-inline void compiler_barrier(const void* buffer) { asm volatile("" : : "r"(buffer) : "memory"); }
+inline void compiler_barrier(const void* buffer) {
+  asm volatile("" : : "r"(buffer) : "memory");
+}
 
 // fma(float(sums - zero_point_sums), scales, bias) for the valid rows and columns of one
 // 16-row block of one column group; sums is [16][64] int32.
@@ -60,8 +61,9 @@ VOXRT_AMX void store_group(const std::int32_t* sums, std::int64_t valid_rows, st
       const __m512i acc = _mm512_maskz_loadu_epi32(mask, sums + m * kAmxGroupColumns + j * 16);
       // The masked conversion names its pass-through operand: GCC 12's unmasked one passes an
       // undefined vector that trips its own -Wmaybe-uninitialized (as in avx512_math.h).
-      const __m512 sum = _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), static_cast<__mmask16>(0xffff),
-                                                 _mm512_sub_epi32(acc, zero_point_sums));
+      const __m512 sum =
+          _mm512_mask_cvtepi32_ps(_mm512_setzero_ps(), static_cast<__mmask16>(0xffff),
+                                  _mm512_sub_epi32(acc, zero_point_sums));
       const __m512 y = _mm512_fmadd_ps(sum, scales, bias);
       _mm512_mask_storeu_ps(c + m * ldc + col, mask, y);
     }
@@ -136,7 +138,8 @@ AmxInt8Weights pack_amx_int8_weights(const PackedInt8Weights& weights) {
   w.steps = (w.depth + kAmxStepBytes - 1) / kAmxStepBytes;
   w.groups = (w.columns + kAmxGroupColumns - 1) / kAmxGroupColumns;
   constexpr std::int64_t kTileBytes = kAmxTileRows * kAmxStepBytes;
-  w.data = Tensor::zeros(DType::kI8, {std::max<std::int64_t>(1, w.groups * w.steps * 4 * kTileBytes)});
+  w.data =
+      Tensor::zeros(DType::kI8, {std::max<std::int64_t>(1, w.groups * w.steps * 4 * kTileBytes)});
   std::int8_t* packed = w.data.data<std::int8_t>();
   const std::int8_t* rows = weights.rows.values.data();
   for (std::int64_t col = 0; col < w.columns; ++col) {
@@ -145,8 +148,8 @@ AmxInt8Weights pack_amx_int8_weights(const PackedInt8Weights& weights) {
     for (std::int64_t k = 0; k < w.depth; ++k) {
       const std::int64_t step = k / kAmxStepBytes, quad = (k % kAmxStepBytes) / 4;
       // Tile row = quad, 4 bytes per column: the layout tdpbusd reads B in.
-      packed[((group * w.steps + step) * 4 + tile) * kTileBytes + quad * kAmxStepBytes +
-             lane * 4 + k % 4] = rows[col * w.depth + k];
+      packed[((group * w.steps + step) * 4 + tile) * kTileBytes + quad * kAmxStepBytes + lane * 4 +
+             k % 4] = rows[col * w.depth + k];
     }
   }
   return w;

@@ -19,8 +19,8 @@ namespace voxrt::backends::cpu::quantized {
 // (Linux arch_prctl ARCH_REQ_XCOMP_PERM, asked once per process).
 bool amx_int8_available();
 
-inline constexpr std::int64_t kAmxTileRows = 16;     // rows of A (and of C) per tile
-inline constexpr std::int64_t kAmxStepBytes = 64;    // depth bytes per tile step
+inline constexpr std::int64_t kAmxTileRows = 16;      // rows of A (and of C) per tile
+inline constexpr std::int64_t kAmxStepBytes = 64;     // depth bytes per tile step
 inline constexpr std::int64_t kAmxGroupColumns = 64;  // 4 C tiles of 16 columns
 
 struct AmxInt8Weights {
