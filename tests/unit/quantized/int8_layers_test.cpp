@@ -134,6 +134,22 @@ TEST(Int8Dense, ConformerChunkProjectionsWithFusedActivations) {
   expect_int8_layer(*pointwise, 0.02);
 }
 
+// A product big enough for amx_int8 to split its column groups over the 2-thread pool (32 rows x
+// 1024 x 1024: 512 tile units, the split starts at 256 a thread), with a depth that is not whole
+// 64-byte steps in the second case (the padded copy of A, then the split).
+TEST(Int8Dense, LargeProductsSplitOverThePool) {
+  for (const std::int64_t depth : {1024, 1000}) {
+    auto one = make_node(ir::OpKind::kFusedMatMul,
+                         {runtime(random_tensor({32, depth}, 31)),
+                          constant(random_tensor({depth, 1024}, 32, -0.05f, 0.05f)),
+                          constant(random_tensor({1024}, 33))},
+                         attrs_of({{"activation", std::string("relu")}}));
+    mark_int8(*one->node, -2, 2, true);
+    SCOPED_TRACE(str_cat("depth ", depth));
+    expect_int8_layer(*one, 0.03);
+  }
+}
+
 TEST(Int8Dense, ConvolutionsWithPaddingStridesAndOneSidedInputs) {
   {
     // 2-D, padding and stride, the input one-sided so the zero point is 0 and padding exact.
