@@ -1,5 +1,6 @@
-// The AMX INT8 GEMM (int8_gemm_amx.h) as an Int8GemmRunner ("amx_int8"): its own tile-packed
-// copy of the layer's weights, column groups of 64 split over the pool. AMX tiles read whole
+// The AMX INT8 GEMM (int8_gemm_amx.h) as an Int8GemmRunner: its own tile-packed copy of the
+// layer's weights, column groups of 64 split over the pool ("amx_int8") or all on the calling
+// thread ("amx_unsplit_int8"). AMX tiles read whole
 // 16-row x 64-byte blocks, so when the activation rows are not already such blocks (depth not a
 // multiple of 64, or rows not a multiple of 16) they are first copied into zero-padded rows of
 // the calling thread's scratch: a few KiB for a streaming chunk, next to the weights' hundreds.
@@ -17,14 +18,10 @@ namespace {
 // Scratch slot of the padded copy: the dense INT8 kernels hold slots 0-2 across the GEMM.
 constexpr int kPaddedRowsSlot = 3;
 
-// Units of tile work (one 16-row block x 64 columns x 64 bytes of depth: four tdpbusd, about 64
-// cycles) a thread must get before the GEMM is split: 256 units, some 6 us.
-constexpr std::int64_t kMinUnitsPerThread = 256;
-
 class AmxInt8GemmRunner final : public Int8GemmRunner {
  public:
-  AmxInt8GemmRunner(const PackedInt8Weights& weights, const Int8Epilogue& epilogue)
-      : weights_(pack_amx_int8_weights(weights)), epilogue_(epilogue) {}
+  AmxInt8GemmRunner(const PackedInt8Weights& weights, const Int8Epilogue& epilogue, bool split)
+      : weights_(pack_amx_int8_weights(weights)), epilogue_(epilogue), split_(split) {}
 
   Status run(const std::uint8_t* a, std::int64_t lda, std::int64_t rows, float* c, std::int64_t ldc,
              KernelContext& context) const override {
@@ -43,14 +40,11 @@ class AmxInt8GemmRunner final : public Int8GemmRunner {
       a = padded;
       lda = depth_bytes;
     }
-    // Split over the pool only when each thread gets enough tile work to pay for the hand-off:
-    // a Conformer chunk's 16 x 256 x 1024 projection is 64 units (about 2 us here), less than
-    // waking a second thread on a loaded machine costs, and split it timed slower than oneDNN's
-    // FP32 at 2 threads, so the autotuner never took it there.
-    const std::int64_t units = weights_.groups * weights_.steps * (padded_rows / kAmxTileRows);
+    // Unsplit: on busy cores a split 16 x 256 x 1024 product (some 2 us of tile work) timed
+    // slower than oneDNN's FP32 at 2 threads, so the autotuner kept every Conformer MatMul FP32;
+    // on idle ones the split can win. The autotuner times both tactics.
     const std::int64_t threads =
-        std::min<std::int64_t>({static_cast<std::int64_t>(context.pool->threads()), weights_.groups,
-                                units / kMinUnitsPerThread});
+        split_ ? std::min<std::int64_t>(context.pool->threads(), weights_.groups) : 1;
     if (threads <= 1) {
       int8_gemm_amx(a, lda, rows, weights_, epilogue_, 0, weights_.groups, c, ldc);
       return Status::ok();
@@ -64,17 +58,18 @@ class AmxInt8GemmRunner final : public Int8GemmRunner {
  private:
   AmxInt8Weights weights_;
   const Int8Epilogue& epilogue_;
+  bool split_;
 };
 
 }  // namespace
 
 Expected<std::unique_ptr<Int8GemmRunner>> make_amx_int8_gemm_runner(
-    const PackedInt8Weights& weights, const Int8Epilogue& epilogue) {
+    const PackedInt8Weights& weights, const Int8Epilogue& epilogue, bool split) {
   if (!amx_int8_available()) {
     return unsupported("the amx_int8 GEMM needs AMX-TILE and AMX-INT8 and the kernel's ",
                        "permission to use the tile data; this CPU or kernel has none");
   }
-  return std::unique_ptr<Int8GemmRunner>(new AmxInt8GemmRunner(weights, epilogue));
+  return std::unique_ptr<Int8GemmRunner>(new AmxInt8GemmRunner(weights, epilogue, split));
 }
 
 }  // namespace voxrt::backends::cpu::quantized

@@ -318,7 +318,8 @@ Expected<std::unique_ptr<Int8GemmRunner>> make_int8_gemm_runner(
     case Int8GemmKind::kVnni:
       if (!vnni_available()) return unsupported("the vnni_int8 GEMM needs AVX-512 VNNI");
       return std::unique_ptr<Int8GemmRunner>(new OwnInt8GemmRunner(weights, epilogue, true));
-    case Int8GemmKind::kAmx: return make_amx_int8_gemm_runner(weights, epilogue);
+    case Int8GemmKind::kAmx: return make_amx_int8_gemm_runner(weights, epilogue, true);
+    case Int8GemmKind::kAmxUnsplit: return make_amx_int8_gemm_runner(weights, epilogue, false);
     case Int8GemmKind::kOneDnn: return make_onednn_int8_gemm_runner(weights, epilogue, input);
   }
   return internal_error("unknown int8 GEMM kind");

@@ -20,15 +20,17 @@ class Int8GemmRunner {
                      std::int64_t ldc, KernelContext& context) const = 0;
 };
 
-enum class Int8GemmKind { kReference, kVnni, kAmx, kOneDnn };
+// kAmx splits a product's column groups over the pool; kAmxUnsplit runs it on the calling thread.
+enum class Int8GemmKind { kReference, kVnni, kAmx, kAmxUnsplit, kOneDnn };
 
 // The weights and epilogue must outlive the runner.
 Expected<std::unique_ptr<Int8GemmRunner>> make_int8_gemm_runner(
     Int8GemmKind kind, const PackedInt8Weights& weights, const Int8Epilogue& epilogue,
     const ActivationQuantization& input);
-// Ours on AMX tiles (amx_int8.cpp); unsupported where amx_int8_available() is false.
+// Ours on AMX tiles (amx_int8.cpp), split over the pool or not; unsupported where
+// amx_int8_available() is false.
 Expected<std::unique_ptr<Int8GemmRunner>> make_amx_int8_gemm_runner(
-    const PackedInt8Weights& weights, const Int8Epilogue& epilogue);
+    const PackedInt8Weights& weights, const Int8Epilogue& epilogue, bool split);
 // oneDNN's (onednn_int8.cpp).
 Expected<std::unique_ptr<Int8GemmRunner>> make_onednn_int8_gemm_runner(
     const PackedInt8Weights& weights, const Int8Epilogue& epilogue,

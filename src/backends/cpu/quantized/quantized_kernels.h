@@ -18,6 +18,7 @@ namespace voxrt::backends::cpu::quantized {
 inline constexpr TacticId kDenseVnniInt8Tactic = 20;
 inline constexpr TacticId kDenseOneDnnInt8Tactic = 21;
 inline constexpr TacticId kDenseAmxInt8Tactic = 22;
+inline constexpr TacticId kDenseAmxUnsplitInt8Tactic = 23;
 
 // Whether the node is marked int8 and has its calibrated input quantization.
 bool marked_int8(const ir::Node& node);
@@ -27,7 +28,8 @@ bool int8_candidate(const ir::Node& node);
 // Dense layers (Gemm, MatMul, FusedMatMul with a constant 2-D B and a [N] bias; Conv and
 // FusedConv with constant weights, group 1).
 bool dense_int8_applies(const ir::Node& node);
-// reference_int8 (id 0), amx_int8 (where AMX-INT8 runs), vnni_int8, onednn_int8, for a node
+// reference_int8 (id 0), amx_int8 and amx_unsplit_int8 (where AMX-INT8 runs), vnni_int8,
+// onednn_int8, for a node
 // marked int8.
 std::vector<TacticInfo> dense_int8_tactics(const ir::Node& node);
 bool is_dense_int8_tactic(TacticId tactic);
