@@ -13,7 +13,8 @@
 #  - conformer: the streaming Conformer chunk of bench/transformer (12 x 256, 16 frames against
 #    64 cached ones; tests/models/export_transformer_models.py --bench), its caches declared as
 #    streaming states (so the final-projection rule sees the encoder output alone), calibrated
-#    on 4 tensor sets of what the benchmark feeds it (normal, sigma 0.5; processed_lens 64).
+#    on 4 tensor sets of what the benchmark feeds it (normal, sigma 0.5; processed_lens 64);
+#    its pointwise convolutions kept FP32 unless VOXRT_CONFORMER_INT8_POINTWISE=1 (see below).
 # "onnxruntime INT8" is onnxruntime executing a model quantized by our re-implementation of its
 # dynamic quantization format (bench/cpu/ort_dynamic_quantize.py: MatMulInteger / ConvInteger /
 # DynamicQuantizeLSTM; GRU and Gemm stay FP32 as in its tool), not its own tool: Python
@@ -140,9 +141,20 @@ if [[ $models == *conformer* ]]; then
     done
   done
   profile=(--profile x:1x16x80/1x16x80/1x16x80 "${states[@]}")
+  # The 24 pointwise convolutions stay FP32 unless VOXRT_CONFORMER_INT8_POINTWISE=1: in INT8
+  # (amx_int8 makes them time faster than FP32, so the autotuner takes them) they moved the
+  # outputs further from FP32 than all the other INT8 layers together (docs/perf/int8_cpu.md).
+  keep_fp32=()
+  if [ "${VOXRT_CONFORMER_INT8_POINTWISE:-0}" != 1 ]; then
+    for layer in $(seq 0 11); do
+      for conv in 1 2; do
+        keep_fp32+=(--layer-precision "/layers.$layer/pointwise_conv$conv/Conv:fp32")
+      done
+    done
+  fi
   for threads in 1 2; do
     build conformer_fp32_t$threads $threads "$onnx" "${profile[@]}"
-    build conformer_int8_t$threads $threads "$onnx" "${profile[@]}" --precision int8 \
+    build conformer_int8_t$threads $threads "$onnx" "${profile[@]}" "${keep_fp32[@]}" --precision int8 \
       --calibration-data "$work/conformer_tensor_sets" --calibration-cache "$work/conformer.calib"
     compare conformer_fp32 "$onnx" conformer_fp32_t$threads $threads --shapes x:1x16x80 \
       --fill processed_lens=64

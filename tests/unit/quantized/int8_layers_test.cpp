@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "backends/cpu/quantized/int8_gemm.h"
+#include "backends/cpu/quantized/int8_gemm_amx.h"
 #include "backends/cpu/quantized/int8_quantization.h"
 #include "backends/layer_precision.h"
 #include "unit/dense/dense_test_util.h"
@@ -59,7 +60,7 @@ void expect_int8_layer(dense_test::OneNode& one, double max_error) {
     for (int threads : {1, 2}) {
       Expected<Tensor> got = dense_test::run_tactic(one, tactic.id, threads);
       ASSERT_TRUE(got.has_value()) << tactic.name << ": " << got.status().to_string();
-      if (tactic.name == "vnni_int8") {
+      if (tactic.name == "vnni_int8" || tactic.name.starts_with("amx_")) {
         EXPECT_EQ(std::memcmp(got->raw_data(), reference->raw_data(), got->size_bytes()), 0)
             << tactic.name << " differs from the reference, " << threads << " threads";
       } else {
@@ -68,7 +69,8 @@ void expect_int8_layer(dense_test::OneNode& one, double max_error) {
       }
     }
   }
-  EXPECT_GE(int8_tactics, backends::cpu::quantized::vnni_available() ? 3 : 1);
+  EXPECT_GE(int8_tactics, (backends::cpu::quantized::vnni_available() ? 3 : 1) +
+                              (backends::cpu::quantized::amx_int8_available() ? 2 : 0));
   ir::Attributes marked = one.node->attrs;
   one.node->attrs.erase(backends::kLayerPrecisionAttr);
   Expected<Tensor> fp32 = dense_test::run_tactic(one, backends::kReferenceTactic, 1);
@@ -132,6 +134,22 @@ TEST(Int8Dense, ConformerChunkProjectionsWithFusedActivations) {
   expect_int8_layer(*pointwise, 0.02);
 }
 
+// A product with several 16-row tiles and 16 column groups, which amx_int8 splits over the
+// 2-thread pool, with a depth that is not whole 64-byte steps in the second case (the padded
+// copy of A, then the split).
+TEST(Int8Dense, LargeProductsSplitOverThePool) {
+  for (const std::int64_t depth : {1024, 1000}) {
+    auto one = make_node(ir::OpKind::kFusedMatMul,
+                         {runtime(random_tensor({32, depth}, 31)),
+                          constant(random_tensor({depth, 1024}, 32, -0.05f, 0.05f)),
+                          constant(random_tensor({1024}, 33))},
+                         attrs_of({{"activation", std::string("relu")}}));
+    mark_int8(*one->node, -2, 2, true);
+    SCOPED_TRACE(str_cat("depth ", depth));
+    expect_int8_layer(*one, 0.03);
+  }
+}
+
 TEST(Int8Dense, ConvolutionsWithPaddingStridesAndOneSidedInputs) {
   {
     // 2-D, padding and stride, the input one-sided so the zero point is 0 and padding exact.
@@ -161,6 +179,25 @@ TEST(Int8Dense, ConvolutionsWithPaddingStridesAndOneSidedInputs) {
                   {runtime(random_tensor({1, 4, 50}, 17)), constant(random_tensor({6, 4, 7}, 18))},
                   attrs_of({{"pads", Ints{3, 3}}, {"dilations", Ints{2}}}));
     mark_int8(*one->node, -1, 1, false);
+    expect_int8_layer(*one, 0.02);
+  }
+  {
+    // 1 x 1 over a 2-D image, batch 2, channels not a whole quad: the transposing fast path
+    // (its rows padded with the zero point), against the reference's direct convolution.
+    auto one = make_node(ir::OpKind::kConv, {runtime(random_tensor({2, 7, 5, 9}, 19)),
+                                             constant(random_tensor({70, 7, 1, 1}, 20)),
+                                             constant(random_tensor({70}, 27))});
+    mark_int8(*one->node, -1, 1, true);
+    expect_int8_layer(*one, 0.02);
+  }
+  {
+    // 1 x 1 with padding: not pointwise in the fast path's sense (more positions than inputs),
+    // so the general unfolding, whose padded positions see only the bias.
+    auto one = make_node(ir::OpKind::kConv,
+                         {runtime(random_tensor({1, 9, 12}, 28)),
+                          constant(random_tensor({5, 9, 1}, 29)), constant(random_tensor({5}, 30))},
+                         attrs_of({{"pads", Ints{2, 1}}}));
+    mark_int8(*one->node, -1, 1, true);
     expect_int8_layer(*one, 0.02);
   }
 }

@@ -29,7 +29,7 @@ inline constexpr TacticId kTacticFewPositionsConv = 9;  // Conv, FusedConv (few 
 inline constexpr TacticId kTacticPackedAvx512 = 10;     // MatMul, Gemm, FusedMatMul (constant B)
 inline constexpr TacticId kTacticDepthwiseAvx512 = 11;  // Conv, FusedConv (1-D depthwise)
 inline constexpr TacticId kTacticPointwiseAvx512 = 12;  // Conv, FusedConv (1-D, kernel 1)
-// 20 and 21 are the INT8 tactics of layers marked int8 (quantized/quantized_kernels.h).
+// 20 to 23 are the INT8 tactics of layers marked int8 (quantized/quantized_kernels.h).
 
 enum class ActivationKind { kNone, kRelu, kClip, kLeakyRelu, kSigmoid, kTanh, kGeluErf, kSilu };
 

@@ -4,7 +4,8 @@
 // creation, and the output leaves in FP32 with bias and activation applied, so the layers
 // around stay FP32. Tactics: the reference (plain loops on the same rounded values; for Conv a
 // direct convolution, independent of the unfolding the fast tactics use), our AVX-512 VNNI GEMM
-// (int8_gemm.h) and oneDNN's u8 x s8 matmul (int8_gemm_runner.h); a convolution is unfolded into
+// (int8_gemm.h), our AMX GEMM (int8_gemm_amx.h) and oneDNN's u8 x s8 matmul
+// (int8_gemm_runner.h); a convolution is unfolded into
 // rows of quantized taps for the last two.
 #include <algorithm>
 #include <cmath>
@@ -170,6 +171,53 @@ class ConvInt8Kernel final : public Kernel {
         dense::thread_scratch_bytes(static_cast<std::size_t>(positions * lda), 1));
     const auto zero = static_cast<std::uint8_t>(layer_->input.zero_point);
     const std::int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+    if (is_pointwise(g, positions)) {
+      // A 1 x 1 convolution (a Conformer's pointwise_conv1/2): the rows are the input
+      // transposed, [channel][position] -> [position][channel]. With the general loop below,
+      // its index arithmetic per tap, a 16-frame chunk's 256 -> 512 layer took 40 us with the
+      // amx_int8 GEMM, slower than the FP32 tactic (a 256 -> 1024 MatMul took 26).
+      for (std::int64_t p = 0; p < positions; ++p) {
+        std::memset(rows + p * lda + channels, zero, static_cast<std::size_t>(lda - channels));
+      }
+      for (std::int64_t c = 0; c < channels; ++c) {
+        const std::uint8_t* channel = x + c * in_plane;
+        for (std::int64_t p = 0; p < positions; ++p) rows[p * lda + c] = channel[p];
+      }
+    } else {
+      unfold(g, channels, x, positions, zero, lda, rows);
+    }
+    float* by_position =
+        dense::thread_scratch_floats(static_cast<std::size_t>(positions * weights.columns), 2);
+    VOXRT_RETURN_IF_ERROR(
+        layer_->gemm->run(rows, lda, positions, by_position, weights.columns, context));
+    // [position][out channel] -> [out channel][position], in blocks of 16 x 16 that stay in L1.
+    constexpr std::int64_t kBlock = 16;
+    for (std::int64_t oc0 = 0; oc0 < weights.columns; oc0 += kBlock) {
+      const std::int64_t oc1 = std::min(weights.columns, oc0 + kBlock);
+      for (std::int64_t p0 = 0; p0 < positions; p0 += kBlock) {
+        const std::int64_t p1 = std::min(positions, p0 + kBlock);
+        for (std::int64_t oc = oc0; oc < oc1; ++oc) {
+          for (std::int64_t p = p0; p < p1; ++p)
+            y[oc * positions + p] = by_position[p * weights.columns + oc];
+        }
+      }
+    }
+    return Status::ok();
+  }
+
+  static bool is_pointwise(const dense::Geometry3& g, std::int64_t positions) {
+    for (int axis = 0; axis < 3; ++axis) {
+      if (g.kernel[axis] != 1 || g.stride[axis] != 1 || g.pad[axis] != 0) return false;
+    }
+    return positions == g.in[0] * g.in[1] * g.in[2];
+  }
+
+  // The general unfolding: one row of taps per output position, the zero point where a tap
+  // falls in the padding.
+  static void unfold(const dense::Geometry3& g, std::int64_t channels, const std::uint8_t* x,
+                     std::int64_t positions, std::uint8_t zero, std::int64_t lda,
+                     std::uint8_t* rows) {
+    const std::int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
     for (std::int64_t p = 0; p < positions; ++p) {
       const std::int64_t ow = p % g.out[2], oh = (p / g.out[2]) % g.out[1],
                          od = p / (g.out[2] * g.out[1]);
@@ -191,15 +239,6 @@ class ConvInt8Kernel final : public Kernel {
       }
       std::memset(row + k, zero, static_cast<std::size_t>(lda - k));
     }
-    float* by_position =
-        dense::thread_scratch_floats(static_cast<std::size_t>(positions * weights.columns), 2);
-    VOXRT_RETURN_IF_ERROR(
-        layer_->gemm->run(rows, lda, positions, by_position, weights.columns, context));
-    for (std::int64_t oc = 0; oc < weights.columns; ++oc) {
-      for (std::int64_t p = 0; p < positions; ++p)
-        y[oc * positions + p] = by_position[p * weights.columns + oc];
-    }
-    return Status::ok();
   }
 
   // The reference: a direct convolution over the quantized input (padding = the zero point),
@@ -279,6 +318,8 @@ Expected<std::unique_ptr<Int8GemmRunner>> make_int8_gemm_runner(
     case Int8GemmKind::kVnni:
       if (!vnni_available()) return unsupported("the vnni_int8 GEMM needs AVX-512 VNNI");
       return std::unique_ptr<Int8GemmRunner>(new OwnInt8GemmRunner(weights, epilogue, true));
+    case Int8GemmKind::kAmx: return make_amx_int8_gemm_runner(weights, epilogue, true);
+    case Int8GemmKind::kAmxUnsplit: return make_amx_int8_gemm_runner(weights, epilogue, false);
     case Int8GemmKind::kOneDnn: return make_onednn_int8_gemm_runner(weights, epilogue, input);
   }
   return internal_error("unknown int8 GEMM kind");

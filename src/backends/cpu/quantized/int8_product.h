@@ -5,7 +5,8 @@
 // matches the recurrent kernels' unit blocks of 8 (recurrent_packing.h), so a block's gates are
 // panels side by side; dense layers use the same panels. On this AMD EPYC (Zen 4) a 512-bit
 // vpdpbusd is two 256-bit halves, so the narrower registers cost no throughput; AVX-512VL gives
-// 32 of them, room for 24 accumulators.
+// 32 of them, room for 24 accumulators. (Where AMX-INT8 exists the dense layers have amx_int8,
+// int8_gemm_amx.h, with 16 times the multiply-adds per instruction.)
 //
 // The library is built for baseline x86-64: everything here carries VOXRT_VNNI and runs only
 // after vnni_available() (int8_gemm.h) said yes.

@@ -2,7 +2,8 @@
 // primitive's source zero point) x s8 weights (reordered once per row count into the layout the
 // primitive picks), per-column output scales, f32 result; the bias is added afterwards (oneDNN
 // 2.6 applies an f32 bias before the output scales). Debian 12's oneDNN is 2.6: its
-// avx512_core_vnni kernels run here; there is no AMX on this CPU. As the FP32 oneDNN tactics
+// avx512_core_vnni kernels ran on the Zen 4 this was written on (no AMX; on CPUs with AMX-INT8
+// our amx_int8, int8_gemm_amx.h, is a tactic too). As the FP32 oneDNN tactics
 // do, every primitive runs on one OpenMP thread (onednn_common.h says why); the rows of a call
 // are split across our pool, one primitive per part size.
 #include <array>

@@ -17,6 +17,8 @@ namespace voxrt::backends::cpu::quantized {
 // Dense family tactic ids (append only; 1..19 are the FP32 ones).
 inline constexpr TacticId kDenseVnniInt8Tactic = 20;
 inline constexpr TacticId kDenseOneDnnInt8Tactic = 21;
+inline constexpr TacticId kDenseAmxInt8Tactic = 22;
+inline constexpr TacticId kDenseAmxUnsplitInt8Tactic = 23;
 
 // Whether the node is marked int8 and has its calibrated input quantization.
 bool marked_int8(const ir::Node& node);
@@ -26,7 +28,9 @@ bool int8_candidate(const ir::Node& node);
 // Dense layers (Gemm, MatMul, FusedMatMul with a constant 2-D B and a [N] bias; Conv and
 // FusedConv with constant weights, group 1).
 bool dense_int8_applies(const ir::Node& node);
-// reference_int8 (id 0), vnni_int8, onednn_int8, for a node marked int8.
+// reference_int8 (id 0), amx_int8 and amx_unsplit_int8 (where AMX-INT8 runs), vnni_int8,
+// onednn_int8, for a node
+// marked int8.
 std::vector<TacticInfo> dense_int8_tactics(const ir::Node& node);
 bool is_dense_int8_tactic(TacticId tactic);
 Expected<std::unique_ptr<Kernel>> make_dense_int8_tactic(const ir::Node& node, TacticId tactic);
