@@ -357,6 +357,7 @@ TEST_P(ReloadCycles, UnderLoadReturnMemoryAndDropNoStream) {
   RunningServer server(config);
   ASSERT_TRUE(serves(*server, {2}));
   const long long gpu_before_mib = cuda ? gpu_used_mib() : 0;
+  ASSERT_GE(gpu_before_mib, 0) << "the GPU's memory cannot be read: no cycles run";
   // Load all through the cycles: streams that must all end normally, whichever version they get.
   std::atomic<bool> stop{false};
   std::atomic<int> streams{0}, bad{0};
