@@ -4,6 +4,8 @@
 // other text), so which version answered a stream shows in its text.
 #include <sys/wait.h>
 
+#include <cstdio>
+
 #include "runtime/device_plugin.h"
 #include "server_test_support.h"
 
@@ -279,14 +281,14 @@ long long rss_mib() {
 
 // Memory in use on the GPU, MiB, as nvidia-smi reports it for GPU 0 (the server's one compute
 // worker runs on CUDA device 0; the GPU machine has one GPU). The whole device's, not this
-// process's: in a container nvidia-smi does not see this process's pid.
+// process's: in a container nvidia-smi may not list this process (another pid namespace).
 long long gpu_used_mib() {
   const std::string command =
       "nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) {
     ADD_FAILURE() << "could not start: " << command;
-    return 0;
+    return -1;
   }
   std::string out;
   char buffer[256];
