@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # scripts/pack-for-device.sh [BUILD_DIR]: copies what bench/gpu/device_run.sh needs onto the GPU
 # machine into the ignored folder .device/ (carry it with the device call):
-#   .device/bundle.tar.xz  bin/ (voxrt, the gpu test binary and node_conformance, stripped),
+#   .device/bundle.tar.xz  bin/ (voxrt, the gpu test binary and node_conformance, stripped;
+#                     transducer_bench and server_model_lifecycle when built),
+#                     tests/lifecycle_work (the lifecycle test's speech clips, with it),
 #                     lib/libvoxrt_cuda.so (the CUDA plugin voxrt opens),
 #                     data/node (ONNX's node tests, for node_conformance --device cuda),
 #                     data/models (two openWakeWord models for a gpu test) and lib/ (every
@@ -31,6 +33,25 @@ cp "$plugin" "$out/lib/"
 if [[ -x $build/bin/transducer_bench ]]; then
   cp "$build/bin/transducer_bench" "$out/bin/"
   bins+=("$build/bin/transducer_bench")
+fi
+# The model lifecycle test when it was built: optional. Its reload cycles on CUDA engines run
+# there (docs/model_repository.md). Its speech clips are spoken by espeak-ng, which the GPU
+# machine lacks: they come from a build where the test ran here (this one, else build/), into
+# tests/lifecycle_work/, where the test finds them when VOXRT_BINARY_DIR is the unpacked bundle.
+lifecycle=$build/tests/server/server_model_lifecycle
+if [[ -x $lifecycle ]]; then
+  clips=""
+  for dir in "$build/tests/lifecycle_work" "$root/build/tests/lifecycle_work"; do
+    if [[ -f $dir/joined.wav ]] && ls "$dir"/speech[0-3].wav > /dev/null 2>&1; then clips=$dir; break; fi
+  done
+  if [[ -z $clips ]]; then
+    echo "missing the lifecycle test's speech clips (speech0-3.wav, joined.wav) in $build/tests/lifecycle_work and $root/build/tests/lifecycle_work: run ctest -R server_model_lifecycle in one of them first" >&2
+    exit 1
+  fi
+  cp "$lifecycle" "$out/bin/"
+  bins+=("$lifecycle")
+  mkdir -p "$out/tests/lifecycle_work"
+  cp "$clips"/speech[0-3].wav "$clips/joined.wav" "$out/tests/lifecycle_work/"
 fi
 skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|librt\.so|libpthread\.so|libresolv\.so|libstdc\+\+\.so|libgcc_s\.so|libcuda\.so|libnvidia|libcudart|libcublas|libcublasLt|libnvrtc|libcudnn|libnvJitLink)'
 for b in "${bins[@]}" "$plugin"; do
@@ -64,6 +85,8 @@ mkdir -p "$out/data/models/transformer"
 if [[ -f $root/../shared/bench/torch_transformer_baseline.py ]]; then
   mkdir -p "$out/shared/bench" && cp "$root/../shared/bench/torch_transformer_baseline.py" "$out/shared/bench/"
 fi
-(cd "$out" && XZ_OPT=-9 tar -cJf bundle.tar.xz bin lib data && rm -rf bin lib data)
+parts=(bin lib data)
+[[ -d $out/tests ]] && parts+=(tests)
+(cd "$out" && XZ_OPT=-9 tar -cJf bundle.tar.xz "${parts[@]}" && rm -rf "${parts[@]}")
 echo "packed into $out:"
 du -sh "$out/bundle.tar.xz"

@@ -75,6 +75,13 @@ inline fs::path voxrt_binary() {
   return binary_dir() / "bin" / "voxrt";
 }
 
+// The Python with onnx and numpy that makes the test models (bench/server/make_null_model.py,
+// tests/server/make_faulty_model.py): Debian's here; VOXRT_PYTHON where that one lacks them (the
+// GPU machine's /usr/bin/python3).
+inline std::string python() {
+  return env_or("VOXRT_PYTHON", "/usr/bin/python3");
+}
+
 inline int run_shell(const std::string& command) {
   return std::system(command.c_str());
 }
