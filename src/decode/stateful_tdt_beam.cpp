@@ -72,17 +72,15 @@ Status stateful_tdt_beam(StatefulTransducerNetworks& networks,
   const int blank = networks.blank_id();
   const int num_durations = static_cast<int>(durations.size());
   const int width = vocab + num_durations;
-  const auto state_size = static_cast<std::size_t>(networks.state_size());
-  const auto dec_dim = static_cast<std::size_t>(networks.decoder_dim());
   const auto enc_dim = static_cast<std::size_t>(networks.encoder_dim());
   std::vector<int> frames(streams.size());
   for (std::size_t b = 0; b < streams.size(); ++b)
     frames[b] = std::clamp(valid_frames[b], 0, frames_per_stream);
   // Per round: each stream's lowest frame, and the rows (hypotheses) expanded there.
   std::vector<int> lowest(streams.size());
-  std::vector<Hypothesis*> rows, stale;
-  std::vector<std::int64_t> units;
-  std::vector<float> states, decoder_out, next_states, enc_rows, dec_rows, logits;
+  std::vector<Hypothesis*> rows;
+  BeamRoundScratch scratch;
+  std::vector<float> enc_rows, logits;
   std::vector<double> unit_lp, duration_lp;
   std::vector<int> order;
   std::vector<Candidate> candidates;
@@ -107,42 +105,7 @@ Status stateful_tdt_beam(StatefulTransducerNetworks& networks,
     }
     if (live.empty()) break;
     // The decoder for the hypotheses that emitted (or start).
-    stale.clear();
-    units.clear();
-    states.clear();
-    for (Hypothesis* h : rows) {
-      if (!h->decoder_out.empty()) continue;
-      if (h->state.size() != state_size) {
-        return invalid_argument("TDT beam search: a hypothesis's state has ", h->state.size(),
-                                " values, the prediction network's ", state_size);
-      }
-      stale.push_back(h);
-      units.push_back(h->last_unit);
-      states.insert(states.end(), h->state.begin(), h->state.end());
-    }
-    if (!stale.empty()) {
-      const int n = static_cast<int>(stale.size());
-      VOXRT_RETURN_IF_ERROR(networks.run_decoder(units, states, n, decoder_out, next_states));
-      if (decoder_out.size() != stale.size() * dec_dim ||
-          next_states.size() != stale.size() * state_size) {
-        return invalid_argument("transducer decoder: expected ", n, " x ", dec_dim, " outputs and ",
-                                n, " x ", state_size, " states, found ", decoder_out.size(),
-                                " and ", next_states.size(), " values");
-      }
-      for (std::size_t r = 0; r < stale.size(); ++r) {
-        stale[r]->decoder_out.assign(
-            decoder_out.begin() + static_cast<std::ptrdiff_t>(r * dec_dim),
-            decoder_out.begin() + static_cast<std::ptrdiff_t>((r + 1) * dec_dim));
-        stale[r]->next_state.assign(
-            next_states.begin() + static_cast<std::ptrdiff_t>(r * state_size),
-            next_states.begin() + static_cast<std::ptrdiff_t>((r + 1) * state_size));
-      }
-    }
-    dec_rows.clear();
-    for (const Hypothesis* h : rows)
-      dec_rows.insert(dec_rows.end(), h->decoder_out.begin(), h->decoder_out.end());
-    VOXRT_RETURN_IF_ERROR(
-        networks.run_joiner(enc_rows, dec_rows, static_cast<int>(rows.size()), logits));
+    VOXRT_RETURN_IF_ERROR(run_round_networks(networks, rows, enc_rows, scratch, logits));
     if (logits.size() != rows.size() * static_cast<std::size_t>(width)) {
       return invalid_argument("TDT joiner: expected ", rows.size(), " x ", width, " logits (",
                               vocab, " units and ", num_durations, " durations), found ",

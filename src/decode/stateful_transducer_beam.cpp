@@ -102,15 +102,13 @@ Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
   }
   const int vocab = networks.vocab_size();
   const int blank = networks.blank_id();
-  const auto state_size = static_cast<std::size_t>(networks.state_size());
-  const auto dec_dim = static_cast<std::size_t>(networks.decoder_dim());
   const auto enc_dim = static_cast<std::size_t>(networks.encoder_dim());
   int longest = 0;
   for (std::size_t b = 0; b < streams.size(); ++b)
     longest = std::max(longest, std::min(valid_frames[b], frames_per_stream));
-  std::vector<Hypothesis*> stale, rows;
-  std::vector<std::int64_t> units;
-  std::vector<float> states, decoder_out, next_states, enc_rows, dec_rows, logits;
+  std::vector<Hypothesis*> rows;
+  BeamRoundScratch scratch;
+  std::vector<float> enc_rows, logits;
   std::vector<double> log_probs;
   for (int t = 0; t < longest; ++t) {
     // Every hypothesis of the streams that still have frame t.
@@ -128,38 +126,7 @@ Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
       }
     }
     // The decoder for the hypotheses that emitted (or start).
-    stale.clear();
-    units.clear();
-    states.clear();
-    for (Hypothesis* h : rows) {
-      if (!h->decoder_out.empty()) continue;
-      stale.push_back(h);
-      units.push_back(h->last_unit);
-      states.insert(states.end(), h->state.begin(), h->state.end());
-    }
-    if (!stale.empty()) {
-      const int n = static_cast<int>(stale.size());
-      VOXRT_RETURN_IF_ERROR(networks.run_decoder(units, states, n, decoder_out, next_states));
-      if (decoder_out.size() != stale.size() * dec_dim ||
-          next_states.size() != stale.size() * state_size) {
-        return invalid_argument("transducer decoder: expected ", n, " x ", dec_dim, " outputs and ",
-                                n, " x ", state_size, " states, found ", decoder_out.size(),
-                                " and ", next_states.size(), " values");
-      }
-      for (std::size_t r = 0; r < stale.size(); ++r) {
-        stale[r]->decoder_out.assign(
-            decoder_out.begin() + static_cast<std::ptrdiff_t>(r * dec_dim),
-            decoder_out.begin() + static_cast<std::ptrdiff_t>((r + 1) * dec_dim));
-        stale[r]->next_state.assign(
-            next_states.begin() + static_cast<std::ptrdiff_t>(r * state_size),
-            next_states.begin() + static_cast<std::ptrdiff_t>((r + 1) * state_size));
-      }
-    }
-    dec_rows.clear();
-    for (const Hypothesis* h : rows)
-      dec_rows.insert(dec_rows.end(), h->decoder_out.begin(), h->decoder_out.end());
-    VOXRT_RETURN_IF_ERROR(
-        networks.run_joiner(enc_rows, dec_rows, static_cast<int>(rows.size()), logits));
+    VOXRT_RETURN_IF_ERROR(run_round_networks(networks, rows, enc_rows, scratch, logits));
     if (logits.size() != rows.size() * static_cast<std::size_t>(vocab)) {
       return invalid_argument("transducer joiner: expected ", rows.size(), " x ", vocab,
                               " logits, found ", logits.size(), " values");
@@ -223,6 +190,50 @@ Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
   for (std::size_t b = 0; b < streams.size(); ++b)
     streams[b]->frames_seen_ += std::clamp(valid_frames[b], 0, frames_per_stream);
   return Status::ok();
+}
+
+Status run_round_networks(StatefulTransducerNetworks& networks,
+                          std::span<StatefulTransducerBeamSearch::Hypothesis* const> rows,
+                          const std::vector<float>& enc_rows, BeamRoundScratch& scratch,
+                          std::vector<float>& logits) {
+  const auto state_size = static_cast<std::size_t>(networks.state_size());
+  const auto dec_dim = static_cast<std::size_t>(networks.decoder_dim());
+  scratch.stale.clear();
+  scratch.units.clear();
+  scratch.states.clear();
+  for (auto* h : rows) {
+    if (!h->decoder_out.empty()) continue;
+    if (h->state.size() != state_size) {
+      return invalid_argument("transducer beam search: a hypothesis's state has ", h->state.size(),
+                              " values, the prediction network's ", state_size);
+    }
+    scratch.stale.push_back(h);
+    scratch.units.push_back(h->last_unit);
+    scratch.states.insert(scratch.states.end(), h->state.begin(), h->state.end());
+  }
+  if (!scratch.stale.empty()) {
+    const auto n = scratch.stale.size();
+    VOXRT_RETURN_IF_ERROR(networks.run_decoder(scratch.units, scratch.states, static_cast<int>(n),
+                                               scratch.decoder_out, scratch.next_states));
+    if (scratch.decoder_out.size() != n * dec_dim || scratch.next_states.size() != n * state_size) {
+      return invalid_argument("transducer decoder: expected ", n, " x ", dec_dim, " outputs and ",
+                              n, " x ", state_size, " states, found ", scratch.decoder_out.size(),
+                              " and ", scratch.next_states.size(), " values");
+    }
+    for (std::size_t r = 0; r < n; ++r) {
+      auto at = [](const std::vector<float>& v, std::size_t offset) {
+        return v.begin() + static_cast<std::ptrdiff_t>(offset);
+      };
+      scratch.stale[r]->decoder_out.assign(at(scratch.decoder_out, r * dec_dim),
+                                           at(scratch.decoder_out, (r + 1) * dec_dim));
+      scratch.stale[r]->next_state.assign(at(scratch.next_states, r * state_size),
+                                          at(scratch.next_states, (r + 1) * state_size));
+    }
+  }
+  scratch.dec_rows.clear();
+  for (const auto* h : rows)
+    scratch.dec_rows.insert(scratch.dec_rows.end(), h->decoder_out.begin(), h->decoder_out.end());
+  return networks.run_joiner(enc_rows, scratch.dec_rows, static_cast<int>(rows.size()), logits);
 }
 
 }  // namespace voxrt::decode

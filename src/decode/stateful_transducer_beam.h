@@ -83,4 +83,20 @@ Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
                                 const float* encoder_out, int frames_per_stream,
                                 std::span<const int> valid_frames);
 
+// Buffers one beam search call reuses across its rounds (RNN-T and TDT).
+struct BeamRoundScratch {
+  std::vector<StatefulTransducerBeamSearch::Hypothesis*> stale;
+  std::vector<std::int64_t> units;
+  std::vector<float> states, decoder_out, next_states, dec_rows;
+};
+
+// One round's network calls, shared by both beam searches: the prediction network for the
+// rows whose decoder output is not known yet (they emitted, or start), batched in one call, then
+// the joiner over every row's (encoder frame from enc_rows, decoder output), batched in one call.
+// `logits` gets the joiner's output, row by row; the caller checks its width.
+Status run_round_networks(StatefulTransducerNetworks& networks,
+                          std::span<StatefulTransducerBeamSearch::Hypothesis* const> rows,
+                          const std::vector<float>& enc_rows, BeamRoundScratch& scratch,
+                          std::vector<float>& logits);
+
 }  // namespace voxrt::decode
