@@ -48,6 +48,16 @@ PIECES = ["<blk>", "<sos/eos>", "<unk>"] + ["\u2581" + c for c in "ABCDEFGHIJKLM
 SILENCE_FEATURE = math.log(float(np.finfo(np.float32).eps))
 
 
+def onnx_export(*args, **kwargs):
+    """torch.onnx.export with the TorchScript exporter whatever the torch version: torch 2.9 and
+    later default to the dynamo exporter (another graph, other names), and the transducer recipe
+    exports on the GPU machine (torch 2.11) as well as here (torch 1.13)."""
+    import inspect
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs.setdefault("dynamo", False)
+    torch.onnx.export(*args, **kwargs)
+
+
 class Conv2dSubsampling(nn.Module):
     """[N, T, 80] -> [N, ((T - 1) // 2 - 1) // 2, d] as icefall's encoder_embed."""
 
@@ -382,7 +392,7 @@ def export(out, kind, seed, layers=2, dim=64, vocab=None):
     if kind == "ctc":
         path = f"{out}/ctc-epoch-99-avg-1-chunk-16-left-128.onnx"
         x = torch.zeros(1, encoder.T, NUM_BINS)
-        torch.onnx.export(encoder, (x, *encoder.init_states(1)), path, opset_version=13, **encoder.export_args())
+        onnx_export(encoder, (x, *encoder.init_states(1)), path, opset_version=13, **encoder.export_args())
         add_metadata(path, encoder.metadata())
         write_tokens(out, pieces)
     else:
@@ -407,17 +417,17 @@ def export_transducer(out, encoder, decoder, joiner, pieces):
     if encoder.model_type == "zipformer2":
         args = (x, *states)
     enc_path = f"{out}/encoder-epoch-99-avg-1.onnx"
-    torch.onnx.export(encoder, args, enc_path, opset_version=13, **encoder.export_args())
+    onnx_export(encoder, args, enc_path, opset_version=13, **encoder.export_args())
     add_metadata(enc_path, encoder.metadata())
     dec_path = f"{out}/decoder-epoch-99-avg-1.onnx"
-    torch.onnx.export(decoder, torch.zeros(10, CONTEXT_SIZE, dtype=torch.int64), dec_path, opset_version=13,
-                      input_names=["y"], output_names=["decoder_out"],
-                      dynamic_axes={"y": {0: "N"}, "decoder_out": {0: "N"}})
+    onnx_export(decoder, torch.zeros(10, CONTEXT_SIZE, dtype=torch.int64), dec_path, opset_version=13,
+                input_names=["y"], output_names=["decoder_out"],
+                dynamic_axes={"y": {0: "N"}, "decoder_out": {0: "N"}})
     add_metadata(dec_path, {"context_size": str(CONTEXT_SIZE), "vocab_size": str(len(pieces))})
     join_path = f"{out}/joiner-epoch-99-avg-1.onnx"
-    torch.onnx.export(joiner, (torch.rand(11, JOINER_DIM), torch.rand(11, JOINER_DIM)), join_path, opset_version=13,
-                      input_names=["encoder_out", "decoder_out"], output_names=["logit"],
-                      dynamic_axes={"encoder_out": {0: "N"}, "decoder_out": {0: "N"}, "logit": {0: "N"}})
+    onnx_export(joiner, (torch.rand(11, JOINER_DIM), torch.rand(11, JOINER_DIM)), join_path, opset_version=13,
+                input_names=["encoder_out", "decoder_out"], output_names=["logit"],
+                dynamic_axes={"encoder_out": {0: "N"}, "decoder_out": {0: "N"}, "logit": {0: "N"}})
     add_metadata(join_path, {"joiner_dim": str(JOINER_DIM)})
     write_tokens(out, pieces)
 
