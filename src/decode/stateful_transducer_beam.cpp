@@ -1,31 +1,12 @@
 #include "decode/stateful_transducer_beam.h"
 
-#include "decode/stateful_tdt_beam.h"
-
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
+#include "decode/log_probability.h"
+#include "decode/stateful_tdt_beam.h"
+
 namespace voxrt::decode {
-namespace {
-
-double log_add(double a, double b) {
-  if (a < b) std::swap(a, b);
-  if (b == -std::numeric_limits<double>::infinity()) return a;
-  return a + std::log1p(std::exp(b - a));
-}
-
-// log-softmax of a row of `count` logits, in double.
-void log_softmax(const float* logits, int count, std::vector<double>& out) {
-  out.resize(static_cast<std::size_t>(count));
-  const double top = *std::max_element(logits, logits + count);
-  double sum = 0.0;
-  for (int v = 0; v < count; ++v) sum += std::exp(static_cast<double>(logits[v]) - top);
-  const double log_sum = top + std::log(sum);
-  for (int v = 0; v < count; ++v) out[static_cast<std::size_t>(v)] = logits[v] - log_sum;
-}
-
-}  // namespace
 
 StatefulTransducerBeamSearch::StatefulTransducerBeamSearch(
     std::shared_ptr<const Vocabulary> vocabulary, TimeBase time_base, int beam_width,
