@@ -145,19 +145,8 @@ Status stateful_tdt_beam(StatefulTransducerNetworks& networks,
           continue;
         }
         h.log_prob = cand.score;
-        if (cand.unit != blank) {
-          h.units.push_back(cand.unit);
-          h.tokens.push_back(TokenSpan{cand.unit, emit_frame, emit_frame, cand.unit_log_prob});
-          h.last_unit = cand.unit;
-          h.state = h.next_state;
-          h.decoder_out.clear();
-          h.last_emit_frame = emit_frame;
-          if (s.hotwords_) {
-            int next_state = ContextGraph::kRoot;
-            h.log_prob += s.hotwords_->forward(h.context_state, cand.unit, next_state);
-            h.context_state = next_state;
-          }
-        }
+        if (cand.unit != blank)
+          emit_unit(h, cand.unit, emit_frame, cand.unit_log_prob, s.hotwords_.get());
         // The greedy search's frame rules, per hypothesis.
         const int skip = durations[static_cast<std::size_t>(cand.duration_index)];
         h.symbols += 1;

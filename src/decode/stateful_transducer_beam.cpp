@@ -144,19 +144,8 @@ Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
         const Candidate& cand = candidates[c];
         Hypothesis h = s.hyps_[cand.hyp];
         h.log_prob = cand.score;
-        if (cand.unit != blank) {
-          h.units.push_back(cand.unit);
-          h.tokens.push_back(TokenSpan{cand.unit, frame, frame, cand.log_posterior});
-          h.last_unit = cand.unit;
-          h.state = h.next_state;
-          h.decoder_out.clear();
-          h.last_emit_frame = frame;
-          if (s.hotwords_) {
-            int next_state = ContextGraph::kRoot;
-            h.log_prob += s.hotwords_->forward(h.context_state, cand.unit, next_state);
-            h.context_state = next_state;
-          }
-        }
+        if (cand.unit != blank)
+          emit_unit(h, cand.unit, frame, cand.log_posterior, s.hotwords_.get());
         auto same = std::find_if(next.begin(), next.end(),
                                  [&](const Hypothesis& o) { return o.units == h.units; });
         if (same != next.end()) {
@@ -171,6 +160,21 @@ Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
   for (std::size_t b = 0; b < streams.size(); ++b)
     streams[b]->frames_seen_ += std::clamp(valid_frames[b], 0, frames_per_stream);
   return Status::ok();
+}
+
+void emit_unit(StatefulTransducerBeamSearch::Hypothesis& h, int unit, long long frame,
+               float log_posterior, const ContextGraph* hotwords) {
+  h.units.push_back(unit);
+  h.tokens.push_back(TokenSpan{unit, frame, frame, log_posterior});
+  h.last_unit = unit;
+  h.state = h.next_state;
+  h.decoder_out.clear();
+  h.last_emit_frame = frame;
+  if (hotwords != nullptr) {
+    int next_state = ContextGraph::kRoot;
+    h.log_prob += hotwords->forward(h.context_state, unit, next_state);
+    h.context_state = next_state;
+  }
 }
 
 Status run_round_networks(StatefulTransducerNetworks& networks,

@@ -83,6 +83,12 @@ Status stateful_transducer_beam(StatefulTransducerNetworks& networks,
                                 const float* encoder_out, int frames_per_stream,
                                 std::span<const int> valid_frames);
 
+// Extends h by a non-blank unit emitted at `frame` (both beam searches): its token, the
+// prediction network's next state (its decoder output recomputed next round), and the hotword
+// bonus when hotwords are given.
+void emit_unit(StatefulTransducerBeamSearch::Hypothesis& h, int unit, long long frame,
+               float log_posterior, const ContextGraph* hotwords);
+
 // Buffers one beam search call reuses across its rounds (RNN-T and TDT).
 struct BeamRoundScratch {
   std::vector<StatefulTransducerBeamSearch::Hypothesis*> stale;
