@@ -7,7 +7,9 @@
 # limit is 3 points: on 40 utterances (about 280 words) one word is 0.35 points; silence costs
 # about 6.7 points, speech about 1 (200 utterances: +0.06, docs/perf/int8_cpu.md).
 # VOXRT_INT8_DEVICE=cuda runs the same gate on the CUDA backend (the GPU machine: source
-# recipes/data/tts_env.sh first for the speech tools, PY=python3 for a Python with numpy).
+# recipes/data/tts_env.sh first for the speech tools, PY=python3 for a Python with numpy), or
+# with audio made here: VOXRT_INT8_GATE_PREPARE=DIR writes the gate's audio into DIR and stops,
+# VOXRT_INT8_GATE_AUDIO=DIR uses it instead of speaking it again.
 set -euo pipefail
 # Each step has its own time limit (exit 124, with its log) well inside ctest's 900 s: a local CI
 # run once saw both INT8 tests sit silent until ctest's timeout, and three later runs did not.
@@ -15,20 +17,35 @@ voxrt=$1
 src=${VOXRT_SOURCE_DIR:?}
 device=${VOXRT_INT8_DEVICE:-cpu}
 py=${PY:-/usr/bin/python3}
-for tool in espeak-ng flite sox; do
-  command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (scripts/install-deps.sh)"; exit 77; }
-done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$py" "$src/recipes/data/text_gen.py" --count 80 --seed 2929 > "$work/sentences.txt"
-head -40 "$work/sentences.txt" > "$work/test.txt"
-tail -40 "$work/sentences.txt" > "$work/calibration.txt"
-timeout -k 5 240 "$py" "$src/recipes/data/synth.py" --text "$work/test.txt" --out "$work/test" --mode test \
-  --jobs 2 --seed 2929 --snr-db 10 > "$work/synth.log" 2>&1 || { cat "$work/synth.log"; exit 1; }
-timeout -k 5 240 "$py" "$src/recipes/data/synth.py" --text "$work/calibration.txt" --out "$work/speech" \
-  --mode test --jobs 2 --seed 2930 --snr-db 10 > "$work/synth.log" 2>&1 || { cat "$work/synth.log"; exit 1; }
-mkdir "$work/silence"
-for i in 1 2 3 4; do sox -n -r 16000 -b 16 -c 1 "$work/silence/$i.wav" trim 0 3; done
+if [ -n "${VOXRT_INT8_GATE_AUDIO:-}" ]; then
+  # Audio made beforehand by `VOXRT_INT8_GATE_PREPARE=DIR` (the GPU machine has no espeak-ng):
+  # its manifests name the wavs by the folder they were made in, written in DIR/origin.
+  cp -r "$VOXRT_INT8_GATE_AUDIO"/test "$VOXRT_INT8_GATE_AUDIO"/speech "$VOXRT_INT8_GATE_AUDIO"/silence "$work"/
+  origin=$(cat "$VOXRT_INT8_GATE_AUDIO/origin")
+  sed -i "s#$origin#$work#g" "$work/test/clean/manifest.tsv"
+else
+  for tool in espeak-ng flite sox; do
+    command -v "$tool" >/dev/null || { echo "SKIP: $tool is not installed (scripts/install-deps.sh)"; exit 77; }
+  done
+  "$py" "$src/recipes/data/text_gen.py" --count 80 --seed 2929 > "$work/sentences.txt"
+  head -40 "$work/sentences.txt" > "$work/test.txt"
+  tail -40 "$work/sentences.txt" > "$work/calibration.txt"
+  timeout -k 5 240 "$py" "$src/recipes/data/synth.py" --text "$work/test.txt" --out "$work/test" --mode test \
+    --jobs 2 --seed 2929 --snr-db 10 > "$work/synth.log" 2>&1 || { cat "$work/synth.log"; exit 1; }
+  timeout -k 5 240 "$py" "$src/recipes/data/synth.py" --text "$work/calibration.txt" --out "$work/speech" \
+    --mode test --jobs 2 --seed 2930 --snr-db 10 > "$work/synth.log" 2>&1 || { cat "$work/synth.log"; exit 1; }
+  mkdir "$work/silence"
+  for i in 1 2 3 4; do sox -n -r 16000 -b 16 -c 1 "$work/silence/$i.wav" trim 0 3; done
+  if [ -n "${VOXRT_INT8_GATE_PREPARE:-}" ]; then
+    rm -rf "$VOXRT_INT8_GATE_PREPARE" && mkdir -p "$VOXRT_INT8_GATE_PREPARE"
+    cp -r "$work"/test "$work"/speech "$work"/silence "$VOXRT_INT8_GATE_PREPARE"/
+    echo "$work" > "$VOXRT_INT8_GATE_PREPARE/origin"
+    echo "prepared the gate's audio in $VOXRT_INT8_GATE_PREPARE"
+    exit 0
+  fi
+fi
 
 build() {  # engine calibration-dir -> exit status of voxrt build, its log in $work/engine.log
   timeout -k 5 360 "$voxrt" build --onnx "$src/models/default/model.onnx" --engine "$work/$1" --device "$device" \
