@@ -51,12 +51,17 @@ def decode_ids(ids):
     return " ".join("".join(PIECES[i] for i in ids).replace("\u2581", " ").split())
 
 
+def joiner_dim_of(config):
+    """Checkpoints from before the joiner's width was a setting have the stand-ins' 48."""
+    return config.get("joiner_dim", icefall.JOINER_DIM)
+
+
 def make_models(config):
     encoder = icefall.ConformerEncoder(layers=config["layers"], d=config["dim"], heads=config["heads"],
                                        kernel=config["kernel"], chunk_size=config["chunk_size"],
-                                       left_context=config["left_context"])
-    decoder = icefall.Decoder(len(PIECES), dim=config["decoder_dim"])
-    joiner = icefall.Joiner(len(PIECES))
+                                       left_context=config["left_context"], joiner_dim=joiner_dim_of(config))
+    decoder = icefall.Decoder(len(PIECES), dim=config["decoder_dim"], joiner_dim=joiner_dim_of(config))
+    joiner = icefall.Joiner(len(PIECES), joiner_dim=joiner_dim_of(config))
     return encoder, decoder, joiner
 
 
@@ -166,11 +171,28 @@ def rnnt_loss_reference(logits, targets, logit_lengths, target_lengths):
     return -(alpha[idx, t_last, u_last] + blank[idx, t_last, u_last]).mean()
 
 
-def save(out, models, optimizer, config, progress):
+def make_ctc_head(config):
+    """The auxiliary CTC output over the encoder's output (training only; not exported): a CTC loss
+    beside the transducer's gives the encoder an alignment signal from the first steps, which the
+    transducer loss alone takes thousands of steps to find (run 1: 733 steps, nothing but blanks)."""
+    return nn.Linear(joiner_dim_of(config), len(PIECES))
+
+
+def ctc_loss_per_utterance(ctc_head, enc, enc_lengths, targets, target_lengths):
+    """CTC negative log-likelihood summed over each utterance and averaged over the batch, the
+    same scale as rnnt_loss's (torch's "mean" would divide by the target lengths too)."""
+    log_probs = ctc_head(enc).log_softmax(-1).transpose(0, 1)  # [T, B, V]
+    total = nn.functional.ctc_loss(log_probs.float(), targets, enc_lengths, target_lengths, blank=0,
+                                   reduction="sum", zero_infinity=True)
+    return total / targets.shape[0]
+
+
+def save(out, models, optimizer, config, progress, ctc_head=None):
     os.makedirs(out, exist_ok=True)
     encoder, decoder, joiner = models
+    extra = {"ctc_head": ctc_head.state_dict()} if ctc_head is not None else {}
     torch.save({"encoder": encoder.state_dict(), "decoder": decoder.state_dict(),
-                "joiner": joiner.state_dict(), "config": config, "progress": progress},
+                "joiner": joiner.state_dict(), "config": config, "progress": progress, **extra},
                os.path.join(out, "model.pt.tmp"))
     os.replace(os.path.join(out, "model.pt.tmp"), os.path.join(out, "model.pt"))
     # Adam's moments in fp16: the file stays under 16 MB for the recipe's sizes.
@@ -189,6 +211,16 @@ def load(folder, device):
         module.load_state_dict(ckpt[key])
         module.to(device)
     return models, ckpt["config"], ckpt["progress"]
+
+
+def load_ctc_head(folder, ctc_head):
+    """The CTC head's weights when the checkpoint has them; False when it has none (a run that adds
+    the head cannot reuse the optimizer's state, whose parameter list differs)."""
+    ckpt = torch.load(os.path.join(folder, "model.pt"), map_location=ctc_head.weight.device)
+    if "ctc_head" not in ckpt:
+        return False
+    ctc_head.load_state_dict(ckpt["ctc_head"])
+    return True
 
 
 def export(models, out):
@@ -235,14 +267,20 @@ def self_test(out):
     y = torch.tensor([encode_text("ab c"), encode_text("de f")])
     enc, enc_lengths = streaming_encode(models[0], feats, torch.tensor([37, 30]))
     logits = models[2].output_linear(torch.tanh(enc[:, :, None] + decoder_sequence(models[1], y)[:, None]))
-    loss = rnnt_loss(logits, y, enc_lengths, torch.tensor([3, 3]))
+    ctc_head = make_ctc_head(config)
+    loss = rnnt_loss(logits, y, enc_lengths, torch.tensor([3, 3])) + 0.3 * ctc_loss_per_utterance(
+        ctc_head, enc, enc_lengths, y, torch.tensor([3, 3]))
     loss.backward()
-    assert all(p.grad is not None for m in models for p in m.parameters()), "a parameter got no gradient"
-    optimizer = torch.optim.AdamW([p for m in models for p in m.parameters()])
+    assert all(p.grad is not None for m in (*models, ctc_head) for p in m.parameters()), "a parameter got no gradient"
+    optimizer = torch.optim.AdamW([p for m in (*models, ctc_head) for p in m.parameters()])
     optimizer.step()
-    save(out, models, optimizer, config, {"steps": 1, "seconds": 0.0})
+    save(out, models, optimizer, config, {"steps": 1, "seconds": 0.0}, ctc_head)
+    saved_head_weight = ctc_head.weight.detach().clone()
     optimizer.step()  # training goes on after a checkpoint (its moments untouched by the save)
+    reloaded_head = make_ctc_head(config)
     loaded, _, _ = load(out, "cpu")
+    assert load_ctc_head(out, reloaded_head) and torch.equal(reloaded_head.weight, saved_head_weight), \
+        "the CTC head did not round-trip"
     export(loaded, os.path.join(out, "model"))
     assert os.path.exists(os.path.join(out, "model", "joiner-epoch-99-avg-1.onnx"))
     print("self-test passed")
@@ -264,8 +302,12 @@ def main():
     parser.add_argument("--chunk-size", type=int, default=8, help="output frames per chunk (x 40 ms)")
     parser.add_argument("--left-context", type=int, default=32, help="output frames of attention cache")
     parser.add_argument("--decoder-dim", type=int, default=128)
+    parser.add_argument("--joiner-dim", type=int, default=256,
+                        help="width of the joint network (the encoder's and decoder's projections)")
     parser.add_argument("--lr", type=float, default=2e-3)
     parser.add_argument("--warmup-steps", type=int, default=300)
+    parser.add_argument("--ctc-weight", type=float, default=0.3,
+                        help="weight of the auxiliary CTC loss on the encoder's output (0: none)")
     parser.add_argument("--max-batch-frames", type=int, default=40000)
     parser.add_argument("--max-frames", type=int, default=800)
     parser.add_argument("--min-shards", type=int, default=1)
@@ -288,13 +330,21 @@ def main():
         models, config, progress = load(args.resume, device)
     else:
         config = {k: getattr(args, k) for k in ("layers", "dim", "heads", "kernel", "chunk_size", "left_context",
-                                                 "decoder_dim")}
+                                                 "decoder_dim", "joiner_dim")}
         models = tuple(m.to(device) for m in make_models(config))
         progress = {"steps": 0, "seconds": 0.0}
+    ctc_head = make_ctc_head(config).to(device) if args.ctc_weight > 0 else None
+    resume_optimizer = bool(args.resume)
+    if args.resume and ctc_head is not None and not load_ctc_head(args.resume, ctc_head):
+        print("the checkpoint has no CTC head: a new one, and fresh optimizer moments", flush=True)
+        resume_optimizer = False
     params = [p for m in models for p in m.parameters()]
-    print(f"{sum(p.numel() for p in params) / 1e6:.2f} M parameters on {device}; config {config}", flush=True)
+    print(f"{sum(p.numel() for p in params) / 1e6:.2f} M parameters on {device}; config {config}; "
+          f"CTC weight {args.ctc_weight}", flush=True)
+    if ctc_head is not None:
+        params += list(ctc_head.parameters())
     optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-3)
-    if args.resume and os.path.exists(os.path.join(args.resume, "optimizer.pt")):
+    if resume_optimizer and os.path.exists(os.path.join(args.resume, "optimizer.pt")):
         state = torch.load(os.path.join(args.resume, "optimizer.pt"), map_location=device)
         for s in state["state"].values():
             for k in ("exp_avg", "exp_avg_sq"):
@@ -325,7 +375,12 @@ def main():
             enc, enc_lengths = streaming_encode(encoder, x, lengths)
             dec = decoder_sequence(decoder, y)
             logits = joiner.output_linear(torch.tanh(enc[:, :, None] + dec[:, None]))
-            loss = rnnt_loss(logits, y, enc_lengths, target_lengths)
+            transducer_loss = rnnt_loss(logits, y, enc_lengths, target_lengths)
+            loss = transducer_loss
+            if ctc_head is not None:
+                ctc_head.train()
+                ctc = ctc_loss_per_utterance(ctc_head, enc, enc_lengths, y, target_lengths)
+                loss = transducer_loss + args.ctc_weight * ctc
             step = progress["steps"] + 1
             for g in optimizer.param_groups:
                 g["lr"] = args.lr * min(1.0, step / args.warmup_steps)
@@ -335,15 +390,16 @@ def main():
             optimizer.step()
             progress["steps"] = step
             if step % 20 == 0:
-                print(f"step {step} loss {loss.item():.3f} utts {len(batch)} shards {len(shards.loaded)} "
+                ctc_text = f" ctc {ctc.item():.3f}" if ctc_head is not None else ""
+                print(f"step {step} loss {transducer_loss.item():.3f}{ctc_text} utts {len(batch)} shards {len(shards.loaded)} "
                       f"elapsed {time.time() - start:.0f}s", file=log, flush=True)
             if time.time() - last_save > args.save_every_s:
-                save(args.out, models, optimizer, config, progress)
+                save(args.out, models, optimizer, config, progress, ctc_head)
                 last_save = time.time()
         else:
             continue
     progress["seconds"] += time.time() - start
-    save(args.out, models, optimizer, config, progress)
+    save(args.out, models, optimizer, config, progress, ctc_head)
     print(f"saved {args.out} after {progress['steps']} steps", flush=True)
     if args.export:
         export(models, args.export)

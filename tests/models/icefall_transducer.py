@@ -171,7 +171,7 @@ class ConformerEncoder(nn.Module):
 
     model_type = "conformer"
 
-    def __init__(self, layers=2, d=64, heads=4, kernel=5, chunk_size=4, left_context=8):
+    def __init__(self, layers=2, d=64, heads=4, kernel=5, chunk_size=4, left_context=8, joiner_dim=JOINER_DIM):
         super().__init__()
         self.num_layers, self.d, self.kernel = layers, d, kernel
         self.chunk_size, self.left_context, self.right_context = chunk_size, left_context, 0
@@ -180,7 +180,7 @@ class ConformerEncoder(nn.Module):
         self.T = self.decode_chunk_len + self.pad_length
         self.embed = Conv2dSubsampling(d)
         self.layers = nn.ModuleList([ConformerLayer(d, heads, kernel) for _ in range(layers)])
-        self.encoder_proj = nn.Linear(d, JOINER_DIM)
+        self.encoder_proj = nn.Linear(d, joiner_dim)
 
     def init_states(self, n):
         return [torch.zeros(self.num_layers, self.left_context, n, self.d),
@@ -224,7 +224,7 @@ class Zipformer2LikeEncoder(nn.Module):
 
     model_type = "zipformer2"
 
-    def __init__(self, layers=2, d=64, heads=4, kernel=5, chunk_size=4, left_context=8):
+    def __init__(self, layers=2, d=64, heads=4, kernel=5, chunk_size=4, left_context=8, joiner_dim=JOINER_DIM):
         super().__init__()
         self.num_layers, self.d, self.kernel = layers, d, kernel
         self.chunk_size, self.left_context = chunk_size, left_context
@@ -232,7 +232,7 @@ class Zipformer2LikeEncoder(nn.Module):
         self.T = self.decode_chunk_len + 7
         self.embed = Conv2dSubsampling(d)
         self.layers = nn.ModuleList([ConformerLayer(d, heads, kernel) for _ in range(layers)])
-        self.encoder_proj = nn.Linear(d, JOINER_DIM)
+        self.encoder_proj = nn.Linear(d, joiner_dim)
 
     def state_names(self):
         names = []
@@ -320,11 +320,11 @@ class CtcModel(nn.Module):
 class Decoder(nn.Module):
     """icefall's stateless decoder (embedding + grouped context Conv1d + ReLU) with the joiner's decoder_proj."""
 
-    def __init__(self, vocab, dim=32):
+    def __init__(self, vocab, dim=32, joiner_dim=JOINER_DIM):
         super().__init__()
         self.embedding = nn.Embedding(vocab, dim)
         self.conv = nn.Conv1d(dim, dim, CONTEXT_SIZE, groups=dim // 4, bias=False)
-        self.decoder_proj = nn.Linear(dim, JOINER_DIM)
+        self.decoder_proj = nn.Linear(dim, joiner_dim)
 
     def forward(self, y):
         emb = self.embedding(y.clamp(min=0)) * (y >= 0).unsqueeze(-1)
@@ -333,9 +333,9 @@ class Decoder(nn.Module):
 
 
 class Joiner(nn.Module):
-    def __init__(self, vocab):
+    def __init__(self, vocab, joiner_dim=JOINER_DIM):
         super().__init__()
-        self.output_linear = nn.Linear(JOINER_DIM, vocab)
+        self.output_linear = nn.Linear(joiner_dim, vocab)
 
     def forward(self, encoder_out, decoder_out):
         return self.output_linear(torch.tanh(encoder_out + decoder_out))
@@ -425,10 +425,11 @@ def export_transducer(out, encoder, decoder, joiner, pieces):
                 dynamic_axes={"y": {0: "N"}, "decoder_out": {0: "N"}})
     add_metadata(dec_path, {"context_size": str(CONTEXT_SIZE), "vocab_size": str(len(pieces))})
     join_path = f"{out}/joiner-epoch-99-avg-1.onnx"
-    onnx_export(joiner, (torch.rand(11, JOINER_DIM), torch.rand(11, JOINER_DIM)), join_path, opset_version=13,
+    joiner_dim = joiner.output_linear.in_features
+    onnx_export(joiner, (torch.rand(11, joiner_dim), torch.rand(11, joiner_dim)), join_path, opset_version=13,
                 input_names=["encoder_out", "decoder_out"], output_names=["logit"],
                 dynamic_axes={"encoder_out": {0: "N"}, "decoder_out": {0: "N"}, "logit": {0: "N"}})
-    add_metadata(join_path, {"joiner_dim": str(JOINER_DIM)})
+    add_metadata(join_path, {"joiner_dim": str(joiner_dim)})
     write_tokens(out, pieces)
 
 
