@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 
 namespace voxrt::decode {
 
@@ -91,6 +92,24 @@ float ContextGraph::forward(int state, int unit, int& next_state) const {
   // A completed phrase keeps its bonus; matching starts afresh.
   next_state = nodes_[static_cast<std::size_t>(next)].is_end ? kRoot : next;
   return delta;
+}
+
+int ContextGraph::greedy_choice(std::span<const float> scores, int blank, int unk,
+                                int state) const {
+  int chosen = 0;
+  float chosen_score = -std::numeric_limits<float>::infinity();
+  for (int k = 0; k < static_cast<int>(scores.size()); ++k) {
+    float score = scores[static_cast<std::size_t>(k)];
+    if (k != blank && k != unk) {
+      int next = 0;
+      score += std::max(0.0f, forward(state, k, next));
+    }
+    if (score > chosen_score) {
+      chosen_score = score;
+      chosen = k;
+    }
+  }
+  return chosen;
 }
 
 }  // namespace voxrt::decode

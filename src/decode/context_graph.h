@@ -6,6 +6,7 @@
 // construction: each stream holds one (set when it opens) and a state id per hypothesis.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ class ContextGraph {
   static constexpr int kRoot = 0;
   // The score change for `unit` from `state`; writes the next state.
   float forward(int state, int unit, int& next_state) const;
+  // Greedy search's choice of unit with hotwords: the best of scores[k] plus k's bonus from
+  // `state` (never below 0: greedy cannot take a bonus back later, so a unit that extends a match
+  // competes with its bonus and one that breaks a match loses nothing). The blank and `unk` (-1:
+  // none) get no bonus. Scores may be logits or log-probabilities (they differ by a constant).
+  int greedy_choice(std::span<const float> scores, int blank, int unk, int state) const;
   // At the end of an utterance: takes back the bonus of an unfinished match.
   float finalize(int state) const { return -nodes_[static_cast<std::size_t>(state)].score; }
   std::size_t node_count() const { return nodes_.size(); }

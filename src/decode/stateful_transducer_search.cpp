@@ -22,10 +22,12 @@ float log_posterior(const float* values, int count, int k) {
 
 StatefulTransducerStreamSearch::StatefulTransducerStreamSearch(
     std::shared_ptr<const Vocabulary> vocabulary, TimeBase time_base, int max_symbols_per_frame,
-    int state_size)
+    int state_size, std::shared_ptr<const ContextGraph> hotwords)
     : vocabulary_(std::move(vocabulary)),
       time_base_(time_base),
       max_symbols_(max_symbols_per_frame),
+      hotwords_(std::move(hotwords)),
+      unk_id_(vocabulary_->id_of("<unk>")),
       state_(static_cast<std::size_t>(state_size), 0.0f) {
   reset_state();
 }
@@ -52,12 +54,15 @@ DecodingResult StatefulTransducerStreamSearch::partial() const {
 }
 
 DecodingResult StatefulTransducerStreamSearch::finalize() {
-  return make_result(*vocabulary_, tokens_, time_base_, log_prob_, true);
+  // An unfinished hotword match gives its bonus back.
+  const double score = log_prob_ + (hotwords_ ? hotwords_->finalize(context_state_) : 0.0f);
+  return make_result(*vocabulary_, tokens_, time_base_, score, true);
 }
 
 void StatefulTransducerStreamSearch::reset_utterance() {
   tokens_.clear();
   log_prob_ = 0.0;
+  context_state_ = ContextGraph::kRoot;
   last_emit_frame_ = -1;
   utterance_start_frame_ = frames_seen_;
 }
@@ -143,12 +148,20 @@ Status stateful_transducer_greedy(StatefulTransducerNetworks& networks,
       const std::size_t b = active[r];
       StatefulTransducerStreamSearch& s = *streams[b];
       const float* row = logits.data() + r * static_cast<std::size_t>(width);
-      const int k = argmax(row, vocab);
+      const int k = s.hotwords_ ? s.hotwords_->greedy_choice(
+                                      std::span<const float>(row, static_cast<std::size_t>(vocab)),
+                                      blank, s.unk_id_, s.context_state_)
+                                : argmax(row, vocab);
       if (k != blank) {
         const float lp = log_posterior(row, vocab, k);
         const long long frame = s.frames_seen_ + t[b];
         s.tokens_.push_back(TokenSpan{k, frame, frame, lp});
         s.log_prob_ += lp;
+        if (s.hotwords_ && k != s.unk_id_) {
+          int next = ContextGraph::kRoot;
+          s.log_prob_ += s.hotwords_->forward(s.context_state_, k, next);
+          s.context_state_ = next;
+        }
         s.last_emit_frame_ = frame;
         s.last_unit_ = k;
         s.state_ = s.next_state_;

@@ -48,11 +48,13 @@ class StatefulTransducerNetworks {
                             std::vector<float>& logits) = 0;
 };
 
-// One stream's greedy hypothesis.
+// One stream's greedy hypothesis. With hotwords, a unit that extends a phrase competes with its
+// bonus (ContextGraph::greedy_choice), as in the stateless transducer's greedy search.
 class StatefulTransducerStreamSearch {
  public:
   StatefulTransducerStreamSearch(std::shared_ptr<const Vocabulary> vocabulary, TimeBase time_base,
-                                 int max_symbols_per_frame, int state_size);
+                                 int max_symbols_per_frame, int state_size,
+                                 std::shared_ptr<const ContextGraph> hotwords = nullptr);
 
   // Frames that skipped the model (VAD silence): blank.
   void accept_skipped_frames(int frames);
@@ -73,6 +75,9 @@ class StatefulTransducerStreamSearch {
   std::shared_ptr<const Vocabulary> vocabulary_;
   TimeBase time_base_;
   int max_symbols_ = 1;
+  std::shared_ptr<const ContextGraph> hotwords_;  // null: none
+  int context_state_ = ContextGraph::kRoot;
+  int unk_id_ = -1;  // "<unk>" gets no hotword bonus (-1: the vocabulary has none)
   // The last emitted unit (the blank before the first) and the state before it was fed.
   std::int64_t last_unit_ = 0;
   std::vector<float> state_;

@@ -213,21 +213,10 @@ Status transducer_search_chunk(TransducerNetworks& networks,
           TransducerHypothesis& h = *hyps[r];
           const std::vector<float>& lp = log_probs[r];
           const int unk = s.vocabulary_->id_of("<unk>");
-          // Hotwords in greedy search: a unit that extends a match competes with its bonus
-          // (never less than its own score: greedy cannot take a bonus back later).
-          int chosen = 0;
-          float chosen_score = -std::numeric_limits<float>::infinity();
-          for (int k = 0; k < vocab; ++k) {
-            float score = lp[static_cast<std::size_t>(k)];
-            if (s.hotwords_ && k != blank && k != unk) {
-              int next = 0;
-              score += std::max(0.0f, s.hotwords_->forward(h.context_state, k, next));
-            }
-            if (score > chosen_score) {
-              chosen_score = score;
-              chosen = k;
-            }
-          }
+          // Hotwords in greedy search: a unit that extends a match competes with its bonus.
+          const int chosen =
+              s.hotwords_ ? s.hotwords_->greedy_choice(lp, blank, unk, h.context_state)
+                          : static_cast<int>(std::max_element(lp.begin(), lp.end()) - lp.begin());
           const long long frame = s.frames_seen_ + t;
           h.log_prob += lp[static_cast<std::size_t>(chosen)];
           if (chosen == blank || chosen == unk) continue;

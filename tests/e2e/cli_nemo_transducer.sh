@@ -5,7 +5,8 @@
 # and `voxrt serve` (an upload) must give, file by file, the text of the Python reference decoder
 # (NeMo's front end, the torch modules, NeMo's greedy RNN-T / TDT rules with max_symbols 10; beam
 # search, width 8: modified beam search on the RNN-T model, the TDT beam search on the TDT model;
-# and a hotword in the TDT beam search, width 4; the server with the TDT beam search, width 8).
+# a hotword in greedy search on both and in the TDT beam search, width 4; the server with the TDT
+# beam search, width 8).
 set -euo pipefail
 voxrt=$1
 source "$(dirname "$0")/nemo_cli_common.sh"
@@ -35,6 +36,21 @@ for kind in rnnt tdt; do
   for f in "${files[@]}"; do
     got=$(transcribed_text "$work/$kind.beam.voxrt" "$f")
     check "$kind transcribe beam $(basename "$f")" "$(reference_text "$work/$kind.beam.reference" "$f")" "$got"
+  done
+  # Hotwords in greedy search (`--decoder greedy`: with --hotwords the CLI's default is beam): the
+  # reference's greedy text with the same phrase, which changes the first file's text.
+  echo "B E" > "$work/greedy_hotwords.txt"
+  "$py" "$script" reference "$work/$kind" --hotwords "$work/greedy_hotwords.txt" "${files[@]}" \
+    2>/dev/null > "$work/$kind.greedy_hotwords.reference"
+  [ "$(reference_text "$work/$kind.reference" "${files[0]}")" != \
+    "$(reference_text "$work/$kind.greedy_hotwords.reference" "${files[0]}")" ] ||
+    { echo "FAIL: the hotword does not change the reference's greedy text: the check would not tell"; exit 1; }
+  "$voxrt" transcribe --engine "$work/$kind.bundle" --vad off --decoder greedy \
+    --hotwords "$work/greedy_hotwords.txt" --json "${files[@]}" 2>/dev/null > "$work/$kind.greedy_hotwords.voxrt"
+  for f in "${files[@]}"; do
+    check "$kind transcribe greedy hotwords $(basename "$f")" \
+      "$(reference_text "$work/$kind.greedy_hotwords.reference" "$f")" \
+      "$(transcribed_text "$work/$kind.greedy_hotwords.voxrt" "$f")"
   done
   if [ "$kind" = tdt ]; then
     # Hotwords in the TDT beam search (width 4): the reference's text with the same phrase, which

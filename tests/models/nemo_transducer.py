@@ -202,9 +202,25 @@ def export(args):
         f.write(f"<blk> {BLANK}\n")
 
 
-def greedy(encoder_frames, decoder, joint, tdt, max_symbols, state):
-    """NeMo's greedy rules over one segment's frames [T, D]; `state` (last unit, h, c, ids) carries on."""
-    last, h, c, ids = state
+def greedy_choice(unit_logits, graph, ctx):
+    """The unit greedy search takes: the arg max, or with hotwords the best log-probability plus the unit's
+    bonus from ctx (never below 0; none for the blank), the first of equals (voxrt's ContextGraph::greedy_choice)."""
+    if graph is None:
+        return int(unit_logits.argmax())
+    lp = torch.log_softmax(unit_logits.to(torch.float64), dim=0).tolist()
+    best, best_score = 0, -math.inf
+    for k, score in enumerate(lp):
+        if k != BLANK and PIECES[k] != "<unk>":
+            score += max(0.0, graph.forward(ctx, k)[0])
+        if score > best_score:
+            best, best_score = k, score
+    return best
+
+
+def greedy(encoder_frames, decoder, joint, tdt, max_symbols, state, graph=None):
+    """NeMo's greedy rules over one segment's frames [T, D]; `state` (last unit, h, c, ids, hotword context
+    state) carries on. With hotwords a unit that extends a phrase competes with its bonus (greedy_choice)."""
+    last, h, c, ids, ctx = state
     frames = encoder_frames.shape[0]
 
     def predict(unit, h, c):
@@ -219,10 +235,12 @@ def greedy(encoder_frames, decoder, joint, tdt, max_symbols, state):
         need_loop = True
         while need_loop and symbols < max_symbols:
             logits = joint(f, g)[0, 0, 0]
-            k = int(logits[: BLANK + 1].argmax())
+            k = greedy_choice(logits[: BLANK + 1], graph, ctx)
             skip = DURATIONS[int(logits[BLANK + 1:].argmax())] if tdt else (1 if k == BLANK else 0)
             if k != BLANK:
                 ids.append(k)
+                if graph is not None and PIECES[k] != "<unk>":
+                    ctx = graph.forward(ctx, k)[1]
                 last, h, c = k, h_next, c_next
                 g, h_next, c_next = predict(last, h, c)
             elif tdt and skip == 0:
@@ -236,7 +254,7 @@ def greedy(encoder_frames, decoder, joint, tdt, max_symbols, state):
         # duration; RNN-T (GreedyRNNTInfer): the next frame when the frame's units ran out before a blank.
         if (tdt and symbols == max_symbols) or (not tdt and need_loop):
             t += 1
-    return last, h, c, ids
+    return last, h, c, ids, ctx
 
 
 def log_add(a, b):
@@ -377,7 +395,7 @@ def reference(args):
         samples = nemo_ctc.read_wav(wav)
         step = args.segment_hops * hop if args.segment_hops > 0 else max(len(samples), 1)
         zeros = torch.zeros(PRED_LAYERS, 1, PRED_HIDDEN)
-        state = (BLANK, zeros, zeros, [])
+        state = (BLANK, zeros, zeros, [], 0)
         # (TDT hypotheses also carry their frame and their steps at it.)
         hyps = [([], 0.0, BLANK, zeros, zeros, 0) + ((0, 0) if tdt else ())]
         with torch.no_grad():
@@ -390,7 +408,7 @@ def reference(args):
                 elif args.search == "beam":
                     hyps = modified_beam(frames_first, decoder, joint, args.beam, hyps, graph)
                 else:
-                    state = greedy(frames_first, decoder, joint, tdt, args.max_symbols, state)
+                    state = greedy(frames_first, decoder, joint, tdt, args.max_symbols, state, graph)
         # The best hypothesis: the first with the highest score (an unfinished hotword's bonus is not taken back:
         # the choice is made before, as voxrt's finalize does).
         ids = max(hyps, key=lambda h: h[1])[0] if args.search == "beam" else state[3]
@@ -412,7 +430,7 @@ def main():
     r.add_argument("--max-symbols", type=int, default=10, help="NeMo's max_symbols (greedy; TDT beam)")
     r.add_argument("--search", choices=["greedy", "beam"], default="greedy")
     r.add_argument("--beam", type=int, default=4, help="modified beam search: hypotheses kept per stream")
-    r.add_argument("--hotwords", help="a file of phrases, one a line (beam search)")
+    r.add_argument("--hotwords", help="a file of phrases, one a line (greedy and beam search)")
     r.add_argument("--hotword-bonus", type=float, default=1.5)
     args = parser.parse_args()
     {"export": export, "reference": reference}[args.command](args)

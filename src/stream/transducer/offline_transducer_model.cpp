@@ -60,12 +60,12 @@ Expected<std::unique_ptr<FamilyStream>> OfflineTransducerModel::open_stream(
                               " streams are open, the most the recognizer's max_streams allows");
   }
   VOXRT_RETURN_IF_ERROR(decoding.transducer.validate());
+  // Hotwords work in both searches (the greedy one lets a unit that extends a phrase compete
+  // with its bonus).
+  VOXRT_ASSIGN_OR_RETURN(auto hotwords, hotword_graph(options, decoding));
   if (decoding.decoder == DecoderKind::kBeam) {
     // RNN-T models get modified beam search, TDT models (durations) the TDT beam search
     // (decode/stateful_tdt_beam.h), whose frame rules use max_symbols_per_frame.
-    // Hotwords come only with beam search (hotwords_need_beam_search: the driver refuses them
-    // with greedy).
-    VOXRT_ASSIGN_OR_RETURN(auto hotwords, hotword_graph(options, decoding));
     decode::StatefulTransducerBeamSearch search(vocabulary_, time_base_,
                                                 decoding.transducer.beam_width, max_symbols_,
                                                 networks_->state_size(), std::move(hotwords));
@@ -73,7 +73,7 @@ Expected<std::unique_ptr<FamilyStream>> OfflineTransducerModel::open_stream(
         ModelLease::counted(shared_from_this(), streams_open_), std::move(search)));
   }
   decode::StatefulTransducerStreamSearch search(vocabulary_, time_base_, max_symbols_,
-                                                networks_->state_size());
+                                                networks_->state_size(), std::move(hotwords));
   return std::unique_ptr<FamilyStream>(std::make_unique<GreedyStream>(
       ModelLease::counted(shared_from_this(), streams_open_), std::move(search)));
 }

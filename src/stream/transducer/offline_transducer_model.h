@@ -32,7 +32,7 @@ class OfflineTransducerModel final : public TransducerFamily,
   }
   const ChunkLayout& chunk_layout() const override { return segments_->layout(); }
   int streams_open() const override { return streams_open_.load(); }
-  bool hotwords_need_beam_search() const override { return true; }
+  bool hotwords_need_beam_search() const override { return false; }
   Expected<std::unique_ptr<FamilyStream>> open_stream(const StreamOptions& options,
                                                       const ResolvedDecoding& decoding) override;
   Status run_batch(std::span<const ChunkInput> batch, int frames) override;

@@ -73,10 +73,10 @@ Expected<std::shared_ptr<StatefulTransducerModel>> StatefulTransducerModel::crea
 Expected<std::unique_ptr<FamilyStream>> StatefulTransducerModel::open_stream(
     const StreamOptions& options, const ResolvedDecoding& decoding) {
   VOXRT_RETURN_IF_ERROR(decoding.transducer.validate());
+  // Hotwords work in both searches (the greedy one lets a unit that extends a phrase compete
+  // with its bonus).
+  VOXRT_ASSIGN_OR_RETURN(auto hotwords, hotword_graph(options, decoding));
   if (decoding.decoder == DecoderKind::kBeam) {
-    // Hotwords come only with beam search (hotwords_need_beam_search: the driver refuses them
-    // with greedy).
-    VOXRT_ASSIGN_OR_RETURN(auto hotwords, hotword_graph(options, decoding));
     decode::StatefulTransducerBeamSearch search(vocabulary_, time_base_,
                                                 decoding.transducer.beam_width, max_symbols_,
                                                 networks_->state_size(), std::move(hotwords));
@@ -85,7 +85,7 @@ Expected<std::unique_ptr<FamilyStream>> StatefulTransducerModel::open_stream(
         ModelLease::slot(shared_from_this(), *pool_, slot), std::move(search)));
   }
   decode::StatefulTransducerStreamSearch search(vocabulary_, time_base_, max_symbols_,
-                                                networks_->state_size());
+                                                networks_->state_size(), std::move(hotwords));
   VOXRT_ASSIGN_OR_RETURN(int slot, pool_->acquire());
   return std::unique_ptr<FamilyStream>(std::make_unique<GreedyStream>(
       ModelLease::slot(shared_from_this(), *pool_, slot), std::move(search)));

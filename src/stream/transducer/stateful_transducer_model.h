@@ -27,7 +27,7 @@ class StatefulTransducerModel final : public TransducerFamily,
   const audio::FeatureConfig& feature_config() const override { return front_end_.features; }
   const ChunkLayout& chunk_layout() const override { return front_end_.layout; }
   int streams_open() const override { return pool_->in_use(); }
-  bool hotwords_need_beam_search() const override { return true; }
+  bool hotwords_need_beam_search() const override { return false; }
   Expected<std::unique_ptr<FamilyStream>> open_stream(const StreamOptions& options,
                                                       const ResolvedDecoding& decoding) override;
   Status run_batch(std::span<const ChunkInput> batch, int frames) override;

@@ -2,7 +2,8 @@
 // by hand from NeMo's greedy rules (GreedyRNNTInfer, GreedyTDTInfer): the state is the count of
 // units emitted so far, the joiner's choice a table over (frame, units emitted); max symbols per
 // frame, TDT durations (0 keeps the frame, a blank with duration 0 moves one frame, the extra
-// frame after max_symbols), batches whose streams have different lengths, beam merging; the TDT
+// frame after max_symbols), batches whose streams have different lengths, hotwords in greedy
+// search, beam merging; the TDT
 // beam search (decode/stateful_tdt_beam.h): width 1 = greedy, hypotheses that reach one frame by
 // different durations merge, a stream's result alone = in a batch.
 #include <gtest/gtest.h>
@@ -149,6 +150,36 @@ TEST(StatefulTransducerGreedy, StreamsOfABatchAreIndependent) {
   const int more[] = {2, 0};
   ASSERT_TRUE(stateful_transducer_greedy(nets, both, f.data(), 4, more).is_ok());
   EXPECT_EQ(a.trailing_blank_frames(), 2);
+}
+
+// Hotwords in greedy search: every frame's best unit is the blank (5 against 0), the phrase
+// "b c" earns 6 per unit, so b (log-probability -5.01, +6) beats the blank (-0.01); then c extends
+// the match; the completed phrase restarts matching, so b wins again on frame 2, unfinished at
+// the end: finalize takes its bonus back. A stream without hotwords in the same batch stays empty.
+TEST(StatefulTransducerGreedy, HotwordsLetAPhraseWinAndLeaveOtherStreamsAlone) {
+  ScriptedNetworks nets;
+  auto graph = ContextGraph::build({{1, 2}}, 6.0f);
+  ASSERT_TRUE(graph.has_value()) << graph.status().to_string();
+  auto hotwords = std::make_shared<const ContextGraph>(std::move(*graph));
+  StatefulTransducerStreamSearch plain(units(), TimeBase{}, 1, 1);
+  StatefulTransducerStreamSearch boosted(units(), TimeBase{}, 1, 1, hotwords);
+  StatefulTransducerStreamSearch* both[] = {&plain, &boosted};
+  std::vector<float> f = frames(3);
+  const auto second = frames(3);
+  f.insert(f.end(), second.begin(), second.end());
+  const int valid[] = {3, 3};
+  ASSERT_TRUE(stateful_transducer_greedy(nets, both, f.data(), 3, valid).is_ok());
+  EXPECT_TRUE(plain.finalize().tokens.empty());
+  const DecodingResult r = boosted.finalize();
+  EXPECT_EQ(ids_and_frames(r), (Emitted{{1, 0}, {2, 1}, {1, 2}}));
+  const double unit_log_prob = -std::log(std::exp(5.0) + 6.0);
+  EXPECT_NEAR(r.score, 3 * unit_log_prob + 12.0, 1e-4);
+  // A new utterance starts matching at the root again (b wins its first frame).
+  boosted.reset_utterance();
+  StatefulTransducerStreamSearch* alone[] = {&boosted};
+  const int one[] = {1};
+  ASSERT_TRUE(stateful_transducer_greedy(nets, alone, f.data(), 3, one).is_ok());
+  EXPECT_EQ(ids_and_frames(boosted.partial()), (Emitted{{1, 3}}));
 }
 
 // Two frames of evenly split probability between a and blank: the beam keeps both, extensions
