@@ -16,7 +16,7 @@ for tool in espeak-ng sox; do
 done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-tiny=(--dim 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --ffn 64 --target-positions 24 --merges 30)
+tiny=(--dim 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --ffn 64 --target-positions 40 --merges 30)
 
 "$py" "$here/train_whisper.py" --self-test --out "$work/self_test"
 
@@ -34,7 +34,7 @@ grep -q "^step 2 loss .* utts 2 shards 1 " "$work/shards.log" ||
   --jobs 1 --seed 3 > "$work/synth_test.log" 2>&1
 manifest="$work/wavs/clean/manifest.tsv"
 "$py" "$here/train_whisper.py" --manifest "$manifest" --out "$work/ckpt" "${tiny[@]}" --batch-size 2 \
-  --lr 1e-2 --warmup-steps 10 --max-steps "${STEPS:-120}" --train-seconds 300 --decay-fraction 0 \
+  --lr 5e-3 --warmup-steps 10 --max-steps "${STEPS:-150}" --train-seconds 300 --decay-fraction 0 \
   --log-every 10 --log "$work/train.log" --export "$work/model"
 cat "$work/train.log"
 "$py" - "$work/train.log" << 'EOF'

@@ -483,10 +483,16 @@ def main():
                 group["lr"] = learning_rate(args, run_step, elapsed)
             optimizer.zero_grad()
             loss.backward()
-            nn.utils.clip_grad_norm_(params, 1.0)
+            norm = nn.utils.clip_grad_norm_(params, 1.0)
+            if not (torch.isfinite(loss) and torch.isfinite(norm)):
+                # One overflowing batch must not turn every weight into NaN: the step is dropped.
+                progress["skipped_steps"] = progress.get("skipped_steps", 0) + 1
+                print(f"step {progress['steps']}: loss {loss.item()}, gradient norm {norm.item()}: not finite, "
+                      f"step skipped ({progress['skipped_steps']} so far)", file=log, flush=True)
+                continue
             optimizer.step()
             losses.append(loss.item())
-            if progress["steps"] % args.log_every == 0:
+            if progress["steps"] % args.log_every == 0 and losses:
                 print(f"step {progress['steps']} loss {sum(losses) / len(losses):.3f} lr "
                       f"{optimizer.param_groups[0]['lr']:.2e} utts {len(data.items)} shards {len(data.loaded)} "
                       f"elapsed {time.time() - start:.0f}s", file=log, flush=True)
