@@ -204,7 +204,7 @@ class WhisperEncoder(nn.Module):
 def causal_mask(bsz, tgt, past, dtype, device=None):
     """HF's _make_causal_mask: finfo.min above the diagonal, zeros for the past, [B, 1, tgt, past+tgt].
     On `device` (the decoder's input's: recipes/whisper trains on a GPU)."""
-    mask = torch.full((tgt, tgt), torch.finfo(dtype).min, device=device)
+    mask = torch.full((tgt, tgt), torch.finfo(dtype).min, dtype=dtype, device=device)
     cond = torch.arange(mask.size(-1), device=device)
     mask.masked_fill_(cond < (cond + 1).view(mask.size(-1), 1), 0)
     if past > 0:
