@@ -34,7 +34,7 @@ grep -q "^step 2 loss .* utts 2 shards 1 " "$work/shards.log" ||
   --jobs 1 --seed 3 > "$work/synth_test.log" 2>&1
 manifest="$work/wavs/clean/manifest.tsv"
 "$py" "$here/train_whisper.py" --manifest "$manifest" --out "$work/ckpt" "${tiny[@]}" --batch-size 2 \
-  --lr 5e-3 --warmup-steps 10 --max-steps "${STEPS:-150}" --train-seconds 300 --decay-fraction 0 \
+  --lr 5e-3 --warmup-steps 10 --max-steps "${STEPS:-100}" --train-seconds 300 --decay-fraction 0 \
   --log-every 10 --log "$work/train.log" --export "$work/model"
 cat "$work/train.log"
 "$py" - "$work/train.log" << 'EOF'
