@@ -18,7 +18,7 @@
 # model's TRANSDUCER_JOBS / WHISPER_JOBS (6). Knobs per side: *_SECONDS (380), *_JOBS,
 # *_SENTENCES (30000), *_ARGS (the trainer's extra arguments), RESUME_*.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 OUT="${OUT:-/tmp/voxrt-out}"
 SIDE="${SIDE:-transducer}"
 cpus=$(nproc)

@@ -11,7 +11,7 @@
 # optimizer with its warmup). Then here: cp -r $OUT/model models/whisper_small
 # (tests/e2e/trained_whisper.sh uses it).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 OUT="${OUT:-/tmp/voxrt-whisper-out}"
 TRAIN_SECONDS="${TRAIN_SECONDS:-300}"
 SEED="${SEED:-1}"

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The Whisper recipe end to end at tiny sizes (CPU, about a minute): the trainer's self-test;
-# training shards of Whisper's log-mel from synth.py --features whisper read by the trainer; a
-# tiny model trained on the wavs of two sentences until it says them (the loss must fall), exported
-# in optimum's layout, imported by `voxrt build --model-dir`, and `voxrt transcribe` must give
-# both sentences, as the PyTorch greedy decode of the same checkpoint does. Fails when any step
-# breaks; skips (77) without espeak-ng or sox.
+# training shards of Whisper's log-mel from synth.py --features whisper read by the trainer, and
+# resumed from the checkpoint folder and from its model.pt; a tiny model trained on the wavs of
+# two sentences until it says them (the loss must fall), exported in optimum's layout, imported
+# by `voxrt build --model-dir`, and `voxrt transcribe` must give both sentences, as the PyTorch
+# greedy decode of the same checkpoint does. Fails when any step breaks; skips (77) without
+# espeak-ng or sox.
 #   test_recipe.sh VOXRT
 set -euo pipefail
 voxrt=${1:?usage: test_recipe.sh VOXRT}
@@ -28,6 +29,14 @@ printf 'turn on the kitchen lights\nwhat time is it\n' > "$work/text.txt"
   --batch-size 2 --log-every 1 --log "$work/shards.log"
 grep -q "^step 2 loss .* utts 2 shards 1 " "$work/shards.log" ||
   { cat "$work/shards.log"; echo "FAIL: expected 2 steps on the 2 utterances of 1 shard"; exit 1; }
+# Resumes: the folder (weights and optimizer), then its model.pt alone (weights); the steps go on.
+"$py" "$here/train_whisper.py" --data "$work/shards" --out "$work/from_shards" --resume "$work/from_shards" \
+  --max-steps 1 --batch-size 2 --log-every 1 --log "$work/resume.log"
+"$py" "$here/train_whisper.py" --data "$work/shards" --out "$work/from_shards" \
+  --resume "$work/from_shards/model.pt" --max-steps 1 --batch-size 2 --log-every 1 --log "$work/resume.log"
+grep -q "^optimizer state from" "$work/resume.log" && grep -q "^step 3 loss" "$work/resume.log" &&
+  grep -q "^step 4 loss" "$work/resume.log" ||
+  { cat "$work/resume.log"; echo "FAIL: expected steps 3 and 4 resumed, the first with the optimizer's state"; exit 1; }
 
 # Wavs of the same sentences (held-out voices), the model trained on them.
 "$py" "$src/recipes/data/synth.py" --text "$work/text.txt" --out "$work/wavs" --mode test --snr-db "" \
