@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The Whisper recipe end to end at tiny sizes (CPU, about a minute): the trainer's self-test;
-# training shards of Whisper's log-mel from synth.py --features whisper read by the trainer, and
-# resumed from the checkpoint folder and from its model.pt; a tiny model trained on the wavs of
-# two sentences until it says them (the loss must fall), exported in optimum's layout, imported
-# by `voxrt build --model-dir`, and `voxrt transcribe` must give both sentences, as the PyTorch
-# greedy decode of the same checkpoint does. Fails when any step breaks; skips (77) without
-# espeak-ng or sox.
+# The Whisper recipe end to end at tiny sizes (CPU, about a minute): the BPE's and the trainer's
+# self-tests; training shards of Whisper's log-mel from synth.py --features whisper read by the
+# trainer, and resumed from the checkpoint folder and from its model.pt; a tiny model trained on
+# the wavs of two sentences until it says them (the loss must fall), exported in optimum's
+# layout, imported by `voxrt build --model-dir`, and `voxrt transcribe` must give both sentences,
+# as the PyTorch greedy decode of the same checkpoint does. Fails when any step breaks; skips (77)
+# without espeak-ng or sox.
 #   test_recipe.sh VOXRT
 set -euo pipefail
 voxrt=${1:?usage: test_recipe.sh VOXRT}
@@ -19,6 +19,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 tiny=(--dim 32 --heads 2 --encoder-layers 1 --decoder-layers 1 --ffn 64 --target-positions 40 --merges 30)
 
+"$py" "$here/byte_bpe.py"
 "$py" "$here/train_whisper.py" --self-test --out "$work/self_test"
 
 printf 'turn on the kitchen lights\nwhat time is it\n' > "$work/text.txt"
