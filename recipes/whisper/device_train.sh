@@ -6,7 +6,9 @@
 # $OUT/model. Everything that must come back goes to $OUT (model.pt < 16 MB, optimizer parts,
 # logs, the exported model).
 #
-#   OUT=/tmp/out TRAIN_SECONDS=300 [RESUME=DIR|model.pt] [SEED=1] recipes/whisper/device_train.sh
+#   OUT=/tmp/out TRAIN_SECONDS=300 [RESUME=DIR|model.pt] [SEED=1] [PACK=1] recipes/whisper/device_train.sh
+# PACK=1 (a device call of its own, which brings back at most 8 files): $OUT ends with only
+# whisper_model.tgz (the export and the logs) and whisper_model.pt (the weights).
 # RESUME: a checkpoint folder (weights and optimizer) or a model.pt alone (weights, a new
 # optimizer with its warmup). Then here: cp -r $OUT/model models/whisper_small
 # (tests/e2e/trained_whisper.sh uses it).
@@ -51,4 +53,12 @@ kill "$synth_pid" 2>/dev/null; wait "$synth_pid" 2>/dev/null
 tail -3 "$OUT/synth.log"
 tail -12 "$OUT/train.log"
 ls -la "$OUT/ckpt" "$OUT/model"
+if [ "${PACK:-0}" = 1 ]; then
+  # A device call brings back at most 8 files: the export and the logs in one archive, the
+  # weights (what a resume needs; a new optimizer) in one file, nothing else left in $OUT.
+  tar czf "$OUT/whisper_model.tgz" -C "$OUT" model train.log synth.log dev_synth.log &&
+    mv "$OUT/ckpt/model.pt" "$OUT/whisper_model.pt" &&
+    rm -rf "$OUT/model" "$OUT/ckpt" "$OUT/train.log" "$OUT/synth.log" "$OUT/dev_synth.log"
+  ls -la "$OUT"
+fi
 exit $train_rc
