@@ -3,7 +3,8 @@
 
 Three outputs:
   --mode train: features only (no audio kept), in shards: <out>/shardNNNN.npy (float16
-     [frames, 80], utterances concatenated) and <out>/shardNNNN.json ({"utts": [[offset, frames,
+     [frames, 80], utterances concatenated; Kaldi fbank, or with --features whisper Whisper's
+     log-mel of the frames that hold audio) and <out>/shardNNNN.json ({"utts": [[offset, frames,
      text, voice], ...], "channels": {...}}). Every voice and variant of the training split
      (voices.py) with random prosody, then the augmentation of augment.py (formant/VTL shift,
      pitch, tempo, rooms, noise at -5..25 dB, band limits and codecs, gain and clipping).
@@ -99,7 +100,7 @@ def train_worker(job):
         audio, channel = augment.augment(speech, job["augment"], rng, _babble_pool[:-1], _codecs)
     except (subprocess.CalledProcessError, OSError) as error:
         return job["index"], None, "augment: " + str(error), None
-    feats = features.fbank(audio, job.get("features", "default")).astype(np.float16)
+    feats = features.compute(audio, job.get("features", "default")).astype(np.float16)
     return job["index"], feats, None, channel
 
 
@@ -287,8 +288,9 @@ def main():
     parser.add_argument("--streams", type=int, default=4, help="streams: how many")
     parser.add_argument("--min-minutes", type=float, default=2.0)
     parser.add_argument("--max-minutes", type=float, default=5.0)
-    parser.add_argument("--features", choices=["default", "sherpa"], default="default",
-                        help="train: fbank settings (recipes/train/features.py FEATURE_SETS)")
+    parser.add_argument("--features", choices=["default", "sherpa", "whisper"], default="default",
+                        help="train: fbank settings (recipes/train/features.py FEATURE_SETS), or "
+                             "whisper: Whisper's log-mel before normalisation (features.whisper_log_mel)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     # SIGTERM (the trainer is done) ends the worker pool too, through the `with Pool` exit.

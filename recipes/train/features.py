@@ -3,6 +3,9 @@ the ONNX metadata (FEATURE_METADATA) so voxrt's own fbank reproduces them.
 
 Input samples are in int16 scale (-32768..32767), as Kaldi reads wav files: SAMPLE_SCALE says so.
 """
+import os
+import sys
+
 import numpy as np
 import torch
 
@@ -51,6 +54,44 @@ def fbank(samples_int16_scale, feature_set="default"):
     feature_set: a key of FEATURE_SETS."""
     waveform = torch.as_tensor(np.asarray(samples_int16_scale, dtype=np.float32)).unsqueeze(0)
     return kaldi.fbank(waveform, **FEATURE_SETS[feature_set]).numpy()
+
+
+# Whisper's front end (recipes/whisper): the log-mel of tests/unit/audio/whisper_mel_reference.py,
+# which voxrt's whisper_log_mel front end is tested against.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "unit", "audio"))
+import whisper_mel_reference as whisper_mel  # noqa: E402
+
+WHISPER_LOG_FLOOR = -10.0  # log10(1e-10): the value of every frame of the zeros after the audio
+WHISPER_MEL_BINS = 80
+_whisper_filters = None
+
+
+def whisper_log_mel(samples_int16_scale):
+    """Whisper's log10 mel power of the frames that hold audio, float32 [frames, 80], before the
+    per-window normalisation: frame f covers samples 160 f - 200 .. 160 f + 199 (torch.stft with
+    center=True, the start reflected), and the frames after the audio see zeros, as in a window
+    zero-padded to 30 s. Padding these frames to 3000 with WHISPER_LOG_FLOOR and normalising
+    (whisper_window) gives whisper_mel_reference.whisper_features of the audio exactly."""
+    global _whisper_filters
+    if _whisper_filters is None:
+        _whisper_filters = whisper_mel.slaney_mel(WHISPER_MEL_BINS)
+    samples = np.asarray(samples_int16_scale, dtype=np.float64) / SAMPLE_SCALE
+    frames = -(-(len(samples) + whisper_mel.N_FFT // 2) // whisper_mel.HOP)
+    # Zeros up to the last sample the last frame covers, so no frame reaches the reflected end.
+    padded = np.zeros((frames - 1) * whisper_mel.HOP + whisper_mel.N_FFT // 2)
+    padded[:len(samples)] = samples
+    stft = torch.stft(torch.from_numpy(padded), whisper_mel.N_FFT, whisper_mel.HOP,
+                      window=torch.hann_window(whisper_mel.N_FFT, dtype=torch.float64), center=True,
+                      pad_mode="reflect", return_complex=True)
+    power = (stft[..., :frames].abs() ** 2).numpy()
+    return np.log10(np.maximum(_whisper_filters @ power, 1e-10)).T.astype(np.float32)
+
+
+def compute(samples_int16_scale, feature_set="default"):
+    """The features a synth.py shard holds: Kaldi fbank (FEATURE_SETS) or "whisper" (whisper_log_mel)."""
+    if feature_set == "whisper":
+        return whisper_log_mel(samples_int16_scale)
+    return fbank(samples_int16_scale, feature_set)
 
 
 def read_wav_int16(path):

@@ -238,17 +238,19 @@ def build_modules(c, size):
     return encoder.eval(), decoder.eval()
 
 
-def export(out, tokenizer_json, mels, size):
-    os.makedirs(out, exist_ok=True)
-    c = config(mels, size)
-    encoder, decoder = build_modules(c, size)
-    torch.save({"encoder": encoder.state_dict(), "decoder": decoder.state_dict(), "mels": mels, "size": size},
-               os.path.join(out, "torch_model.pt"))
+def export_graphs(out, encoder, decoder, c):
+    """encoder_model.onnx, decoder_model.onnx, decoder_with_past_model.onnx of the modules, with
+    optimum's names and dynamic axes (also recipes/whisper's export of a trained model). The
+    TorchScript exporter on every torch version: torch 2.9 and later default to dynamo, which
+    writes other graphs and names."""
+    import inspect
+    choose_exporter = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
 
     def onnx(model, args, name, inputs, outputs, axes):
         with torch.no_grad():
             torch.onnx.export(model, tuple(args), os.path.join(out, name), input_names=inputs,
-                              output_names=outputs, dynamic_axes=axes, opset_version=14, do_constant_folding=True)
+                              output_names=outputs, dynamic_axes=axes, opset_version=14, do_constant_folding=True,
+                              **choose_exporter)
 
     onnx(encoder, (torch.randn(1, c.mels, 2 * c.source_positions),), "encoder_model.onnx", ["input_features"],
          ["last_hidden_state"], {"input_features": {0: "batch_size"}, "last_hidden_state": {0: "batch_size"}})
@@ -272,6 +274,15 @@ def export(out, tokenizer_json, mels, size):
                  else "encoder_sequence_length_out"} for n in past_names},
           "logits": {0: "batch_size"},
           **{n: {0: "batch_size", 2: "past_decoder_sequence_length + 1"} for n in present_decoder}})
+
+
+def export(out, tokenizer_json, mels, size):
+    os.makedirs(out, exist_ok=True)
+    c = config(mels, size)
+    encoder, decoder = build_modules(c, size)
+    torch.save({"encoder": encoder.state_dict(), "decoder": decoder.state_dict(), "mels": mels, "size": size},
+               os.path.join(out, "torch_model.pt"))
+    export_graphs(out, encoder, decoder, c)
 
     tokens, specials = vocabulary(size)
     vocab = {t: i for i, t in enumerate(tokens)}

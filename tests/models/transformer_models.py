@@ -201,13 +201,14 @@ class WhisperEncoder(nn.Module):
         return self.layer_norm(x)
 
 
-def causal_mask(bsz, tgt, past, dtype):
-    """HF's _make_causal_mask: finfo.min above the diagonal, zeros for the past, [B, 1, tgt, past+tgt]."""
-    mask = torch.full((tgt, tgt), torch.finfo(dtype).min)
-    cond = torch.arange(mask.size(-1))
+def causal_mask(bsz, tgt, past, dtype, device=None):
+    """HF's _make_causal_mask: finfo.min above the diagonal, zeros for the past, [B, 1, tgt, past+tgt].
+    On `device` (the decoder's input's: recipes/whisper trains on a GPU)."""
+    mask = torch.full((tgt, tgt), torch.finfo(dtype).min, dtype=dtype, device=device)
+    cond = torch.arange(mask.size(-1), device=device)
     mask.masked_fill_(cond < (cond + 1).view(mask.size(-1), 1), 0)
     if past > 0:
-        mask = torch.cat([torch.zeros(tgt, past, dtype=dtype), mask], dim=-1)
+        mask = torch.cat([torch.zeros(tgt, past, dtype=dtype, device=device), mask], dim=-1)
     return mask[None, None, :, :].expand(bsz, 1, tgt, tgt + past)
 
 
@@ -243,7 +244,7 @@ class WhisperDecoder(nn.Module):
         bsz, tgt = input_ids.shape
         past_len = past[0][0].shape[2] if past is not None else 0
         x = self.embed_tokens(input_ids) + self.embed_positions[past_len:past_len + tgt]
-        mask = causal_mask(bsz, tgt, past_len, x.dtype) if tgt > 1 else None
+        mask = causal_mask(bsz, tgt, past_len, x.dtype, x.device) if tgt > 1 else None
         presents = []
         for i, layer in enumerate(self.layers):
             self_past = past[i][:2] if past is not None else None
