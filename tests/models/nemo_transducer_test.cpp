@@ -459,6 +459,31 @@ std::vector<std::string> reference_with(const fs::path& dir, const std::vector<s
   return texts;
 }
 
+// The clips as streams of one batch, each with the hotword `phrase`, must give `want`; a stream
+// with it beside one without must give want[0], and the other its own text (plain[1]).
+void expect_hotword_texts(stream::Recognizer& r, const std::vector<std::string>& wavs,
+                          const std::string& phrase, const std::vector<std::string>& want,
+                          const std::vector<std::string>& plain) {
+  auto texts = [&](const std::vector<std::string>& files,
+                   const std::vector<stream::StreamOptions>& options) {
+    std::vector<std::string> got(files.size());
+    model_test::feed_files_as_streams(
+        r, files, std::vector<std::size_t>(files.size(), 1600), options,
+        [&](std::size_t i, const stream::StreamResult& result) {
+          if (result.result.is_final) got[i] += (got[i].empty() ? "" : "|") + result.result.text;
+        });
+    return got;
+  };
+  std::vector<stream::StreamOptions> options(wavs.size());
+  for (auto& o : options) o.hotwords = {phrase};
+  EXPECT_EQ(texts(wavs, options), want);
+  std::vector<stream::StreamOptions> mixed(2);
+  mixed[0].hotwords = {phrase};
+  const std::vector<std::string> pair = texts({wavs[0], wavs[1]}, mixed);
+  EXPECT_EQ(pair[0], want[0]);
+  EXPECT_EQ(pair[1], plain[1]);
+}
+
 std::shared_ptr<stream::Recognizer> make_beam(const fs::path& bundle, int beam, int max_batch,
                                               int max_symbols = 0) {
   stream::RecognizerConfig config;
@@ -583,26 +608,7 @@ TEST_F(NemoTransducerTest, TdtHotwordsInBeamSearch) {
     EXPECT_NE(want[0], plain[0]) << "the phrase must change the text for the test to tell";
     // (A word that starts with the phrase holds its pieces: "H" is the one piece "\u2581H".)
     EXPECT_NE((" " + want[0]).find(" " + phrase), std::string::npos) << want[0];
-    std::vector<stream::StreamOptions> options(wavs_.size());
-    for (auto& o : options) o.hotwords = {phrase};
-    std::vector<std::string> got(wavs_.size());
-    model_test::feed_files_as_streams(
-        *r, wavs_, std::vector<std::size_t>(wavs_.size(), 1600), options,
-        [&](std::size_t i, const stream::StreamResult& result) {
-          if (result.result.is_final) got[i] += (got[i].empty() ? "" : "|") + result.result.text;
-        });
-    EXPECT_EQ(got, want);
-    std::vector<stream::StreamOptions> mixed(2);
-    mixed[0].hotwords = {phrase};
-    std::vector<std::string> pair(2);
-    model_test::feed_files_as_streams(*r, {wavs_[0], wavs_[1]}, {1600, 1600}, mixed,
-                                      [&](std::size_t i, const stream::StreamResult& result) {
-                                        if (result.result.is_final)
-                                          pair[i] +=
-                                              (pair[i].empty() ? "" : "|") + result.result.text;
-                                      });
-    EXPECT_EQ(pair[0], want[0]);
-    EXPECT_EQ(pair[1], plain[1]);
+    expect_hotword_texts(*r, wavs_, phrase, want, plain);
   }
 }
 
@@ -624,26 +630,7 @@ TEST_F(NemoTransducerTest, GreedyHotwordsMatchTheReference) {
           reference_with(model.dir, wavs_, "--hotwords '" + file.string() + "'");
       ASSERT_EQ(want.size(), wavs_.size());
       EXPECT_NE(want[0], plain[0]) << "the phrase must change the text for the test to tell";
-      std::vector<stream::StreamOptions> options(wavs_.size());
-      for (auto& o : options) o.hotwords = {phrase};
-      std::vector<std::string> got(wavs_.size());
-      model_test::feed_files_as_streams(
-          *r, wavs_, std::vector<std::size_t>(wavs_.size(), 1600), options,
-          [&](std::size_t i, const stream::StreamResult& result) {
-            if (result.result.is_final) got[i] += (got[i].empty() ? "" : "|") + result.result.text;
-          });
-      EXPECT_EQ(got, want);
-      std::vector<stream::StreamOptions> mixed(2);
-      mixed[0].hotwords = {phrase};
-      std::vector<std::string> pair(2);
-      model_test::feed_files_as_streams(*r, {wavs_[0], wavs_[1]}, {1600, 1600}, mixed,
-                                        [&](std::size_t i, const stream::StreamResult& result) {
-                                          if (result.result.is_final)
-                                            pair[i] +=
-                                                (pair[i].empty() ? "" : "|") + result.result.text;
-                                        });
-      EXPECT_EQ(pair[0], want[0]);
-      EXPECT_EQ(pair[1], plain[1]);
+      expect_hotword_texts(*r, wavs_, phrase, want, plain);
     }
   }
 }
