@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine: installs what it needs, builds voxrt
 # (warnings are errors), runs every ctest label (unit, conformance, models, e2e, gpu), then the
-# unit tests again under ASan+UBSan, the server tests under ThreadSanitizer, then a short
-# libFuzzer smoke run of every fuzzer, and checks formatting. GPU tests are built but skipped without a GPU (with a message). Any failure fails
-# the suite (docs/testing.md). Each stage prints how long it took.
+# unit tests again under ASan+UBSan, a short libFuzzer smoke run of every fuzzer (the same clang
+# ASan+UBSan build folder), the server tests under ThreadSanitizer, and checks formatting. GPU
+# tests are built but skipped without a GPU (with a message). Any failure fails the suite
+# (docs/testing.md). Each stage prints how long it took.
 #   scripts/test.sh            everything
 #   VOXRT_SKIP_SANITIZE=1      skip the ASan+UBSan stage (local iteration)
 #   VOXRT_SKIP_TSAN=1          skip the ThreadSanitizer server-test stage (local iteration)
@@ -42,12 +43,24 @@ ctest --preset release -j "$jobs"
 stage "model pipeline (scripts/model-ci.sh: deploy every example model version, with its gates)"
 bash scripts/model-ci.sh --all
 
+# The ASan+UBSan unit tests and the fuzzers share one clang build folder (preset asan, which
+# sets VOXRT_FUZZ=ON): the libraries are compiled once, with ASan+UBSan and libFuzzer's coverage
+# instrumentation, instead of once per stage (docs/testing.md, "CI time"). The ctest preset
+# leaves out the fuzz_smoke test, which the fuzz stage below runs longer.
 if [ "${VOXRT_SKIP_SANITIZE:-0}" != 1 ]; then
   stage "ASan+UBSan unit tests"
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j "$jobs" --target voxrt_unit_tests
   ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --preset asan -j "$jobs"
+fi
+
+if [ "${VOXRT_SKIP_FUZZ:-0}" != 1 ]; then
+  # Each fuzzer (fuzz/) runs 25 s from its seed corpus; a crash fails the suite and leaves the
+  # input under build-asan/fuzz/smoke.
+  stage "fuzz smoke (libFuzzer + ASan + UBSan, clang)"
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan -j "$jobs" --target fuzz_smoke
 fi
 
 if [ "${VOXRT_SKIP_TSAN:-0}" != 1 ]; then
@@ -62,12 +75,5 @@ if [ "${VOXRT_SKIP_TSAN:-0}" != 1 ]; then
     ctest --preset tsan -j 1
 fi
 
-if [ "${VOXRT_SKIP_FUZZ:-0}" != 1 ]; then
-  # Each fuzzer (fuzz/) runs 25 s from its seed corpus; a crash fails the suite and leaves the
-  # input under build-fuzz/fuzz/smoke.
-  stage "fuzz smoke (libFuzzer + ASan + UBSan, clang)"
-  cmake --preset fuzz >/dev/null
-  cmake --build --preset fuzz -j "$jobs" --target fuzz_smoke
-fi
 stage ""
 echo "== all stages passed (${SECONDS} s)"
