@@ -52,14 +52,7 @@ def learn_merges(sentences, merges_wanted):
                 pair_counts[pair] -= counts[index]
                 if pair_counts[pair] <= 0:
                     del pair_counts[pair]
-            merged, k = [], 0
-            while k < len(symbols):
-                if k + 1 < len(symbols) and (symbols[k], symbols[k + 1]) == best:
-                    merged.append(symbols[k] + symbols[k + 1])
-                    k += 2
-                else:
-                    merged.append(symbols[k])
-                    k += 1
+            merged = optimum_whisper.merge_pair(symbols, best)
             words[index] = merged
             for pair in zip(merged, merged[1:]):
                 pair_counts[pair] += counts[index]

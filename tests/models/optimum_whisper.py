@@ -143,6 +143,19 @@ def gpt2_split(text):
     return pieces
 
 
+def merge_pair(symbols, pair):
+    """symbols with every adjacent occurrence of `pair`, left to right, joined into one symbol."""
+    merged, k = [], 0
+    while k < len(symbols):
+        if k + 1 < len(symbols) and (symbols[k], symbols[k + 1]) == pair:
+            merged.append(symbols[k] + symbols[k + 1])
+            k += 2
+        else:
+            merged.append(symbols[k])
+            k += 1
+    return merged
+
+
 def bpe_encode(text, vocab, merges):
     table = bytes_to_unicode()
     rank = {pair: r for r, pair in enumerate(merges)}
@@ -154,16 +167,7 @@ def bpe_encode(text, vocab, merges):
             ranked = [r for r in ranked if r is not None]
             if not ranked:
                 break
-            best = merges[min(ranked)]
-            merged, k = [], 0
-            while k < len(symbols):
-                if k + 1 < len(symbols) and (symbols[k], symbols[k + 1]) == best:
-                    merged.append(symbols[k] + symbols[k + 1])
-                    k += 2
-                else:
-                    merged.append(symbols[k])
-                    k += 1
-            symbols = merged
+            symbols = merge_pair(symbols, merges[min(ranked)])
         ids += [vocab[sym] for sym in symbols]
     return ids
 
