@@ -22,10 +22,7 @@ export PYTHONUNBUFFERED=1
 source recipes/data/tts_env.sh
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 # The held-out test sentences (seed 1001 against the seed-1 text) never reach training.
-"$PY" recipes/data/text_gen.py --count 80000 --seed 1 > "$WORK/train_seed1.txt"
-"$PY" recipes/data/text_gen.py --count 400 --seed 1001 --exclude "$WORK/train_seed1.txt" > "$WORK/test.txt"
-"$PY" recipes/data/text_gen.py --count "$SENTENCES" --seed "$SEED" > "$WORK/train_raw.txt"
-grep -vxF -f "$WORK/test.txt" "$WORK/train_raw.txt" > "$WORK/train.txt"
+PY="$PY" bash recipes/data/split_text.sh "$WORK" "$SENTENCES" "$SEED"
 "$PY" recipes/data/synth.py --text "$WORK/train.txt" --out "$WORK/train" --mode train --features sherpa \
   --jobs "$((JOBS > 2 ? JOBS - 2 : 1))" --copies "$COPIES" --seed "$SEED" \
   --shard-size "${SHARD_SIZE:-2000}" > "$OUT/synth.log" 2>&1 &

@@ -205,22 +205,14 @@ def save(out, models, optimizer, config, progress, ctc_head=None):
 
 
 def load(folder, device):
+    """The models, config and progress of a checkpoint, and its CTC head's weights (None when it
+    has none)."""
     ckpt = torch.load(os.path.join(folder, "model.pt"), map_location=device)
     models = make_models(ckpt["config"])
     for module, key in zip(models, ("encoder", "decoder", "joiner")):
         module.load_state_dict(ckpt[key])
         module.to(device)
-    return models, ckpt["config"], ckpt["progress"]
-
-
-def load_ctc_head(folder, ctc_head):
-    """The CTC head's weights when the checkpoint has them; False when it has none (a run that adds
-    the head cannot reuse the optimizer's state, whose parameter list differs)."""
-    ckpt = torch.load(os.path.join(folder, "model.pt"), map_location=ctc_head.weight.device)
-    if "ctc_head" not in ckpt:
-        return False
-    ctc_head.load_state_dict(ckpt["ctc_head"])
-    return True
+    return models, ckpt["config"], ckpt["progress"], ckpt.get("ctc_head")
 
 
 def export(models, out):
@@ -278,8 +270,10 @@ def self_test(out):
     saved_head_weight = ctc_head.weight.detach().clone()
     optimizer.step()  # training goes on after a checkpoint (its moments untouched by the save)
     reloaded_head = make_ctc_head(config)
-    loaded, _, _ = load(out, "cpu")
-    assert load_ctc_head(out, reloaded_head) and torch.equal(reloaded_head.weight, saved_head_weight), \
+    loaded, _, _, saved_head = load(out, "cpu")
+    assert saved_head is not None, "the CTC head was not saved"
+    reloaded_head.load_state_dict(saved_head)
+    assert torch.equal(reloaded_head.weight, saved_head_weight), \
         "the CTC head did not round-trip"
     export(loaded, os.path.join(out, "model"))
     assert os.path.exists(os.path.join(out, "model", "joiner-epoch-99-avg-1.onnx"))
@@ -321,13 +315,14 @@ def main():
         return
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.export_only:
-        models, _, _ = load(args.out, "cpu")
+        models, _, _, _ = load(args.out, "cpu")
         export(models, args.export)
         return
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
+    saved_ctc_head = None
     if args.resume:
-        models, config, progress = load(args.resume, device)
+        models, config, progress, saved_ctc_head = load(args.resume, device)
     else:
         config = {k: getattr(args, k) for k in ("layers", "dim", "heads", "kernel", "chunk_size", "left_context",
                                                  "decoder_dim", "joiner_dim")}
@@ -335,9 +330,13 @@ def main():
         progress = {"steps": 0, "seconds": 0.0}
     ctc_head = make_ctc_head(config).to(device) if args.ctc_weight > 0 else None
     resume_optimizer = bool(args.resume)
-    if args.resume and ctc_head is not None and not load_ctc_head(args.resume, ctc_head):
-        print("the checkpoint has no CTC head: a new one, and fresh optimizer moments", flush=True)
-        resume_optimizer = False
+    if args.resume and ctc_head is not None:
+        if saved_ctc_head is None:
+            # A run that adds the head cannot reuse the optimizer's state (its parameter list differs).
+            print("the checkpoint has no CTC head: a new one, and fresh optimizer moments", flush=True)
+            resume_optimizer = False
+        else:
+            ctc_head.load_state_dict(saved_ctc_head)
     params = [p for m in models for p in m.parameters()]
     print(f"{sum(p.numel() for p in params) / 1e6:.2f} M parameters on {device}; config {config}; "
           f"CTC weight {args.ctc_weight}", flush=True)

@@ -29,10 +29,7 @@ source recipes/data/tts_env.sh
 "$PY" -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.is_available())"
 # The held-out test sentences (seed 1001 against the seed-1 text) never reach training; the dev
 # set is the first $DEV of them, spoken by the held-out voices.
-"$PY" recipes/data/text_gen.py --count 80000 --seed 1 > "$WORK/train_seed1.txt"
-"$PY" recipes/data/text_gen.py --count 400 --seed 1001 --exclude "$WORK/train_seed1.txt" > "$WORK/test.txt"
-"$PY" recipes/data/text_gen.py --count "$SENTENCES" --seed "$SEED" > "$WORK/train_raw.txt"
-grep -vxF -f "$WORK/test.txt" "$WORK/train_raw.txt" > "$WORK/train.txt"
+PY="$PY" bash recipes/data/split_text.sh "$WORK" "$SENTENCES" "$SEED"
 dev_args=()
 if [ "$DEV" -gt 0 ]; then
   head -n "$DEV" "$WORK/test.txt" > "$WORK/dev.txt"
