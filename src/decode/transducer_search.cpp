@@ -103,7 +103,8 @@ TransducerStreamSearch::TransducerStreamSearch(std::shared_ptr<const Vocabulary>
       kind_(kind),
       config_(config),
       hotwords_(std::move(hotwords)),
-      context_size_(context_size) {
+      context_size_(context_size),
+      unk_id_(vocabulary_->id_of("<unk>")) {
   hyps_.emplace_back();
   reset_state();
 }
@@ -212,7 +213,7 @@ Status transducer_search_chunk(TransducerNetworks& networks,
           TransducerStreamSearch& s = *streams[active[r]];
           TransducerHypothesis& h = *hyps[r];
           const std::vector<float>& lp = log_probs[r];
-          const int unk = s.vocabulary_->id_of("<unk>");
+          const int unk = s.unk_id_;
           // Hotwords in greedy search: a unit that extends a match competes with its bonus.
           const int chosen =
               s.hotwords_ ? s.hotwords_->greedy_choice(lp, blank, unk, h.context_state)
@@ -251,7 +252,7 @@ Status transducer_search_chunk(TransducerNetworks& networks,
     for (std::size_t i = 0; i < live.size(); ++i) {
       TransducerStreamSearch& s = *streams[live[i]];
       const long long frame = s.frames_seen_ + t;
-      const int unk = s.vocabulary_->id_of("<unk>");
+      const int unk = s.unk_id_;
       const std::size_t rows = s.hyps_.size();
       // The beam_width best (hypothesis, unit) extensions by acoustic score, as sherpa-onnx's
       // TopkIndex; hotword bonuses are added to the chosen ones.

@@ -102,6 +102,7 @@ class TransducerStreamSearch {
   std::shared_ptr<const ContextGraph> hotwords_;
   std::vector<TransducerHypothesis> hyps_;  // greedy: one
   int context_size_ = 0;
+  int unk_id_ = -1;  // "<unk>": never emitted, no hotword bonus (-1: the vocabulary has none)
   long long frames_seen_ = 0;
   long long utterance_start_frame_ = 0;
 };
