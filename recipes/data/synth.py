@@ -15,7 +15,10 @@ Three outputs:
   --mode streams: long recordings from a clean test manifest: 2-5 minutes of utterances whose
      text is in --text, separated by 0.3-3 s pauses (a faint noise floor, never digital
      silence): <out>/streamNN.wav and <out>/manifest.tsv (id, path, text of all its utterances,
-     "stream", the utterance ids it holds, comma-separated).
+     "stream", the utterance ids it holds, comma-separated). When the utterances run out before
+     --streams streams are made, they are shuffled again and used once more (new order, new
+     pauses, so each utterance follows other speech): a test set of 150 commands gives 2 streams a
+     pass, and 2 streams are too few to tell a stream effect from chance.
 
 Needs: numpy; espeak-ng, flite, sox (opusenc/opusdec and libsox-fmt-mp3 for those codecs) on
 PATH (source recipes/data/tts_env.sh); torch+torchaudio for --mode train (features are computed
@@ -237,17 +240,27 @@ def make_streams(args, texts):
             fields = line.rstrip("\n").split("\t")
             if len(fields) >= 3 and fields[2] in texts:
                 rows.append(fields)
+    if not rows:
+        sys.exit(f"synth.py --mode streams: expected clean utterances in {args.manifest} whose "
+                 f"text is a line of {args.text}, found none")
     rng = random.Random(args.seed)
-    rng.shuffle(rows)
+    pass_order = list(rows)
+    rng.shuffle(pass_order)
     os.makedirs(args.out, exist_ok=True)
     noise_rng = np.random.default_rng(args.seed)
     with open(os.path.join(args.out, "manifest.tsv"), "w") as manifest:
         position, number = 0, 0
-        while position < len(rows) and number < args.streams:
+        while number < args.streams:
+            if position >= len(rows):
+                # Another pass over the same utterances in a new order.
+                pass_order = list(rows)
+                rng.shuffle(pass_order)
+                position = 0
+            whole_pass = position == 0
             target_s = rng.uniform(args.min_minutes, args.max_minutes) * 60
             pieces, ids, words, length = [], [], [], 0
             while position < len(rows) and length < target_s * SAMPLE_RATE_HZ:
-                key, path, text = rows[position][:3]
+                key, path, text = pass_order[position][:3]
                 position += 1
                 pause = int(rng.uniform(0.3, 3.0) * SAMPLE_RATE_HZ)
                 pieces.append(noise_rng.standard_normal(pause).astype(np.float32) *
@@ -257,8 +270,9 @@ def make_streams(args, texts):
                 ids.append(key)
                 words.append(text)
                 length += pause + len(audio)
-            if length < args.min_minutes * 60 * SAMPLE_RATE_HZ and number > 0:
-                break  # not enough utterances left for another stream of the minimum length
+            if (length < args.min_minutes * 60 * SAMPLE_RATE_HZ and position >= len(rows) and
+                    not whole_pass):
+                continue  # this pass's rest is too short for a stream: the next pass starts
             pieces.append(noise_rng.standard_normal(SAMPLE_RATE_HZ).astype(np.float32))
             path = os.path.abspath(os.path.join(args.out, f"stream{number:02d}.wav"))
             write_wav(path, np.concatenate(pieces))
