@@ -29,6 +29,8 @@ Expected<ModelDirImportReport> import_model_dir(const ModelDirImportOptions& opt
   if (is_icefall_transducer_dir(options.model_dir)) return import_icefall_transducer(options);
   if (is_icefall_streaming_ctc_dir(options.model_dir)) return import_icefall_streaming_ctc(options);
   if (is_nemo_export_ctc_dir(options.model_dir)) return import_nemo_export_ctc(options);
+  // Before the offline layout: the same file names, but the graph takes NeMo's caches.
+  if (is_nemo_cache_aware_ctc_dir(options.model_dir)) return import_nemo_cache_aware_ctc(options);
   if (is_nemo_sherpa_ctc_dir(options.model_dir)) return import_nemo_sherpa_ctc(options);
   std::string found;
   for (const auto& entry : fs::directory_iterator(options.model_dir, ec))
