@@ -25,6 +25,9 @@ Expected<ModelDirImportReport> import_model_dir(const ModelDirImportOptions& opt
   if (is_optimum_whisper_dir(options.model_dir)) return import_optimum_whisper(options);
   if (is_torchaudio_emformer_dir(options.model_dir)) return import_torchaudio_emformer(options);
   // Before icefall's: the same file names, but NeMo's decoder is an LSTM with (h, c) inputs.
+  // Before the offline NeMo transducer: the same files, but the encoder takes NeMo's caches.
+  if (is_nemo_cache_aware_transducer_dir(options.model_dir))
+    return import_nemo_cache_aware_transducer(options);
   if (is_nemo_transducer_dir(options.model_dir)) return import_nemo_transducer(options);
   if (is_icefall_transducer_dir(options.model_dir)) return import_icefall_transducer(options);
   if (is_icefall_streaming_ctc_dir(options.model_dir)) return import_icefall_streaming_ctc(options);

@@ -25,6 +25,13 @@ Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOption
 bool is_nemo_cache_aware_ctc_dir(const std::string& dir);
 Expected<ModelDirImportReport> import_nemo_cache_aware_ctc(const ModelDirImportOptions& options);
 
+// sherpa-onnx's layout of NeMo's cache-aware streaming FastConformer transducer (RNN-T)
+// (nemo_cache_aware_transducer.cpp): the transducer files below, the encoder taking NeMo's
+// caches; family transducer_stateful.
+bool is_nemo_cache_aware_transducer_dir(const std::string& dir);
+Expected<ModelDirImportReport> import_nemo_cache_aware_transducer(
+    const ModelDirImportOptions& options);
+
 // sherpa-onnx's NeMo transducer layout (nemo_transducer.cpp): encoder*.onnx, decoder*.onnx,
 // joiner*.onnx and tokens.txt, the decoder an LSTM prediction network with (h, c) inputs.
 bool is_nemo_transducer_dir(const std::string& dir);

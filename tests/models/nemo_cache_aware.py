@@ -55,6 +55,7 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nemo_transducer  # noqa: E402
 from nemo_ctc import BLANK, PIECES, nemo_features, read_wav  # noqa: E402
 
 N_MELS = 80
@@ -241,14 +242,16 @@ class ConformerLayer(nn.Module):
 
 class CacheAwareConformerCtc(nn.Module):
     """forward = ExportableEncDecModel.forward_for_export with cache support: the encoder's
-    forward_for_export (caches batch-first outside, layer-first inside), then the CTC decoder."""
+    forward_for_export (caches batch-first outside, layer-first inside), then the CTC decoder;
+    ctc=False: the encoder's forward_for_export alone (outputs [B, D, T'], as the transducer
+    export's encoder.onnx)."""
 
-    def __init__(self):
+    def __init__(self, ctc=True):
         super().__init__()
         self.pre_encode = CausalDwStridingSubsampling()
         self.pos_enc = RelPositionalEncoding()
         self.layers = nn.ModuleList([ConformerLayer() for _ in range(LAYERS)])
-        self.decoder = nn.Conv1d(D_MODEL, len(PIECES) + 1, 1)
+        self.decoder = nn.Conv1d(D_MODEL, len(PIECES) + 1, 1) if ctc else None
 
     @staticmethod
     def masks(padding_length, max_audio_length, offset):
@@ -290,6 +293,8 @@ class CacheAwareConformerCtc(nn.Module):
         # streaming_post_process(keep_all_outputs=False): valid_out_len frames at most.
         encoded = x.transpose(1, 2)[:, :, :VALID_OUT_LEN]
         encoded_len = torch.clamp(length, max=VALID_OUT_LEN)
+        if self.decoder is None:
+            return encoded, encoded_len, next_channel.transpose(0, 1), next_time.transpose(0, 1), next_len
         logprobs = torch.log_softmax(self.decoder(encoded).transpose(1, 2), dim=-1)
         return logprobs, encoded_len, next_channel.transpose(0, 1), next_time.transpose(0, 1), next_len
 
@@ -300,7 +305,8 @@ def zero_caches(batch):
 
 
 def stream_logprobs(model, features, zero_each_step=False):
-    """NeMo's cache-aware streaming loop over [n_mels, N] features: the valid log-prob rows."""
+    """NeMo's cache-aware streaming loop over [n_mels, N] features: the valid rows of each step's
+    first output (log-probs [T, classes]; the encoder's frames [T, D] for ctc=False)."""
     frames = features.shape[1]
     caches = zero_caches(1)
     rows = []
@@ -316,8 +322,10 @@ def stream_logprobs(model, features, zero_each_step=False):
         with torch.no_grad():
             logprobs, encoded_len, c, k, n = model(chunk, length, *caches)
         caches = (c, k, n)
-        rows.append(logprobs[0, : int(encoded_len[0])])
-    return torch.cat(rows) if rows else torch.zeros(0, BLANK + 1)
+        frames_first = logprobs[0] if model.decoder is not None else logprobs[0].transpose(0, 1)
+        rows.append(frames_first[: int(encoded_len[0])])
+    width = BLANK + 1 if model.decoder is not None else D_MODEL
+    return torch.cat(rows) if rows else torch.zeros(0, width)
 
 
 def synthetic_features(seed):
@@ -349,12 +357,101 @@ def make_model(seed):
     return model
 
 
+def make_transducer(seed):
+    """The encoder (ctc=False) with NeMo's RNNTDecoder and RNNTJoint stand-ins (nemo_transducer.py), the
+    joint's bias calibrated on the streamed encoder's frames of the calibration audio."""
+    torch.manual_seed(seed)
+    encoder = CacheAwareConformerCtc(ctc=False).eval()
+    decoder, joint = nemo_transducer.Decoder().eval(), nemo_transducer.Joint(False, encoder_dim=D_MODEL).eval()
+    with torch.no_grad():
+        joint.out.weight.mul_(20.0)
+        frames = stream_logprobs(encoder, synthetic_features(1))  # [T, D]
+        # (The blank's bias below is set on the repository's sample recording: on the synthetic audio
+        # alone it stays too low for speech-like input.)
+        sample = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../samples/play_music.wav")
+        speech = stream_logprobs(encoder, nemo_features(read_wav(sample), FRONTEND, whole_hops=False)[0])
+        nemo_transducer.calibrate_joint(joint, decoder, frames.t().unsqueeze(0))
+        # The zero-state calibration above leaves this small encoder emitting max_symbols units per frame
+        # (the prediction network's state after a unit favours more units): raise the blank's bias until
+        # greedy search on the calibration audio emits fewer units than frames.
+        zeros = torch.zeros(nemo_transducer.PRED_LAYERS, 1, nemo_transducer.PRED_HIDDEN)
+        for _ in range(200):
+            ids = nemo_transducer.greedy(speech, decoder, joint, False, 10, (BLANK, zeros, zeros, [], 0))[3]
+            if len(ids) < 0.6 * speech.shape[0]:
+                break
+            joint.out.bias[BLANK] += 0.25
+    return encoder, decoder, joint
+
+
+def export_transducer(args):
+    import onnx
+
+    encoder, decoder, joint = make_transducer(args.seed)
+    torch.save({"encoder": encoder.state_dict(), "decoder": decoder.state_dict(), "joint": joint.state_dict()},
+               os.path.join(args.dir, "weights.pt"))
+    window = CHUNK_FRAMES + PRE_ENCODE_CACHE
+    g = torch.Generator().manual_seed(3)
+    example = (torch.randn(2, N_MELS, window, generator=g), torch.tensor([window, 20], dtype=torch.int64),
+               torch.randn(2, LAYERS, CACHE_CHANNEL, D_MODEL, generator=g),
+               torch.randn(2, LAYERS, D_MODEL, CACHE_TIME, generator=g), torch.tensor([5, 12], dtype=torch.int64))
+    inputs = ["audio_signal", "length", "cache_last_channel", "cache_last_time", "cache_last_channel_len"]
+    outputs = ["outputs", "encoded_lengths", "cache_last_channel_next", "cache_last_time_next",
+               "cache_last_channel_next_len"]
+    axes = {"audio_signal": [0, 2], "length": [0], "cache_last_channel": [0, 2], "cache_last_time": [0, 3],
+            "cache_last_channel_len": [0], "outputs": [0, 2], "encoded_lengths": [0],
+            "cache_last_channel_next": [0, 2], "cache_last_time_next": [0, 3], "cache_last_channel_next_len": [0]}
+    dynamic_axes = {name: {a: f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(dims)} for name, dims in axes.items()}
+    enc_path = os.path.join(args.dir, "encoder.onnx")
+    torch.onnx.export(encoder, example, enc_path, opset_version=13, input_names=inputs, output_names=outputs,
+                      dynamic_axes=dynamic_axes)
+    nemo_transducer.export_prediction_networks(decoder, joint, args.dir)
+    m = onnx.load(enc_path)
+    meta = sherpa_metadata(window)
+    meta["pred_rnn_layers"] = str(nemo_transducer.PRED_LAYERS)
+    meta["pred_hidden"] = str(nemo_transducer.PRED_HIDDEN)
+    meta["comment"] = "Only the transducer branch is exported (voxrt test stand-in, random weights)"
+    if args.drop_key:
+        meta.pop(args.drop_key)
+    del m.metadata_props[:]
+    for k, v in meta.items():
+        p = m.metadata_props.add()
+        p.key, p.value = k, v
+    onnx.save(m, enc_path)
+
+
+def sherpa_metadata(window):
+    return {
+        "vocab_size": str(len(PIECES)),  # NeMo's vocab_size: without the blank
+        "window_size": str(window),
+        "chunk_shift": str(CHUNK_FRAMES),
+        "normalize_type": "",  # NeMo's "NA", as the script writes it
+        "cache_last_channel_dim1": str(LAYERS),
+        "cache_last_channel_dim2": str(CACHE_CHANNEL),
+        "cache_last_channel_dim3": str(D_MODEL),
+        "cache_last_time_dim1": str(LAYERS),
+        "cache_last_time_dim2": str(D_MODEL),
+        "cache_last_time_dim3": str(CACHE_TIME),
+        "subsampling_factor": "8",
+        "model_type": "EncDecHybridRNNTCTCBPEModel",
+        "version": "1",
+        "model_author": "NeMo",
+        "comment": "Only the CTC branch is exported (voxrt test stand-in, random weights)",
+    }
+
+
 def export(args):
     os.makedirs(args.dir, exist_ok=True)
+    with open(os.path.join(args.dir, "frontend.json"), "w") as f:
+        json.dump(dict(FRONTEND, seed=args.seed, model=args.model), f)
+    with open(os.path.join(args.dir, "tokens.txt"), "w", encoding="utf-8") as f:
+        for i, piece in enumerate(PIECES):
+            f.write(f"{piece} {i}\n")
+        f.write(f"<blk> {BLANK}\n")
+    if args.model == "rnnt":
+        export_transducer(args)
+        return
     model = make_model(args.seed)
     torch.save(model.state_dict(), os.path.join(args.dir, "weights.pt"))
-    with open(os.path.join(args.dir, "frontend.json"), "w") as f:
-        json.dump(dict(FRONTEND, seed=args.seed), f)
     # NeMo's input_example: a window of chunk + pre-encode cache frames, random lengths and caches.
     window = CHUNK_FRAMES + PRE_ENCODE_CACHE
     g = torch.Generator().manual_seed(3)
@@ -376,23 +473,7 @@ def export(args):
     import onnx
 
     m = onnx.load(path)
-    meta = {
-        "vocab_size": str(len(PIECES)),  # NeMo's vocab_size: without the blank
-        "window_size": str(window),
-        "chunk_shift": str(CHUNK_FRAMES),
-        "normalize_type": "",  # NeMo's "NA", as the script writes it
-        "cache_last_channel_dim1": str(LAYERS),
-        "cache_last_channel_dim2": str(CACHE_CHANNEL),
-        "cache_last_channel_dim3": str(D_MODEL),
-        "cache_last_time_dim1": str(LAYERS),
-        "cache_last_time_dim2": str(D_MODEL),
-        "cache_last_time_dim3": str(CACHE_TIME),
-        "subsampling_factor": "8",
-        "model_type": "EncDecHybridRNNTCTCBPEModel",
-        "version": "1",
-        "model_author": "NeMo",
-        "comment": "Only the CTC branch is exported (voxrt test stand-in, random weights)",
-    }
+    meta = sherpa_metadata(window)
     if args.drop_key:
         meta.pop(args.drop_key)
     del m.metadata_props[:]
@@ -400,10 +481,6 @@ def export(args):
         p = m.metadata_props.add()
         p.key, p.value = k, v
     onnx.save(m, path)
-    with open(os.path.join(args.dir, "tokens.txt"), "w", encoding="utf-8") as f:
-        for i, piece in enumerate(PIECES):
-            f.write(f"{piece} {i}\n")
-        f.write(f"<blk> {BLANK}\n")
 
 
 def frontend(args):
@@ -418,6 +495,8 @@ def frontend(args):
 def reference(args):
     with open(os.path.join(args.dir, "frontend.json")) as f:
         cfg = json.load(f)
+    if cfg.get("model") == "rnnt":
+        return reference_transducer(args, cfg)
     model = make_model(cfg.get("seed", 0))
     model.load_state_dict(torch.load(os.path.join(args.dir, "weights.pt")))
     for wav in args.wavs:
@@ -432,12 +511,35 @@ def reference(args):
         print(json.dumps({"file": wav, "text": text, "ids": ids, "frames": int(logprobs.shape[0])}))
 
 
+def reference_transducer(args, cfg):
+    """The streamed encoder's frames of every step, then NeMo's greedy RNN-T rules (nemo_transducer.greedy,
+    max_symbols 10: NeMo's greedy default) with the prediction network's state and last unit carried across
+    steps (NeMo's streaming loop passes its previous hypotheses on), starting from the blank and zero states."""
+    encoder, decoder, joint = make_transducer(cfg.get("seed", 0))
+    weights = torch.load(os.path.join(args.dir, "weights.pt"))
+    encoder.load_state_dict(weights["encoder"])
+    decoder.load_state_dict(weights["decoder"])
+    joint.load_state_dict(weights["joint"])
+    zeros = torch.zeros(nemo_transducer.PRED_LAYERS, 1, nemo_transducer.PRED_HIDDEN)
+    for wav in args.wavs:
+        features, _ = nemo_features(read_wav(wav), cfg, whole_hops=False)
+        with torch.no_grad():
+            frames = stream_logprobs(encoder, features, zero_each_step=args.zero_caches)
+            state = nemo_transducer.greedy(frames, decoder, joint, False, 10, (BLANK, zeros, zeros, [], 0))
+        ids = state[3]
+        text = "".join(PIECES[i] for i in ids).replace("\u2581", " ").strip()
+        print(json.dumps({"file": wav, "text": text, "ids": ids, "frames": int(frames.shape[0])}))
+
+
 def main():
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="command", required=True)
     e = sub.add_parser("export")
     e.add_argument("dir")
     e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--model", choices=["ctc", "rnnt"], default="ctc",
+                   help="ctc: model.onnx (export-onnx-ctc.py); rnnt: encoder.onnx, decoder.onnx, joiner.onnx "
+                        "(export-onnx-transducer.py)")
     e.add_argument("--drop-key", default="", help="leave this metadata key out (the import's error test)")
     fe = sub.add_parser("frontend")
     fe.add_argument("dir")

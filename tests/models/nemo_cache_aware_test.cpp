@@ -85,11 +85,24 @@ class NemoCacheAwareTest : public ::testing::Test {
     EXPECT_EQ(imported->family, "ctc_streaming");
     EXPECT_EQ(imported->layout, "nemo-sherpa-onnx-cache-aware-ctc");
     for (const auto& note : imported->notes) std::cout << "  import: " << note << "\n";
+    // The transducer (RNN-T) variant: encoder.onnx, decoder.onnx, joiner.onnx.
+    rnnt_dir_ = work_dir() / "rnnt";
+    rnnt_bundle_ = work_dir() / "rnnt.bundle";
+    ASSERT_TRUE(export_model(rnnt_dir_, "--model rnnt").is_ok());
+    auto rnnt = import_dir(rnnt_dir_, rnnt_bundle_);
+    ASSERT_TRUE(rnnt.has_value()) << rnnt.status().to_string();
+    EXPECT_EQ(rnnt->family, "transducer_stateful");
+    EXPECT_EQ(rnnt->layout, "nemo-sherpa-onnx-cache-aware-transducer");
+    for (const auto& note : rnnt->notes) std::cout << "  import: " << note << "\n";
   }
 
-  static std::shared_ptr<stream::Recognizer> make(int max_batch) {
+  static std::shared_ptr<stream::Recognizer> make(int max_batch, const fs::path& bundle = bundle_) {
     stream::RecognizerConfig config;
-    config.engine_path = bundle_.string();
+    config.engine_path = bundle.string();
+    // NeMo's streaming loop has no endpoints: no rule may end an utterance (and reset the
+    // stream's state) inside these clips.
+    config.endpoint.rule1.min_trailing_silence_s = 1000.0;
+    config.endpoint.rule2.min_trailing_silence_s = 1000.0;
     config.vad = stream::VadKind::kOff;
     config.max_batch = max_batch;
     config.max_streams = 8;
@@ -98,9 +111,10 @@ class NemoCacheAwareTest : public ::testing::Test {
     return r ? *r : nullptr;
   }
 
-  static std::vector<std::string> reference(const std::string& extra = "") {
+  static std::vector<std::string> reference(const std::string& extra = "",
+                                            const fs::path& dir = model_dir_) {
     std::string cmd =
-        "/usr/bin/python3 '" + script() + "' reference '" + model_dir_.string() + "' " + extra;
+        "/usr/bin/python3 '" + script() + "' reference '" + dir.string() + "' " + extra;
     for (const auto& w : wavs_) cmd += " '" + w + "'";
     std::vector<std::string> texts;
     std::istringstream lines(run_capture(cmd + " 2>/dev/null"));
@@ -115,6 +129,8 @@ class NemoCacheAwareTest : public ::testing::Test {
   static inline std::vector<std::string> wavs_;
   static inline fs::path model_dir_;
   static inline fs::path bundle_;
+  static inline fs::path rnnt_dir_;
+  static inline fs::path rnnt_bundle_;
 };
 
 TEST_F(NemoCacheAwareTest, BundleHoldsTheStreamingContract) {
@@ -306,6 +322,33 @@ TEST_F(NemoCacheAwareTest, BrokenCachesChangeTheText) {
   ASSERT_EQ(carried.size(), zeroed.size());
   int differ = 0;
   for (std::size_t i = 0; i < carried.size(); ++i) differ += carried[i] != zeroed[i] ? 1 : 0;
+  EXPECT_GE(differ, 2) << "zeroed caches must change the text of the longer clips";
+}
+
+// The transducer variant (encoder with NeMo's caches, NeMo's LSTM prediction network and joint,
+// family transducer_stateful): each clip alone and the three batched with different cuts give the
+// reference's text (NeMo's greedy RNN-T over the streamed encoder frames, the prediction
+// network's state carried across chunks), and zeroed caches change the reference's text.
+TEST_F(NemoCacheAwareTest, TransducerMatchesReference) {
+  const std::vector<std::string> want = reference("", rnnt_dir_);
+  ASSERT_EQ(want.size(), wavs_.size());
+  for (const auto& w : want) EXPECT_FALSE(w.empty());
+  auto alone = make(1, rnnt_bundle_);
+  ASSERT_NE(alone, nullptr);
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    const auto got = model_test::final_texts_of_streams(*alone, {wavs_[i]}, {1600});
+    EXPECT_EQ(got[0], want[i]) << wavs_[i];
+  }
+  auto batched = make(3, rnnt_bundle_);
+  ASSERT_NE(batched, nullptr);
+  for (const auto& cut : std::vector<std::vector<std::size_t>>{{160, 160, 160}, {37, 5000, 999}}) {
+    SCOPED_TRACE(::testing::PrintToString(cut));
+    const auto got = model_test::final_texts_of_streams(*batched, wavs_, cut);
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << wavs_[i];
+  }
+  const std::vector<std::string> zeroed = reference("--zero-caches", rnnt_dir_);
+  int differ = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) differ += want[i] != zeroed[i] ? 1 : 0;
   EXPECT_GE(differ, 2) << "zeroed caches must change the text of the longer clips";
 }
 
