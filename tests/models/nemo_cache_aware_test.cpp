@@ -195,12 +195,13 @@ TEST_F(NemoCacheAwareTest, FrontEndMatchesNemo) {
   }
 }
 
-// One step of the engine against onnxruntime on the exported model.onnx: three rows with random
+// One step of the engine against onnxruntime on the exported graph: three rows with random
 // windows, lengths (a full chunk, a part, a chunk with 3 frames of audio) and caches (the
 // last-channel cache partly filled), every output compared, the caches' next values included.
-TEST_F(NemoCacheAwareTest, EngineStepMatchesOnnxruntime) {
-  if (!ort::onnxruntime_available())
-    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+// `output`: the first output (logprobs, or the encoder's outputs, which the engine gives as
+// frames: `channels_first` in the export).
+void step_matches_onnxruntime(const fs::path& onnx, const fs::path& engine_file,
+                              const std::string& output, bool channels_first) {
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   auto random = [&](Dims dims, float scale, float offset) {
@@ -216,11 +217,10 @@ TEST_F(NemoCacheAwareTest, EngineStepMatchesOnnxruntime) {
   const Tensor channel_len = Tensor::from_vector<std::int64_t>({kRows}, {0, 5, 12});
   const std::vector<std::int64_t> lengths = {kPre + kChunk, kPre + 20, kPre + 3};
   auto expected = ort::run_onnxruntime(
-      (model_dir_ / "model.onnx").string(),
+      onnx.string(),
       {"audio_signal", "length", "cache_last_channel", "cache_last_time", "cache_last_channel_len"},
       {signal, Tensor::from_vector<std::int64_t>({kRows}, lengths), channel, time, channel_len},
-      {"logprobs", "cache_last_channel_next", "cache_last_time_next",
-       "cache_last_channel_next_len"});
+      {output, "cache_last_channel_next", "cache_last_time_next", "cache_last_channel_next_len"});
   ASSERT_TRUE(expected.has_value()) << expected.status().to_string();
   // The engine's inputs: the window's last 32 frames as features and its first 9 as the
   // pre-encode cache, [B, T, n_mels]; the chunk's audio frames as chunk_length.
@@ -245,7 +245,7 @@ TEST_F(NemoCacheAwareTest, EngineStepMatchesOnnxruntime) {
       {"cache_last_channel", channel},
       {"cache_last_time", time},
       {"cache_last_channel_len", channel_len}};
-  auto engine = Engine::load_file((bundle_ / "model.engine").string());
+  auto engine = Engine::load_file(engine_file.string());
   ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
   auto context = (*engine)->create_context();
   ASSERT_TRUE(context.has_value());
@@ -256,7 +256,7 @@ TEST_F(NemoCacheAwareTest, EngineStepMatchesOnnxruntime) {
   }
   auto got = (*context)->run(inputs);
   ASSERT_TRUE(got.has_value()) << got.status().to_string();
-  const std::vector<std::string> compared = {"logprobs", "cache_last_channel_next",
+  const std::vector<std::string> compared = {output, "cache_last_channel_next",
                                              "cache_last_time_next", "cache_last_channel_next_len"};
   for (std::size_t k = 0; k < compared.size(); ++k) {
     int index = -1;
@@ -265,21 +265,44 @@ TEST_F(NemoCacheAwareTest, EngineStepMatchesOnnxruntime) {
     ASSERT_GE(index, 0) << compared[k];
     const Tensor& want = expected->outputs[k];
     const Tensor& have = (*got)[static_cast<std::size_t>(index)];
-    ASSERT_EQ(have.dims(), want.dims()) << compared[k];
+    const bool transposed = k == 0 && channels_first;
+    Dims want_dims = want.dims();
+    if (transposed) std::swap(want_dims[1], want_dims[2]);
+    ASSERT_EQ(have.dims(), want_dims) << compared[k];
     double worst = 0.0;
     for (std::int64_t i = 0; i < want.element_count(); ++i) {
+      std::int64_t j = i;
+      if (transposed) {  // want [B, D, T] at i -> have [B, T, D]
+        const std::int64_t d_size = want.dim(1), t_size = want.dim(2);
+        const std::int64_t b = i / (d_size * t_size), d = i / t_size % d_size, t = i % t_size;
+        j = (b * t_size + t) * d_size + d;
+      }
       const double w = want.dtype() == DType::kI64
                            ? static_cast<double>(want.data<std::int64_t>()[i])
                            : want.data<float>()[i];
       const double h = have.dtype() == DType::kI64
-                           ? static_cast<double>(have.data<std::int64_t>()[i])
-                           : have.data<float>()[i];
+                           ? static_cast<double>(have.data<std::int64_t>()[j])
+                           : have.data<float>()[j];
       worst = std::max(worst, std::abs(w - h));
     }
     std::cout << "  " << compared[k] << " " << dims_to_string(want.dims())
               << ": max |diff| vs onnxruntime " << worst << "\n";
     EXPECT_LT(worst, 1e-3) << compared[k];
   }
+}
+
+TEST_F(NemoCacheAwareTest, EngineStepMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  step_matches_onnxruntime(model_dir_ / "model.onnx", bundle_ / "model.engine", "logprobs", false);
+}
+
+// The transducer's encoder.onnx: its outputs [B, D, T'] are the engine's frames [B, T', D].
+TEST_F(NemoCacheAwareTest, TransducerEncoderStepMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  step_matches_onnxruntime(rnnt_dir_ / "encoder.onnx", rnnt_bundle_ / "encoder.engine", "outputs",
+                           true);
 }
 
 // Each clip as one stream: the text is the reference's (NeMo's streaming loop), which must say
