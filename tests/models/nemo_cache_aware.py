@@ -17,7 +17,7 @@ chunk as NeMo's cache-aware streaming loop does, for voxrt's import tests
       tokens.txt (pieces, <blk> last), weights.pt, frontend.json
   frontend DIR WAV OUT   NeMo's features of every sample of WAV (normalize NA): OUT gets two int32 (n_mels,
                          frames) then float32 [n_mels, frames] row-major
-  reference DIR [--zero-caches] WAV...
+  reference DIR [--zero-caches] [--search greedy|beam] [--beam K] WAV...
       one JSON line per file: {"file", "text", "ids"}
 
 The module is a small stand-in of NeMo's ConformerEncoder in its cache-aware configuration, written from
@@ -56,7 +56,7 @@ import torch.nn as nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import nemo_transducer  # noqa: E402
-from nemo_ctc import BLANK, PIECES, nemo_features, read_wav  # noqa: E402
+from nemo_ctc import BLANK, PIECES, nemo_features, prefix_beam_search, read_wav  # noqa: E402
 
 N_MELS = 80
 D_MODEL = 32
@@ -502,11 +502,14 @@ def reference(args):
     for wav in args.wavs:
         features, _ = nemo_features(read_wav(wav), cfg, whole_hops=False)
         logprobs = stream_logprobs(model, features, zero_each_step=args.zero_caches)
-        ids, previous = [], -1
-        for k in logprobs.argmax(dim=-1).tolist():
-            if k != BLANK and k != previous:
-                ids.append(k)
-            previous = k
+        if args.search == "beam":
+            ids = prefix_beam_search(logprobs, args.beam, BLANK)
+        else:
+            ids, previous = [], -1
+            for k in logprobs.argmax(dim=-1).tolist():
+                if k != BLANK and k != previous:
+                    ids.append(k)
+                previous = k
         text = "".join(PIECES[i] for i in ids).replace("\u2581", " ").strip()
         print(json.dumps({"file": wav, "text": text, "ids": ids, "frames": int(logprobs.shape[0])}))
 
@@ -549,6 +552,9 @@ def main():
     r.add_argument("dir")
     r.add_argument("wavs", nargs="+")
     r.add_argument("--zero-caches", action="store_true", help="zero the caches before every step")
+    r.add_argument("--search", choices=["greedy", "beam"], default="greedy",
+                   help="CTC: beam is nemo_ctc.py's prefix beam search (voxrt's default pruning, no LM)")
+    r.add_argument("--beam", type=int, default=8)
     args = parser.parse_args()
     {"export": export, "frontend": frontend, "reference": reference}[args.command](args)
 

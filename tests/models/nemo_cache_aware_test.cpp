@@ -96,9 +96,13 @@ class NemoCacheAwareTest : public ::testing::Test {
     for (const auto& note : rnnt->notes) std::cout << "  import: " << note << "\n";
   }
 
-  static std::shared_ptr<stream::Recognizer> make(int max_batch, const fs::path& bundle = bundle_) {
+  static std::shared_ptr<stream::Recognizer> make(
+      int max_batch, const fs::path& bundle = bundle_,
+      stream::DecoderKind search = stream::DecoderKind::kGreedy) {
     stream::RecognizerConfig config;
     config.engine_path = bundle.string();
+    config.decoder = search;
+    config.beam.beam_width = 8;
     // NeMo's streaming loop has no endpoints: no rule may end an utterance (and reset the
     // stream's state) inside these clips.
     config.endpoint.rule1.min_trailing_silence_s = 1000.0;
@@ -334,6 +338,22 @@ TEST_F(NemoCacheAwareTest, BatchedStreamsAndAnyCutMatchReference) {
     ASSERT_EQ(got.size(), want.size());
     for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << wavs_[i];
   }
+}
+
+// The CTC prefix beam search (width 8, no LM) over the streamed log-probs = the reference's prefix
+// beam search (nemo_ctc.py's, voxrt's default pruning) over NeMo's streaming loop, batched.
+TEST_F(NemoCacheAwareTest, BeamSearchMatchesReference) {
+  const std::vector<std::string> want = reference("--search beam --beam 8");
+  auto r = make(3, bundle_, stream::DecoderKind::kBeam);
+  ASSERT_NE(r, nullptr);
+  const auto got = model_test::final_texts_of_streams(*r, wavs_, {1600, 333, 4000});
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << wavs_[i];
+  const std::vector<std::string> greedy = reference();
+  int differ = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) differ += want[i] != greedy[i] ? 1 : 0;
+  std::cout << "  beam texts that differ from greedy's: " << differ << " of " << want.size()
+            << "\n";
 }
 
 // A broken cache would be seen: the reference with every step started from zero caches says
