@@ -9,7 +9,8 @@
 namespace voxrt::model_import {
 namespace {
 
-// The exporter's names (NeMo's Exportable for a cache-aware encoder + CTC decoder).
+// The exporter's names (NeMo's Exportable for a cache-aware encoder, alone or with the CTC
+// decoder).
 constexpr const char* kSignal = "audio_signal";
 constexpr const char* kLength = "length";
 constexpr const char* kEncodedLengths = "encoded_lengths";
