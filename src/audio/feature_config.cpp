@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "audio/nemo_log_mel.h"
 #include "audio/torchaudio_log_mel.h"
 #include "audio/whisper_log_mel.h"
 
@@ -61,6 +62,7 @@ const char* feature_type_name(FeatureType type) {
     case FeatureType::kWaveform: return "waveform";
     case FeatureType::kWhisperLogMel: return "whisper_log_mel";
     case FeatureType::kTorchaudioLogMel: return "torchaudio_log_mel";
+    case FeatureType::kNemoLogMel: return "nemo_log_mel";
   }
   return "unknown";
 }
@@ -123,10 +125,12 @@ Expected<FeatureConfig> FeatureConfig::from_metadata(
       config = whisper_feature_config(80);
     } else if (*type == "torchaudio_log_mel") {
       config = torchaudio_feature_config(80);
+    } else if (*type == "nemo_log_mel") {
+      config = nemo_log_mel_feature_config(80);
     } else if (*type != "fbank") {
       return invalid_argument(
           "metadata voxrt.feature.type: expected fbank, linear_spectrogram, waveform, "
-          "whisper_log_mel or torchaudio_log_mel, "
+          "whisper_log_mel, torchaudio_log_mel or nemo_log_mel, "
           "found '",
           *type, "'");
     }
@@ -232,7 +236,8 @@ Status FeatureConfig::validate() const {
   }
   if (!(waveform_scale > 0)) return fail("expected waveform_scale > 0, found ", waveform_scale);
   if (!(energy_floor >= 0)) return fail("expected energy_floor >= 0, found ", energy_floor);
-  if (type == FeatureType::kWhisperLogMel || type == FeatureType::kTorchaudioLogMel) {
+  if (type == FeatureType::kWhisperLogMel || type == FeatureType::kTorchaudioLogMel ||
+      type == FeatureType::kNemoLogMel) {
     if (num_bins < 1 || num_bins > 1024) {
       return fail("expected 1 to 1024 mel bins, found ", num_bins);
     }

@@ -18,12 +18,15 @@ namespace voxrt::audio {
 // (whisper_log_mel.h); its framing is torch.stft(center=True)'s, not Kaldi's, whatever
 // snip_edges says. kTorchaudioLogMel: torchaudio's RNN-T pipelines' HTK mel with their
 // piecewise-linear log (torchaudio_log_mel.h), framed as torch.stft(center=True).
+// kNemoLogMel: NeMo's log-mel without normalisation (nemo_log_mel.h), its pre-emphasis over the
+// stream and torch.stft(center=True)'s zero padding (nemo_frame_placement.h).
 enum class FeatureType : std::uint8_t {
   kFbank,
   kLinearSpectrogram,
   kWaveform,
   kWhisperLogMel,
-  kTorchaudioLogMel
+  kTorchaudioLogMel,
+  kNemoLogMel
 };
 enum class WindowType : std::uint8_t { kPovey, kHamming, kHann, kRectangular };
 

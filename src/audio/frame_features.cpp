@@ -5,6 +5,7 @@
 #include <limits>
 #include <numbers>
 
+#include "audio/nemo_log_mel.h"
 #include "audio/torchaudio_log_mel.h"
 #include "audio/whisper_log_mel.h"
 
@@ -30,7 +31,7 @@ FrameFeatureComputer::FrameFeatureComputer(const FeatureConfig& config, RealFft 
     : config_(config), fft_(std::move(fft)) {
   build_window();
   if (config_.type == FeatureType::kFbank) build_mel_banks();
-  if (config_.type == FeatureType::kWhisperLogMel) {
+  if (config_.type == FeatureType::kWhisperLogMel || config_.type == FeatureType::kNemoLogMel) {
     store_dense_mel_banks(
         slaney_mel_filterbank(config_.sample_rate_hz, config_.fft_size(), config_.num_bins));
   }
@@ -151,7 +152,8 @@ void FrameFeatureComputer::compute(FrameScratch& scratch, float* features) const
   const bool wants_energy = config_.type == FeatureType::kFbank && config_.use_energy;
   double energy = 0.0;
   if (wants_energy && config_.raw_energy) energy = log_energy();
-  if (config_.preemphasis != 0.0) {
+  // NeMo pre-emphasises the whole signal before framing: its frame placement already did.
+  if (config_.preemphasis != 0.0 && config_.type != FeatureType::kNemoLogMel) {
     for (int i = length - 1; i > 0; --i) x[i] -= config_.preemphasis * x[i - 1];
     x[0] -= config_.preemphasis * x[0];
   }
@@ -180,6 +182,8 @@ void FrameFeatureComputer::compute(FrameScratch& scratch, float* features) const
       out[bin] = static_cast<float>(std::log10(std::max(sum, kWhisperLogFloor)));
     } else if (config_.type == FeatureType::kTorchaudioLogMel) {
       out[bin] = static_cast<float>(piecewise_linear_log(sum));
+    } else if (config_.type == FeatureType::kNemoLogMel) {
+      out[bin] = static_cast<float>(std::log(sum + kNemoLogZeroGuard));
     } else {
       out[bin] =
           static_cast<float>(config_.use_log_fbank ? std::log(std::max(sum, kLogFloor)) : sum);

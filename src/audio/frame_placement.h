@@ -7,6 +7,8 @@
 //     frame * shift, reflected at the start, zeros past the end.
 //   - torchaudio's MelSpectrogram (torch.stft(center=True) over the stream): frames centred on
 //     frame * shift, reflected at both edges.
+//   - NeMo's log-mel (torch.stft(center=True, pad_mode="constant") over the pre-emphasised
+//     stream): frames centred on frame * shift, zeros past both edges.
 #pragma once
 
 #include <cstdint>

@@ -25,10 +25,15 @@ Expected<ModelDirImportReport> import_model_dir(const ModelDirImportOptions& opt
   if (is_optimum_whisper_dir(options.model_dir)) return import_optimum_whisper(options);
   if (is_torchaudio_emformer_dir(options.model_dir)) return import_torchaudio_emformer(options);
   // Before icefall's: the same file names, but NeMo's decoder is an LSTM with (h, c) inputs.
+  // Before the offline NeMo transducer: the same files, but the encoder takes NeMo's caches.
+  if (is_nemo_cache_aware_transducer_dir(options.model_dir))
+    return import_nemo_cache_aware_transducer(options);
   if (is_nemo_transducer_dir(options.model_dir)) return import_nemo_transducer(options);
   if (is_icefall_transducer_dir(options.model_dir)) return import_icefall_transducer(options);
   if (is_icefall_streaming_ctc_dir(options.model_dir)) return import_icefall_streaming_ctc(options);
   if (is_nemo_export_ctc_dir(options.model_dir)) return import_nemo_export_ctc(options);
+  // Before the offline layout: the same file names, but the graph takes NeMo's caches.
+  if (is_nemo_cache_aware_ctc_dir(options.model_dir)) return import_nemo_cache_aware_ctc(options);
   if (is_nemo_sherpa_ctc_dir(options.model_dir)) return import_nemo_sherpa_ctc(options);
   std::string found;
   for (const auto& entry : fs::directory_iterator(options.model_dir, ec))

@@ -40,8 +40,9 @@ Expected<NemoGraph> read_nemo_graph(const std::string& file) {
     if (input->name != kFeaturesInput && input->name != kLengthInput) {
       return invalid_argument(file, ": unexpected input '", input->name,
                               "': a NeMo CTC export takes audio_signal [B, n_mels, T] and length "
-                              "[B] (cache-aware streaming exports, with cache inputs, are not "
-                              "supported)");
+                              "[B] (a cache-aware streaming export, with cache inputs, is "
+                              "imported in sherpa-onnx's layout: model.onnx with its metadata "
+                              "and tokens.txt, not next to model_config.yaml)");
     }
   }
   ir::Value* signal = graph.find_value(kFeaturesInput);

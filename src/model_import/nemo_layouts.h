@@ -1,6 +1,7 @@
 // NeMo's exports (one file per layout: nemo_ctc.cpp, nemo_transducer.cpp): what sherpa-onnx's
 // scripts/nemo/*/export-onnx-ctc*.py leave, and what NeMo's own model.export() leaves next to the
-// unpacked .nemo archive. Both are offline, whole-utterance models (family ctc_offline).
+// unpacked .nemo archive: offline, whole-utterance models (family ctc_offline), and sherpa-onnx's
+// export of a cache-aware streaming model (family ctc_streaming).
 #pragma once
 
 #include <string>
@@ -17,6 +18,19 @@ Expected<ModelDirImportReport> import_nemo_sherpa_ctc(const ModelDirImportOption
 // model_config.yaml (a .nemo archive's) and one *.onnx.
 bool is_nemo_export_ctc_dir(const std::string& dir);
 Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOptions& options);
+
+// sherpa-onnx's layout of NeMo's cache-aware streaming FastConformer-CTC
+// (nemo_cache_aware_ctc.cpp): model.onnx with the cache inputs (cache_last_channel, ...) and
+// tokens.txt; family ctc_streaming.
+bool is_nemo_cache_aware_ctc_dir(const std::string& dir);
+Expected<ModelDirImportReport> import_nemo_cache_aware_ctc(const ModelDirImportOptions& options);
+
+// sherpa-onnx's layout of NeMo's cache-aware streaming FastConformer transducer (RNN-T)
+// (nemo_cache_aware_transducer.cpp): the transducer files below, the encoder taking NeMo's
+// caches; family transducer_stateful.
+bool is_nemo_cache_aware_transducer_dir(const std::string& dir);
+Expected<ModelDirImportReport> import_nemo_cache_aware_transducer(
+    const ModelDirImportOptions& options);
 
 // sherpa-onnx's NeMo transducer layout (nemo_transducer.cpp): encoder*.onnx, decoder*.onnx,
 // joiner*.onnx and tokens.txt, the decoder an LSTM prediction network with (h, c) inputs.

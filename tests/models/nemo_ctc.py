@@ -231,13 +231,16 @@ def slaney_mel_filterbank(sample_rate, n_fft, n_mels, fmin=0.0, fmax=None):
     return weights
 
 
-def nemo_features(samples, cfg):
-    """NeMo's FilterbankFeatures.forward (eval: no dither) on one utterance: [n_mels, frames] float32."""
+def nemo_features(samples, cfg, whole_hops=True):
+    """NeMo's FilterbankFeatures.forward (eval: no dither) on one utterance: [n_mels, frames] float32.
+    whole_hops: cut the audio to whole hops first (the offline family's driver hands it whole hops;
+    a streaming front end sees every sample, as NeMo does)."""
     sr = cfg["sample_rate"]
     hop = int(round(cfg["window_stride"] * sr))
     win = int(round(cfg["window_size"] * sr))
     n_fft = cfg.get("n_fft") or 2 ** math.ceil(math.log2(win))
-    samples = samples[: len(samples) // hop * hop]
+    if whole_hops:
+        samples = samples[: len(samples) // hop * hop]
     x = torch.from_numpy(np.asarray(samples, dtype=np.float32)).unsqueeze(0)
     preemph = cfg.get("preemph")
     if preemph:

@@ -93,9 +93,9 @@ class Decoder(nn.Module):
 
 
 class Joint(nn.Module):
-    def __init__(self, tdt):
+    def __init__(self, tdt, encoder_dim=D_MODEL):
         super().__init__()
-        self.enc = nn.Linear(D_MODEL, JOINT_DIM)
+        self.enc = nn.Linear(encoder_dim, JOINT_DIM)
         self.pred = nn.Linear(PRED_HIDDEN, JOINT_DIM)
         self.out = nn.Linear(JOINT_DIM, BLANK + 1 + (len(DURATIONS) if tdt else 0))
 
@@ -119,6 +119,13 @@ def make_modules(seed, tdt):
         g = torch.Generator().manual_seed(1)
         feats = torch.randn(4, N_MELS, 300, generator=g)
         enc, _ = encoder.eval()(feats, torch.full((4,), 300))
+        calibrate_joint(joint, decoder, enc)
+    return encoder.eval(), decoder.eval(), joint.eval()
+
+
+def calibrate_joint(joint, decoder, enc):
+    """Sets the joint's output bias from encoder outputs enc [N, D, T] (see make_modules)."""
+    with torch.no_grad():
         # The prediction network's outputs after the blank (the start) and after every unit, each frame.
         units = torch.arange(BLANK + 1, dtype=torch.int32).view(1, -1)
         dec, _, _, _ = decoder(units.t(), torch.ones(BLANK + 1, dtype=torch.int32),
@@ -135,11 +142,33 @@ def make_modules(seed, tdt):
         logits = joint.out(hidden)[..., : BLANK + 1].reshape(-1, BLANK + 1)
         margin = logits[:, :BLANK].max(dim=1).values - logits[:, BLANK]
         joint.out.bias[BLANK] += float(torch.quantile(margin, 0.6))
-    return encoder.eval(), decoder.eval(), joint.eval()
 
 
 def frontend_config():
     return dict(nemo_ctc.FRONTEND, subsampling=SUBSAMPLING)
+
+
+def export_prediction_networks(decoder, joint, out_dir):
+    """decoder.onnx and joiner.onnx with NeMo's exported names and dynamic axes."""
+    dec_names = ["targets", "target_length", "states.1", "onnx::Slice_3"]
+    torch.onnx.export(decoder, (torch.zeros(2, 1, dtype=torch.int32), torch.ones(2, dtype=torch.int32),
+                                torch.zeros(PRED_LAYERS, 2, PRED_HIDDEN), torch.zeros(PRED_LAYERS, 2, PRED_HIDDEN)),
+                      os.path.join(out_dir, "decoder.onnx"), opset_version=13, input_names=dec_names,
+                      output_names=["outputs", "prednet_lengths", "states", "162"],
+                      dynamic_axes={"targets": {0: "targets_dynamic_axes_1"},
+                                    "target_length": {0: "target_length_dynamic_axes_1"},
+                                    "states.1": {1: "states.1_dynamic_axes_1"},
+                                    "onnx::Slice_3": {1: "onnx::Slice_3_dynamic_axes_1"},
+                                    "outputs": {0: "outputs_dynamic_axes_1"},
+                                    "prednet_lengths": {0: "prednet_lengths_dynamic_axes_1"},
+                                    "states": {1: "states_dynamic_axes_1"}, "162": {1: "162_dynamic_axes_1"}})
+    torch.onnx.export(joint, (torch.randn(2, joint.enc.in_features, 1), torch.randn(2, PRED_HIDDEN, 1)),
+                      os.path.join(out_dir, "joiner.onnx"), opset_version=13,
+                      input_names=["encoder_outputs", "decoder_outputs"], output_names=["outputs"],
+                      dynamic_axes={"encoder_outputs": {0: "encoder_outputs_dynamic_axes_1", 2: "encoder_outputs_dynamic_axes_2"},
+                                    "decoder_outputs": {0: "decoder_outputs_dynamic_axes_1", 2: "decoder_outputs_dynamic_axes_2"},
+                                    "outputs": {0: "outputs_dynamic_axes_1", 1: "outputs_dynamic_axes_2",
+                                                2: "outputs_dynamic_axes_3"}})
 
 
 def export(args):
@@ -158,25 +187,7 @@ def export(args):
                                     "length": {0: "length_dynamic_axes_1"},
                                     "outputs": {0: "outputs_dynamic_axes_1", 2: "outputs_dynamic_axes_2"},
                                     "encoded_lengths": {0: "encoded_lengths_dynamic_axes_1"}})
-    dec_names = ["targets", "target_length", "states.1", "onnx::Slice_3"]
-    torch.onnx.export(decoder, (torch.zeros(2, 1, dtype=torch.int32), torch.ones(2, dtype=torch.int32),
-                                torch.zeros(PRED_LAYERS, 2, PRED_HIDDEN), torch.zeros(PRED_LAYERS, 2, PRED_HIDDEN)),
-                      os.path.join(args.dir, "decoder.onnx"), opset_version=13, input_names=dec_names,
-                      output_names=["outputs", "prednet_lengths", "states", "162"],
-                      dynamic_axes={"targets": {0: "targets_dynamic_axes_1"},
-                                    "target_length": {0: "target_length_dynamic_axes_1"},
-                                    "states.1": {1: "states.1_dynamic_axes_1"},
-                                    "onnx::Slice_3": {1: "onnx::Slice_3_dynamic_axes_1"},
-                                    "outputs": {0: "outputs_dynamic_axes_1"},
-                                    "prednet_lengths": {0: "prednet_lengths_dynamic_axes_1"},
-                                    "states": {1: "states_dynamic_axes_1"}, "162": {1: "162_dynamic_axes_1"}})
-    torch.onnx.export(joint, (torch.randn(2, D_MODEL, 1), torch.randn(2, PRED_HIDDEN, 1)),
-                      os.path.join(args.dir, "joiner.onnx"), opset_version=13,
-                      input_names=["encoder_outputs", "decoder_outputs"], output_names=["outputs"],
-                      dynamic_axes={"encoder_outputs": {0: "encoder_outputs_dynamic_axes_1", 2: "encoder_outputs_dynamic_axes_2"},
-                                    "decoder_outputs": {0: "decoder_outputs_dynamic_axes_1", 2: "decoder_outputs_dynamic_axes_2"},
-                                    "outputs": {0: "outputs_dynamic_axes_1", 1: "outputs_dynamic_axes_2",
-                                                2: "outputs_dynamic_axes_3"}})
+    export_prediction_networks(decoder, joint, args.dir)
     m = onnx.load(enc_path)
     meta = {
         "vocab_size": str(len(PIECES)),  # NeMo's decoder.vocab_size: without the blank

@@ -5,6 +5,7 @@
 #include "runtime/engine_impl.h"
 #include "stream/batch_limit.h"
 #include "stream/ctc/ctc_search.h"
+#include "stream/engine_io_names.h"
 #include "stream/model_metadata.h"
 #include "stream/recognizer.h"
 
@@ -66,15 +67,37 @@ Expected<std::shared_ptr<CtcModel>> CtcModel::create(
   }
   VOXRT_ASSIGN_OR_RETURN(m->context_, m->engine_->create_context(config.threads));
   VOXRT_ASSIGN_OR_RETURN(m->pool_, StatePool::create(m->engine_, config.max_streams));
-  if (m->pool_->stream_inputs().size() != 1 || m->pool_->stream_outputs().size() != 1) {
+  const auto& stream_inputs = m->pool_->stream_inputs();
+  auto length_key = metadata.find("voxrt.ctc.length_input");
+  const std::size_t want_inputs = length_key == metadata.end() ? 1 : 2;
+  if (stream_inputs.size() != want_inputs || m->pool_->stream_outputs().size() != 1) {
     return invalid_argument(
-        engine_path, ": a ctc_streaming engine has one non-state input (features) and one ",
-        "non-state output (log_probs); this one has ", m->pool_->stream_inputs().size(), " and ",
-        m->pool_->stream_outputs().size(), " (was it built with --state for every state pair?)");
+        engine_path, ": a ctc_streaming engine has one non-state input (features), ",
+        want_inputs == 2 ? "and the length input voxrt.ctc.length_input names, " : "",
+        "and one non-state output (log_probs); this one has ", stream_inputs.size(), " (",
+        names_of(stream_inputs), ") and ", m->pool_->stream_outputs().size(), " (",
+        names_of(m->pool_->stream_outputs()),
+        ") (was it built with --state for every state pair?)");
+  }
+  if (length_key != metadata.end()) {
+    m->length_input_ = index_of(stream_inputs, length_key->second);
+    if (m->length_input_ < 0 || stream_inputs[m->length_input_].dtype != DType::kI64) {
+      return invalid_argument(engine_path, ": voxrt.ctc.length_input '", length_key->second,
+                              "': expected an int64 [batch] input of the engine, found inputs ",
+                              names_of(stream_inputs));
+    }
+    // The length counts the chunk's audio frames; with a lookahead, the frames a chunk holds
+    // and the frames it consumes differ, which the family does not track.
+    if (m->layout_.shift_frames != m->layout_.chunk_frames) {
+      return invalid_argument(engine_path, ": voxrt.ctc.length_input needs voxrt.shift_frames = ",
+                              "voxrt.chunk_frames, found ", m->layout_.shift_frames, " and ",
+                              m->layout_.chunk_frames);
+    }
+    m->features_input_ = 1 - m->length_input_;
   }
   // An engine built for whole chunks only (a fixed-frames profile, as GPU engines are: their
   // shape code must fold) takes a stream's last, shorter chunk padded up to what it accepts.
-  const std::string& features_name = m->pool_->stream_inputs()[0].name;
+  const std::string& features_name = stream_inputs[m->features_input_].name;
   const auto& profiles = m->engine_->impl().contents.profiles;
   int accepted_frames = profiles.empty() ? 1 : m->layout_.chunk_frames;
   for (const auto& profile : profiles) {
@@ -89,9 +112,13 @@ Expected<std::shared_ptr<CtcModel>> CtcModel::create(
   if (m->pool_->states_on_device()) {
     // Every batch size the server will use gets its plan and CUDA graph now, not in the middle
     // of serving (StatePool::warm_up).
-    const Tensor chunk = Tensor::zeros(DType::kF32, {1, m->layout_.chunk_frames, m->feature_dim_});
-    VOXRT_RETURN_IF_ERROR(
-        m->pool_->warm_up(*m->context_, std::span<const Tensor>(&chunk, 1), m->max_batch_));
+    std::vector<Tensor> one_row(stream_inputs.size());
+    one_row[m->features_input_] =
+        Tensor::zeros(DType::kF32, {1, m->layout_.chunk_frames, m->feature_dim_});
+    if (m->length_input_ >= 0) {
+      one_row[m->length_input_] = Tensor::from_vector<std::int64_t>({1}, {m->layout_.chunk_frames});
+    }
+    VOXRT_RETURN_IF_ERROR(m->pool_->warm_up(*m->context_, one_row, m->max_batch_));
   }
   return m;
 }
@@ -120,8 +147,15 @@ Status CtcModel::run_batch(std::span<const ChunkInput> batch, int frames) {
               features.data<float>() + b * chunk_values);
     slots.push_back(static_cast<CtcStream*>(batch[b].stream)->slot());
   }
-  VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs,
-                         pool_->run_batch(*context_, slots, std::vector<Tensor>{features}));
+  std::vector<Tensor> inputs(length_input_ >= 0 ? 2 : 1);
+  inputs[features_input_] = std::move(features);
+  if (length_input_ >= 0) {
+    // The frames of each row's chunk that hold audio (the rest pad a stream's last chunk).
+    std::vector<std::int64_t> lengths;
+    for (const ChunkInput& c : batch) lengths.push_back(std::min(c.valid_frames, frames));
+    inputs[length_input_] = Tensor::from_vector<std::int64_t>({batch_size}, lengths);
+  }
+  VOXRT_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, pool_->run_batch(*context_, slots, inputs));
   const Tensor& log_probs = outputs[0];
   if (log_probs.rank() != 3 || log_probs.dim(0) != batch_size || log_probs.dim(2) != vocab_size()) {
     return invalid_argument("log_probs is ", dims_to_string(log_probs.dims()), ", expected [",

@@ -2,7 +2,9 @@
 // feature frames and the stream's states (kept in the engine's slot pool) to log-probabilities,
 // decoded per stream by greedy CTC or the prefix beam search (with LM, lexicon and hotwords), as
 // each stream's resolved decoding says. A whole utterance in one call with fresh states is the
-// offline use of the same engine.
+// offline use of the same engine. An engine may also take each row's chunk length
+// (voxrt.ctc.length_input: int64 [batch], the chunk's frames that hold audio, so a model that
+// masks by length, as NeMo's cache-aware encoders do, masks the padding of a last chunk).
 #pragma once
 
 #include <map>
@@ -62,6 +64,9 @@ class CtcModel final : public ModelFamily, public std::enable_shared_from_this<C
   std::shared_ptr<const decode::Lexicon> lexicon_;  // the LM's words, for lexicon_only
   int feature_dim_ = 0;
   int max_batch_ = 1;
+  // Positions among the pool's non-state inputs; length_input_ -1 when the engine has none.
+  int features_input_ = 0;
+  int length_input_ = -1;
 };
 
 }  // namespace voxrt::stream

@@ -51,6 +51,21 @@ Expected<std::shared_ptr<StatefulTransducerModel>> StatefulTransducerModel::crea
                             " (voxrt.transducer.encoder_features_input / encoder_lengths_input); ",
                             "every other input must be a state paired with an output");
   }
+  const std::string lengths_kind =
+      metadata_or(metadata, "voxrt.transducer.encoder_lengths", "window");
+  if (lengths_kind != "window" && lengths_kind != "audio") {
+    return invalid_argument(where, ": voxrt.transducer.encoder_lengths '", lengths_kind,
+                            "': expected window or audio");
+  }
+  m->lengths_count_audio_ = lengths_kind == "audio";
+  if (m->lengths_count_audio_ &&
+      m->front_end_.layout.chunk_frames != m->front_end_.layout.shift_frames) {
+    // The frames a chunk holds and the frames it consumes differ with a lookahead.
+    return invalid_argument(where, ": voxrt.transducer.encoder_lengths audio needs ",
+                            "voxrt.shift_frames = voxrt.chunk_frames, found ",
+                            m->front_end_.layout.shift_frames, " and ",
+                            m->front_end_.layout.chunk_frames);
+  }
   if (m->lengths_input_ >= 0) {
     m->lengths_dtype_ = inputs[static_cast<std::size_t>(m->lengths_input_)].dtype;
     if (m->lengths_dtype_ != DType::kI64 && m->lengths_dtype_ != DType::kI32) {
@@ -102,14 +117,18 @@ Status StatefulTransducerModel::run_batch(std::span<const ChunkInput> batch, int
     slots.push_back(greedy ? greedy->slot() : static_cast<BeamStream*>(batch[b].stream)->slot());
   }
   if (lengths_input_ >= 0) {
-    // Every window is whole: a last chunk's padding is silence the model sees as audio (what the
-    // exporter's fixed-length trace computes).
+    // "window": every window is whole, a last chunk's padding is silence the model sees as
+    // audio (what the Emformer exporter's fixed-length trace computes); "audio": the chunk's
+    // frames that hold audio.
     Tensor lengths = Tensor::uninitialized(lengths_dtype_, {batch_size});
     for (std::int64_t b = 0; b < batch_size; ++b) {
+      const int length = lengths_count_audio_
+                             ? std::min(batch[static_cast<std::size_t>(b)].valid_frames, frames)
+                             : frames;
       if (lengths_dtype_ == DType::kI32) {
-        lengths.data<std::int32_t>()[b] = frames;
+        lengths.data<std::int32_t>()[b] = length;
       } else {
-        lengths.data<std::int64_t>()[b] = frames;
+        lengths.data<std::int64_t>()[b] = length;
       }
     }
     inputs[static_cast<std::size_t>(lengths_input_)] = std::move(lengths);

@@ -46,6 +46,11 @@ class StatefulTransducerModel final : public TransducerFamily,
   int features_input_ = 0;
   int lengths_input_ = -1;
   DType lengths_dtype_ = DType::kI64;
+  // voxrt.transducer.encoder_lengths: "window" feeds every row the chunk's frames (torchaudio's
+  // Emformer: its trace computes with the whole window); "audio" feeds the frames that hold
+  // audio, so a model that masks by length masks a last chunk's padding (NeMo's cache-aware
+  // encoders).
+  bool lengths_count_audio_ = false;
   int encoder_output_ = 0;
   // The recognizer's max_symbols_per_frame, or for 0 the bundle's.
   int max_symbols_ = 3;

@@ -8,6 +8,7 @@
 
 #include "audio/feature_extractor.h"
 #include "audio/nemo_features.h"
+#include "audio/nemo_log_mel.h"
 
 namespace voxrt::audio {
 namespace {
@@ -52,8 +53,55 @@ TEST(WaveformFeatures, MetadataAndValidation) {
   auto bad = FeatureConfig::from_metadata({{"voxrt.feature.type", "mfcc"}});
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.status().message().find(
-                "fbank, linear_spectrogram, waveform, whisper_log_mel or torchaudio_log_mel"),
+                "fbank, linear_spectrogram, waveform, whisper_log_mel, torchaudio_log_mel or "
+                "nemo_log_mel"),
             std::string::npos);
+}
+
+// The streaming front end of NeMo's cache-aware models (nemo_log_mel: pre-emphasis over the stream
+// in the frame placement) gives the whole-utterance NeMo front end's values (normalize NA), frame
+// for frame, however the audio is cut: whole, one sample at a time, or 333-sample pieces (the
+// sample before each frame, which pre-emphasis reads, must survive the buffer's trimming).
+TEST(NemoLogMel, StreamsTheWholeUtteranceFrontEndWhateverTheChunking) {
+  std::vector<float> samples = tone(5000, 440.0);
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    samples[i] += 0.2f * static_cast<float>(std::sin(0.37 * static_cast<double>(i * i % 997)));
+  NemoFeatureConfig whole_config;
+  whole_config.window_size_s = 0.025;
+  whole_config.n_fft = 512;
+  whole_config.n_mels = 80;
+  whole_config.normalize = NemoNormalize::kNone;
+  auto computer = NemoFeatureComputer::create(whole_config);
+  ASSERT_TRUE(computer.has_value()) << computer.status().to_string();
+  auto whole = computer->compute(samples);
+  ASSERT_TRUE(whole.has_value()) << whole.status().to_string();
+  ASSERT_EQ(whole->frames, 1 + 5000 / 160);
+  const FeatureConfig config = nemo_log_mel_feature_config(80);
+  ASSERT_TRUE(config.validate()) << config.validate().to_string();
+  std::vector<float> first;
+  for (std::size_t piece : {std::size_t{5000}, std::size_t{1}, std::size_t{333}}) {
+    SCOPED_TRACE(piece);
+    auto extractor = StreamingFeatureExtractor::create(config);
+    ASSERT_TRUE(extractor.has_value()) << extractor.status().to_string();
+    for (std::size_t begin = 0; begin < samples.size(); begin += piece) {
+      const std::size_t n = std::min(piece, samples.size() - begin);
+      extractor->accept_waveform(std::span<const float>(samples.data() + begin, n));
+    }
+    extractor->input_finished();
+    std::vector<float> frames;
+    ASSERT_EQ(extractor->pop_frames(frames, 1000), whole->frames);
+    if (first.empty()) first = frames;
+    EXPECT_EQ(frames, first) << "the features depend on how the audio was cut";
+    float worst = 0.0f;
+    for (int f = 0; f < whole->frames; ++f) {
+      for (int m = 0; m < 80; ++m) {
+        const float want = whole->values[static_cast<std::size_t>(m) * whole->padded_frames + f];
+        const float got = frames[static_cast<std::size_t>(f) * 80 + m];
+        worst = std::max(worst, std::abs(want - got) / std::max(1.0f, std::abs(want)));
+      }
+    }
+    EXPECT_LT(worst, 1e-4f);
+  }
 }
 
 TEST(NemoFeatureConfig, DefaultsAndFrameCounts) {

@@ -1,0 +1,425 @@
+// NeMo's cache-aware streaming FastConformer-CTC in sherpa-onnx's layout, end to end
+// (tests/models/nemo_cache_aware.py builds the NeMo architecture from code with random weights and
+// exports it as sherpa-onnx's script does): `voxrt build --model-dir` imports it without
+// hand-written metadata (family ctc_streaming, the caches and the pre-encode feature cache as
+// state pairs); the streaming NeMo front end matches NeMo's features; one step of the engine
+// matches onnxruntime on the exported graph (caches included); the Recognizer's streamed text is
+// the Python reference's (NeMo's cache-aware streaming loop) for one stream, for streams of
+// different lengths batched together and for any cut of the audio; the reference with broken
+// (zeroed) caches says something else, so a broken cache fails these tests; import errors name
+// the key or file.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "audio/audio_io.h"
+#include "audio/feature_extractor.h"
+#include "audio/nemo_log_mel.h"
+#include "model_import/model_dir_import.h"
+#include "model_test_files.h"
+#include "ort/ort_bridge.h"
+#include "stream/recognizer.h"
+#include "stream_feeding.h"
+#include "voxrt/engine.h"
+
+namespace voxrt {
+namespace {
+namespace fs = std::filesystem;
+using model_test::run_capture;
+using model_test::write_wav;
+
+fs::path source_dir() {
+  return std::getenv("VOXRT_SOURCE_DIR") ? std::getenv("VOXRT_SOURCE_DIR") : ".";
+}
+fs::path work_dir() {
+  return model_test::process_work_dir("voxrt_nemo_cache_aware_test");
+}
+std::string script() {
+  return (source_dir() / "tests/models/nemo_cache_aware.py").string();
+}
+
+Status export_model(const fs::path& dir, const std::string& extra = "") {
+  const std::string cmd = "/usr/bin/python3 '" + script() + "' export '" + dir.string() + "' " +
+                          extra + " > '" + dir.string() + ".log' 2>&1";
+  if (std::system(cmd.c_str()) != 0) return internal_error("export failed: ", cmd);
+  return Status::ok();
+}
+
+Expected<model_import::ModelDirImportReport> import_dir(const fs::path& dir,
+                                                        const fs::path& bundle) {
+  model_import::ModelDirImportOptions options;
+  options.model_dir = dir.string();
+  options.bundle_dir = bundle.string();
+  options.build.autotune = false;
+  options.max_batch = 8;
+  return model_import::import_model_dir(options);
+}
+
+class NemoCacheAwareTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    fs::remove_all(work_dir());
+    fs::create_directories(work_dir());
+    // Three clips of different lengths: the bundled recording; it reversed after a pause and
+    // then quieter (several times longer); and a short one that is not a whole number of hops.
+    auto clip = audio::read_audio_file((source_dir() / "samples/play_music.wav").string());
+    ASSERT_TRUE(clip.has_value()) << clip.status().to_string();
+    wavs_ = {(source_dir() / "samples/play_music.wav").string(),
+             (work_dir() / "spliced.wav").string(), (work_dir() / "short.wav").string()};
+    std::vector<float> spliced(4800, 0.0f);
+    spliced.insert(spliced.end(), clip->samples.rbegin(), clip->samples.rend());
+    for (float s : clip->samples) spliced.push_back(0.5f * s);
+    write_wav(wavs_[1], spliced);
+    write_wav(wavs_[2], std::vector<float>(clip->samples.begin(), clip->samples.begin() + 12345));
+    model_dir_ = work_dir() / "model";
+    bundle_ = work_dir() / "model.bundle";
+    ASSERT_TRUE(export_model(model_dir_).is_ok());
+    auto imported = import_dir(model_dir_, bundle_);
+    ASSERT_TRUE(imported.has_value()) << imported.status().to_string();
+    EXPECT_EQ(imported->family, "ctc_streaming");
+    EXPECT_EQ(imported->layout, "nemo-sherpa-onnx-cache-aware-ctc");
+    for (const auto& note : imported->notes) std::cout << "  import: " << note << "\n";
+    // The transducer (RNN-T) variant: encoder.onnx, decoder.onnx, joiner.onnx.
+    rnnt_dir_ = work_dir() / "rnnt";
+    rnnt_bundle_ = work_dir() / "rnnt.bundle";
+    ASSERT_TRUE(export_model(rnnt_dir_, "--model rnnt").is_ok());
+    auto rnnt = import_dir(rnnt_dir_, rnnt_bundle_);
+    ASSERT_TRUE(rnnt.has_value()) << rnnt.status().to_string();
+    EXPECT_EQ(rnnt->family, "transducer_stateful");
+    EXPECT_EQ(rnnt->layout, "nemo-sherpa-onnx-cache-aware-transducer");
+    for (const auto& note : rnnt->notes) std::cout << "  import: " << note << "\n";
+  }
+
+  static std::shared_ptr<stream::Recognizer> make(
+      int max_batch, const fs::path& bundle = bundle_,
+      stream::DecoderKind search = stream::DecoderKind::kGreedy) {
+    stream::RecognizerConfig config;
+    config.engine_path = bundle.string();
+    config.decoder = search;
+    config.beam.beam_width = 8;
+    // NeMo's streaming loop has no endpoints: no rule may end an utterance (and reset the
+    // stream's state) inside these clips.
+    config.endpoint.rule1.min_trailing_silence_s = 1000.0;
+    config.endpoint.rule2.min_trailing_silence_s = 1000.0;
+    config.vad = stream::VadKind::kOff;
+    config.max_batch = max_batch;
+    config.max_streams = 8;
+    auto r = stream::Recognizer::create(config);
+    EXPECT_TRUE(r.has_value()) << r.status().to_string();
+    return r ? *r : nullptr;
+  }
+
+  static std::vector<std::string> reference(const std::string& extra = "",
+                                            const fs::path& dir = model_dir_) {
+    std::string cmd =
+        "/usr/bin/python3 '" + script() + "' reference '" + dir.string() + "' " + extra;
+    for (const auto& w : wavs_) cmd += " '" + w + "'";
+    std::vector<std::string> texts;
+    std::istringstream lines(run_capture(cmd + " 2>/dev/null"));
+    for (std::string line; std::getline(lines, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (!j.is_discarded()) texts.push_back(j.value("text", ""));
+    }
+    EXPECT_EQ(texts.size(), wavs_.size()) << "reference failed: " << cmd;
+    return texts;
+  }
+
+  static inline std::vector<std::string> wavs_;
+  static inline fs::path model_dir_;
+  static inline fs::path bundle_;
+  static inline fs::path rnnt_dir_;
+  static inline fs::path rnnt_bundle_;
+};
+
+TEST_F(NemoCacheAwareTest, BundleHoldsTheStreamingContract) {
+  nlohmann::json manifest;
+  std::ifstream(bundle_ / "bundle.json") >> manifest;
+  const auto& m = manifest["metadata"];
+  EXPECT_EQ(manifest["family"], "ctc_streaming");
+  EXPECT_EQ(m["voxrt.feature.type"], "nemo_log_mel");
+  EXPECT_EQ(m["voxrt.feature.num_bins"], "80");
+  // window_size 41 = 9 pre-encode cache frames + chunk_shift 32.
+  EXPECT_EQ(m["voxrt.chunk_frames"], "32");
+  EXPECT_EQ(m["voxrt.shift_frames"], "32");
+  EXPECT_EQ(m["voxrt.subsampling"], "8");
+  EXPECT_EQ(m["voxrt.blank_id"], "23");
+  EXPECT_EQ(m["voxrt.ctc.length_input"], "chunk_length");
+  EXPECT_EQ(m["voxrt.state_pairs"],
+            "pre_encode_cache:pre_encode_cache_next,cache_last_channel:cache_last_channel_next,"
+            "cache_last_time:cache_last_time_next,cache_last_channel_len:cache_last_channel_next_"
+            "len");
+}
+
+// The streaming front end (nemo_log_mel: pre-emphasis over the stream, centred zero-padded
+// frames) against NeMo's FilterbankFeatures over the whole file, fed in odd-sized pieces.
+TEST_F(NemoCacheAwareTest, FrontEndMatchesNemo) {
+  const audio::FeatureConfig config = audio::nemo_log_mel_feature_config(80);
+  for (const std::string& wav : wavs_) {
+    const fs::path out = work_dir() / "features.bin";
+    const std::string cmd = "/usr/bin/python3 '" + script() + "' frontend '" + model_dir_.string() +
+                            "' '" + wav + "' '" + out.string() + "' 2>/dev/null";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    std::ifstream in(out, std::ios::binary);
+    std::int32_t dims[2] = {0, 0};
+    in.read(reinterpret_cast<char*>(dims), sizeof dims);
+    std::vector<float> want(static_cast<std::size_t>(dims[0]) * dims[1]);
+    in.read(reinterpret_cast<char*>(want.data()),
+            static_cast<std::streamsize>(want.size() * sizeof(float)));
+    ASSERT_TRUE(in.good());
+    auto clip = audio::read_audio_file(wav);
+    ASSERT_TRUE(clip.has_value());
+    auto extractor = audio::StreamingFeatureExtractor::create(config);
+    ASSERT_TRUE(extractor.has_value()) << extractor.status().to_string();
+    for (std::size_t at = 0; at < clip->samples.size(); at += 777) {
+      const std::size_t n = std::min<std::size_t>(777, clip->samples.size() - at);
+      extractor->accept_waveform(std::span<const float>(clip->samples.data() + at, n));
+    }
+    extractor->input_finished();
+    std::vector<float> got;  // frames x bins
+    extractor->pop_frames(got, extractor->frames_ready());
+    ASSERT_EQ(static_cast<std::int64_t>(got.size()), static_cast<std::int64_t>(want.size()))
+        << wav << ": " << dims[1] << " frames expected";
+    float worst = 0.0f;
+    for (int bin = 0; bin < dims[0]; ++bin) {
+      for (int f = 0; f < dims[1]; ++f) {
+        const float w = want[static_cast<std::size_t>(bin) * dims[1] + f];
+        const float g = got[static_cast<std::size_t>(f) * dims[0] + bin];
+        worst = std::max(worst, std::abs(w - g) / std::max(1.0f, std::abs(w)));
+      }
+    }
+    std::cout << "  " << fs::path(wav).filename().string() << ": " << dims[1]
+              << " frames, max |diff| / max(1, |value|) " << worst << "\n";
+    EXPECT_LT(worst, 1e-4f) << wav;
+  }
+}
+
+// One step of the engine against onnxruntime on the exported graph: three rows with random
+// windows, lengths (a full chunk, a part, a chunk with 3 frames of audio) and caches (the
+// last-channel cache partly filled), every output compared, the caches' next values included.
+// `output`: the first output (logprobs, or the encoder's outputs, which the engine gives as
+// frames: `channels_first` in the export).
+void step_matches_onnxruntime(const fs::path& onnx, const fs::path& engine_file,
+                              const std::string& output, bool channels_first) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](Dims dims, float scale, float offset) {
+    Tensor t = Tensor::uninitialized(DType::kF32, dims);
+    for (std::int64_t i = 0; i < t.element_count(); ++i)
+      t.data<float>()[i] = offset + scale * normal(rng);
+    return t;
+  };
+  constexpr int kRows = 3, kMels = 80, kPre = 9, kChunk = 32;
+  const Tensor signal = random({kRows, kMels, kPre + kChunk}, 3.0f, -8.0f);
+  const Tensor channel = random({kRows, 2, 12, 32}, 1.0f, 0.0f);
+  const Tensor time = random({kRows, 2, 32, 8}, 1.0f, 0.0f);
+  const Tensor channel_len = Tensor::from_vector<std::int64_t>({kRows}, {0, 5, 12});
+  const std::vector<std::int64_t> lengths = {kPre + kChunk, kPre + 20, kPre + 3};
+  auto expected = ort::run_onnxruntime(
+      onnx.string(),
+      {"audio_signal", "length", "cache_last_channel", "cache_last_time", "cache_last_channel_len"},
+      {signal, Tensor::from_vector<std::int64_t>({kRows}, lengths), channel, time, channel_len},
+      {output, "cache_last_channel_next", "cache_last_time_next", "cache_last_channel_next_len"});
+  ASSERT_TRUE(expected.has_value()) << expected.status().to_string();
+  // The engine's inputs: the window's last 32 frames as features and its first 9 as the
+  // pre-encode cache, [B, T, n_mels]; the chunk's audio frames as chunk_length.
+  Tensor features = Tensor::uninitialized(DType::kF32, {kRows, kChunk, kMels});
+  Tensor pre = Tensor::uninitialized(DType::kF32, {kRows, kPre, kMels});
+  for (int b = 0; b < kRows; ++b) {
+    for (int m = 0; m < kMels; ++m) {
+      for (int t = 0; t < kPre + kChunk; ++t) {
+        const float v = signal.data<float>()[(b * kMels + m) * (kPre + kChunk) + t];
+        if (t < kPre)
+          pre.data<float>()[(b * kPre + t) * kMels + m] = v;
+        else
+          features.data<float>()[(b * kChunk + t - kPre) * kMels + m] = v;
+      }
+    }
+  }
+  std::map<std::string, Tensor> by_name = {
+      {"features", features},
+      {"pre_encode_cache", pre},
+      {"chunk_length", Tensor::from_vector<std::int64_t>(
+                           {kRows}, {lengths[0] - kPre, lengths[1] - kPre, lengths[2] - kPre})},
+      {"cache_last_channel", channel},
+      {"cache_last_time", time},
+      {"cache_last_channel_len", channel_len}};
+  auto engine = Engine::load_file(engine_file.string());
+  ASSERT_TRUE(engine.has_value()) << engine.status().to_string();
+  auto context = (*engine)->create_context();
+  ASSERT_TRUE(context.has_value());
+  std::vector<Tensor> inputs;
+  for (const auto& info : (*engine)->inputs()) {
+    ASSERT_TRUE(by_name.count(info.name)) << "unexpected engine input " << info.name;
+    inputs.push_back(by_name.at(info.name));
+  }
+  auto got = (*context)->run(inputs);
+  ASSERT_TRUE(got.has_value()) << got.status().to_string();
+  const std::vector<std::string> compared = {output, "cache_last_channel_next",
+                                             "cache_last_time_next", "cache_last_channel_next_len"};
+  for (std::size_t k = 0; k < compared.size(); ++k) {
+    int index = -1;
+    for (std::size_t o = 0; o < (*engine)->outputs().size(); ++o)
+      if ((*engine)->outputs()[o].name == compared[k]) index = static_cast<int>(o);
+    ASSERT_GE(index, 0) << compared[k];
+    const Tensor& want = expected->outputs[k];
+    const Tensor& have = (*got)[static_cast<std::size_t>(index)];
+    const bool transposed = k == 0 && channels_first;
+    Dims want_dims = want.dims();
+    if (transposed) std::swap(want_dims[1], want_dims[2]);
+    ASSERT_EQ(have.dims(), want_dims) << compared[k];
+    double worst = 0.0;
+    for (std::int64_t i = 0; i < want.element_count(); ++i) {
+      std::int64_t j = i;
+      if (transposed) {  // want [B, D, T] at i -> have [B, T, D]
+        const std::int64_t d_size = want.dim(1), t_size = want.dim(2);
+        const std::int64_t b = i / (d_size * t_size), d = i / t_size % d_size, t = i % t_size;
+        j = (b * t_size + t) * d_size + d;
+      }
+      const double w = want.dtype() == DType::kI64
+                           ? static_cast<double>(want.data<std::int64_t>()[i])
+                           : want.data<float>()[i];
+      const double h = have.dtype() == DType::kI64
+                           ? static_cast<double>(have.data<std::int64_t>()[j])
+                           : have.data<float>()[j];
+      worst = std::max(worst, std::abs(w - h));
+    }
+    std::cout << "  " << compared[k] << " " << dims_to_string(want.dims())
+              << ": max |diff| vs onnxruntime " << worst << "\n";
+    EXPECT_LT(worst, 1e-3) << compared[k];
+  }
+}
+
+TEST_F(NemoCacheAwareTest, EngineStepMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  step_matches_onnxruntime(model_dir_ / "model.onnx", bundle_ / "model.engine", "logprobs", false);
+}
+
+// The transducer's encoder.onnx: its outputs [B, D, T'] are the engine's frames [B, T', D].
+TEST_F(NemoCacheAwareTest, TransducerEncoderStepMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  step_matches_onnxruntime(rnnt_dir_ / "encoder.onnx", rnnt_bundle_ / "encoder.engine", "outputs",
+                           true);
+}
+
+// Each clip as one stream: the text is the reference's (NeMo's streaming loop), which must say
+// something for the comparison to mean anything.
+TEST_F(NemoCacheAwareTest, OneStreamMatchesReference) {
+  const std::vector<std::string> want = reference();
+  ASSERT_EQ(want.size(), wavs_.size());
+  for (const auto& w : want) EXPECT_FALSE(w.empty());
+  auto r = make(1);
+  ASSERT_NE(r, nullptr);
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    const auto got = model_test::final_texts_of_streams(*r, {wavs_[i]}, {1600});
+    EXPECT_EQ(got[0], want[i]) << wavs_[i];
+  }
+}
+
+// The three clips (different lengths) as concurrent streams in one batch, with several ways of
+// cutting the audio (the same pieces for all, different pieces per stream): every stream's text
+// is its reference's.
+TEST_F(NemoCacheAwareTest, BatchedStreamsAndAnyCutMatchReference) {
+  const std::vector<std::string> want = reference();
+  auto r = make(3);
+  ASSERT_NE(r, nullptr);
+  const std::vector<std::vector<std::size_t>> cuts = {
+      {160, 160, 160}, {1600, 1600, 1600}, {37, 5000, 999}, {100000, 320, 4321}};
+  for (const auto& cut : cuts) {
+    SCOPED_TRACE(::testing::PrintToString(cut));
+    const auto got = model_test::final_texts_of_streams(*r, wavs_, cut);
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << wavs_[i];
+  }
+}
+
+// The CTC prefix beam search (width 8, no LM) over the streamed log-probs = the reference's prefix
+// beam search (nemo_ctc.py's, voxrt's default pruning) over NeMo's streaming loop, batched.
+TEST_F(NemoCacheAwareTest, BeamSearchMatchesReference) {
+  const std::vector<std::string> want = reference("--search beam --beam 8");
+  auto r = make(3, bundle_, stream::DecoderKind::kBeam);
+  ASSERT_NE(r, nullptr);
+  const auto got = model_test::final_texts_of_streams(*r, wavs_, {1600, 333, 4000});
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << wavs_[i];
+  const std::vector<std::string> greedy = reference();
+  int differ = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) differ += want[i] != greedy[i] ? 1 : 0;
+  std::cout << "  beam texts that differ from greedy's: " << differ << " of " << want.size()
+            << "\n";
+}
+
+// A broken cache would be seen: the reference with every step started from zero caches says
+// something else for the clips (so voxrt's texts, equal to the reference's above, depend on the
+// caches being carried).
+TEST_F(NemoCacheAwareTest, BrokenCachesChangeTheText) {
+  const std::vector<std::string> carried = reference();
+  const std::vector<std::string> zeroed = reference("--zero-caches");
+  ASSERT_EQ(carried.size(), zeroed.size());
+  int differ = 0;
+  for (std::size_t i = 0; i < carried.size(); ++i) differ += carried[i] != zeroed[i] ? 1 : 0;
+  EXPECT_GE(differ, 2) << "zeroed caches must change the text of the longer clips";
+}
+
+// The transducer variant (encoder with NeMo's caches, NeMo's LSTM prediction network and joint,
+// family transducer_stateful): each clip alone and the three batched with different cuts give the
+// reference's text (NeMo's greedy RNN-T over the streamed encoder frames, the prediction
+// network's state carried across chunks), and zeroed caches change the reference's text.
+TEST_F(NemoCacheAwareTest, TransducerMatchesReference) {
+  const std::vector<std::string> want = reference("", rnnt_dir_);
+  ASSERT_EQ(want.size(), wavs_.size());
+  for (const auto& w : want) EXPECT_FALSE(w.empty());
+  auto alone = make(1, rnnt_bundle_);
+  ASSERT_NE(alone, nullptr);
+  for (std::size_t i = 0; i < wavs_.size(); ++i) {
+    const auto got = model_test::final_texts_of_streams(*alone, {wavs_[i]}, {1600});
+    EXPECT_EQ(got[0], want[i]) << wavs_[i];
+  }
+  auto batched = make(3, rnnt_bundle_);
+  ASSERT_NE(batched, nullptr);
+  for (const auto& cut : std::vector<std::vector<std::size_t>>{{160, 160, 160}, {37, 5000, 999}}) {
+    SCOPED_TRACE(::testing::PrintToString(cut));
+    const auto got = model_test::final_texts_of_streams(*batched, wavs_, cut);
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_EQ(got[i], want[i]) << wavs_[i];
+  }
+  const std::vector<std::string> zeroed = reference("--zero-caches", rnnt_dir_);
+  int differ = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) differ += want[i] != zeroed[i] ? 1 : 0;
+  EXPECT_GE(differ, 2) << "zeroed caches must change the text of the longer clips";
+}
+
+// Import errors name the key or the file and say what was expected.
+TEST_F(NemoCacheAwareTest, ImportErrorsNameTheKey) {
+  const fs::path no_window = work_dir() / "no_window";
+  ASSERT_TRUE(export_model(no_window, "--drop-key window_size").is_ok());
+  auto a = import_dir(no_window, work_dir() / "no_window.bundle");
+  ASSERT_FALSE(a.has_value());
+  EXPECT_NE(a.status().message().find("'window_size'"), std::string::npos)
+      << a.status().to_string();
+  // tokens.txt one short of vocab_size + 1.
+  const fs::path short_tokens = work_dir() / "short_tokens";
+  fs::remove_all(short_tokens);
+  fs::copy(model_dir_, short_tokens);
+  {
+    std::ifstream in(model_dir_ / "tokens.txt");
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    std::ofstream out(short_tokens / "tokens.txt");
+    for (std::size_t i = 1; i < lines.size(); ++i)
+      out << lines[i].substr(0, lines[i].rfind(' ')) << " " << i - 1 << "\n";
+  }
+  auto b = import_dir(short_tokens, work_dir() / "short_tokens.bundle");
+  ASSERT_FALSE(b.has_value());
+  EXPECT_NE(b.status().message().find("expected vocab_size + 1"), std::string::npos)
+      << b.status().to_string();
+}
+
+}  // namespace
+}  // namespace voxrt
