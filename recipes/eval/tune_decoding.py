@@ -35,7 +35,7 @@ def main():
     parser.add_argument("--manifest", required=True, help="NAME=PATH")
     parser.add_argument("--limit", type=int, default=100)
     parser.add_argument("--weights", default="0.2,0.3,0.5,0.7,1.0")
-    parser.add_argument("--bonuses", default="0,1,2,3,5")
+    parser.add_argument("--bonuses", default="0,1,2,3,5,7,9")
     parser.add_argument("--grid-beam", type=int, default=16)
     parser.add_argument("--beams", default="8,32")
     args = parser.parse_args(argv)
