@@ -23,7 +23,7 @@ for i in 1 2 3 4; do sox -n -r 16000 -b 16 -c 1 "$work/silence/$i.wav" trim 0 3;
 limit=3.0
 # sox dithers the "silence" (a few LSBs of noise, new each run), so ranges and WERs move a little
 # from run to run; within a run both tools read the same calibration cache.
-common=(--onnx "$src/models/default/model.onnx" --profile features:1x2x80/8x32x80/64x32x80
+common=(--onnx "$src/models/default/model.onnx" --profile features:1x4x80/8x32x80/64x32x80
   --no-autotune --precision int8 --calibration-data "$work/silence"
   --calibration-cache "$work/int8.calib" --accuracy-data "$work/test/clean/manifest.tsv")
 

@@ -49,7 +49,7 @@ fi
 
 build() {  # engine calibration-dir -> exit status of voxrt build, its log in $work/engine.log
   timeout -k 5 360 "$voxrt" build --onnx "$src/models/default/model.onnx" --engine "$work/$1" --device "$device" \
-    --profile features:1x2x80/8x32x80/64x32x80 --no-autotune --precision int8 \
+    --profile features:1x4x80/8x32x80/64x32x80 --no-autotune --precision int8 \
     --calibration-data "$2" --accuracy-data "$work/test/clean/manifest.tsv" \
     --max-wer-increase 3.0 > "$work/$1.log" 2>&1
 }
