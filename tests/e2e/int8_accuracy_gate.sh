@@ -7,7 +7,8 @@
 # limit is 3 points: on 40 utterances (about 280 words) one word is 0.35 points. With the
 # default model version 1 silence cost about 6.7 points and speech about 1 (200 utterances:
 # +0.06, docs/perf/int8_cpu.md); with version 2 (a Conformer: fp32 WER 11.0 % here) silence cost
-# +51.4 points (2026-12-07; its first convolution quantized from silence alone breaks it).
+# +51.4 and +87.6 points in two runs and speech +0 (2026-12-07; its first convolution quantized
+# from silence alone breaks it).
 # VOXRT_INT8_DEVICE=cuda runs the same gate on the CUDA backend (the GPU machine: source
 # recipes/data/tts_env.sh first for the speech tools, PY=python3 for a Python with numpy), or
 # with audio made here: VOXRT_INT8_GATE_PREPARE=DIR writes the gate's audio into DIR and stops,
