@@ -16,11 +16,12 @@ if [ ! -f "$model" ]; then
   exit 1
 fi
 if [ ! -f "$engine" ] || [ "$model" -nt "$engine" ] || [ build/bin/voxrt -nt "$engine" ]; then
-  # The streaming states come from the model's metadata (voxrt.state_pairs). Two profiles, each
-  # with the kernels timed at its own opt shape: one stream alone (the GRUs run the batch-1
-  # kernels) and batches of concurrent streams.
+  # The streaming states come from the model's metadata (voxrt.state_pairs), the tuned decoding
+  # settings from model.metadata.txt beside it. Two profiles, each with the kernels timed at its
+  # own opt shape: one stream alone (its 32-frame chunks, 4 frames at least: the model subsamples
+  # by 4) and batches of concurrent streams.
   build/bin/voxrt build --onnx "$model" --engine "$engine" --timing-cache build/cpu.cache \
-    --profile features:1x2x80/1x32x80/1x32x80 --profile features:2x2x80/8x32x80/64x32x80
+    --profile features:1x4x80/1x32x80/1x32x80 --profile features:2x4x80/8x32x80/64x32x80
 fi
 if [ $# -eq 0 ]; then set -- samples/play_music.wav; fi
 build/bin/voxrt transcribe --engine "$engine" "$@"

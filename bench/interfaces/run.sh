@@ -15,7 +15,7 @@ if [ ! -f "$engine" ]; then
   # The engine scripts/run-default.sh builds (autotuned, two profiles).
   "$build/bin/voxrt" build --onnx "$root/models/default/model.onnx" --engine "$engine" \
     --timing-cache "$build/cpu.cache" \
-    --profile features:1x2x80/1x32x80/1x32x80 --profile features:2x2x80/8x32x80/64x32x80 >&2
+    --profile features:1x4x80/1x32x80/1x32x80 --profile features:2x4x80/8x32x80/64x32x80 >&2
 fi
 {
   # C++: the CLI reports each run's per-20-ms-chunk latency (accept + advance) percentiles.

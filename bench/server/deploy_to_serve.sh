@@ -23,7 +23,7 @@ rm -f "$work/repo/default/1/model.onnx"
 cp models/default/model.onnx "$work/repo/default/1/model.onnx"
 rm -rf "$work/repo/eval"  # no accuracy gate here: this measures the pipeline, not the model
 mkdir -p "$work/repo/default/1"
-printf '{"profiles": ["features:1x2x80/8x32x80/64x32x80"], "gates": {"latency": {"max_p99_ms": 1000, "batch": 8}}}\n' \
+printf '{"profiles": ["features:1x4x80/8x32x80/64x32x80"], "gates": {"latency": {"max_p99_ms": 1000, "batch": 8}}}\n' \
   > "$work/repo/default/1/build.json"
 "$voxrt" deploy default --repo "$work/repo" --version 1 --target "$target" > "$work/deploy1.log" 2>&1
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -33,7 +33,7 @@ server=$!
 until curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do sleep 0.1; done
 mkdir -p "$work/repo/default/2"
 cp -L "$work/repo/default/1/model.onnx" "$work/repo/default/2/model.onnx"
-printf '{"profiles": ["features:1x2x80/16x32x80/64x32x80"], "gates": {"latency": {"max_p99_ms": 1000, "batch": 8}}}\n' \
+printf '{"profiles": ["features:1x4x80/16x32x80/64x32x80"], "gates": {"latency": {"max_p99_ms": 1000, "batch": 8}}}\n' \
   > "$work/repo/default/2/build.json"
 start=$(date +%s.%N)
 "$voxrt" deploy default --repo "$work/repo" --version 2 --target "$target" > "$work/deploy2.log" 2>&1

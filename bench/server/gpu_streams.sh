@@ -57,7 +57,7 @@ cpu_engine=$dev/default_cpu.engine
     --timing-iterations 3
   echo "$device build rc=$? after $((SECONDS - T0)) s"
   timeout 120 "$voxrt" build --onnx "$model" --engine "$cpu_engine" \
-    --profile features:1x2x80/8x32x80/64x32x80
+    --profile features:1x4x80/8x32x80/64x32x80
   echo "cpu build rc=$? after $((SECONDS - T0)) s"
 } > "$OUT/build.log" 2>&1
 tail -3 "$OUT/build.log"

@@ -5,7 +5,8 @@ Serving it measures the server's own cost per stream (network threads, queues, f
 decoding, replies) without the engine hiding it: on the 2-core development machine the default
 model saturates the one compute worker at about 32 streams, long before the server's
 bookkeeping shows. The features, metadata and vocabulary are the default model's; the network is
-one 80 -> 29 projection of every second frame and a one-layer state update.
+one 80 -> vocabulary projection of every `voxrt.subsampling`-th frame (the default model's output
+rate) and a one-layer state update.
 
 Usage: /usr/bin/python3 bench/server/make_null_model.py OUT.onnx [models/default/model.onnx]
 """
@@ -20,19 +21,26 @@ def main() -> None:
     out_path = sys.argv[1]
     default_path = sys.argv[2] if len(sys.argv) > 2 else "models/default/model.onnx"
     default = onnx.load(default_path, load_external_data=False)
+    metadata = {prop.key: prop.value for prop in default.metadata_props}
+    for key in ("voxrt.subsampling", "voxrt.vocabulary"):
+        if key not in metadata:
+            sys.exit(f"make_null_model: expected {key} in the metadata of {default_path}, found "
+                     f"only {sorted(metadata)}")
+    subsampling = int(metadata["voxrt.subsampling"])
+    classes = len(metadata["voxrt.vocabulary"].split("\n"))
     rng = np.random.default_rng(1)
-    projection = rng.standard_normal((80, 29)).astype(np.float32) * 0.1
+    projection = rng.standard_normal((80, classes)).astype(np.float32) * 0.1
     initializers = [
         numpy_helper.from_array(projection, "projection"),
         numpy_helper.from_array(np.array([0], np.int64), "slice_start"),
         numpy_helper.from_array(np.array([1 << 30], np.int64), "slice_end"),
         numpy_helper.from_array(np.array([1], np.int64), "slice_axis"),
-        numpy_helper.from_array(np.array([2], np.int64), "slice_step"),
+        numpy_helper.from_array(np.array([subsampling], np.int64), "slice_step"),
     ]
     nodes = [
         helper.make_node("Slice", ["features", "slice_start", "slice_end", "slice_axis",
-                                   "slice_step"], ["every_second_frame"]),
-        helper.make_node("MatMul", ["every_second_frame", "projection"], ["logits"]),
+                                   "slice_step"], ["output_frames"]),
+        helper.make_node("MatMul", ["output_frames", "projection"], ["logits"]),
         helper.make_node("LogSoftmax", ["logits"], ["log_probs"], axis=-1),
         helper.make_node("Tanh", ["state"], ["state_out"]),
     ]
@@ -41,7 +49,7 @@ def main() -> None:
         [helper.make_tensor_value_info("features", TensorProto.FLOAT, ["batch", "frames", 80]),
          helper.make_tensor_value_info("state", TensorProto.FLOAT, ["batch", 1, 8])],
         [helper.make_tensor_value_info("log_probs", TensorProto.FLOAT,
-                                       ["batch", "out_frames", 29]),
+                                       ["batch", "out_frames", classes]),
          helper.make_tensor_value_info("state_out", TensorProto.FLOAT, ["batch", 1, 8])],
         initializers)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])

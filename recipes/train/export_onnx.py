@@ -152,18 +152,24 @@ def write_reference(model, path, chunks=3, streams=2):
     """Reference streaming run (fixed seed): `chunks` chunks for `streams` streams, so a runtime
     (or onnxruntime) can check the graph against PyTorch. offline_log_probs is the whole input
     through model.offline, for the DS2 model only (the Conformer's offline() is a chunk mask, not
-    one ONNX call)."""
+    one ONNX call). first_call_* are the outputs of one ONNX call, the first chunk from zero
+    states (the inputs: features[:, :chunk] and zeros), so a test_data_set of the model can be
+    made without PyTorch (tests/e2e/docs_examples.sh)."""
     chunk = chunk_frames(model)
     generator = torch.Generator().manual_seed(11)
     features = torch.randn(streams, chunks * chunk, model.num_bins, generator=generator)
     states = model.initial_states(streams)
     outputs = []
+    extra = {}
     with torch.no_grad():
         for k in range(chunks):
             log_probs, *states = model(features[:, k * chunk:(k + 1) * chunk], *states)
             outputs.append(log_probs)
+            if k == 0:
+                extra["first_call_log_probs"] = log_probs.numpy()
+                extra.update({f"first_call_{b}": s.numpy()
+                              for (_, b), s in zip(state_names(model), states)})
         offline = model.offline(features)
-    extra = {}
     if not hasattr(model, "chunk_feature_frames"):
         # DS2: one ONNX call on the whole input with zero states is its offline interface.
         extra["offline_log_probs"] = offline.numpy()

@@ -22,8 +22,11 @@ DecodingResult make_result(const Vocabulary& vocabulary, std::vector<TokenSpan> 
     // first unit of a word comes late, so a word may not start before the previous one ends.
     word.start_s = std::max(previous_end_s,
                             time_base.seconds(first.start_frame) - time_base.word_start_delay_s);
-    word.end_s =
-        std::max(word.start_s, time_base.seconds(last.end_frame + 1) - time_base.word_end_delay_s);
+    // A word lasts at least the output frame its units were emitted in: for a model whose end
+    // delay is the larger one (the default model version 2: 40 ms at starts, 200 ms at ends), a
+    // short word's corrected end would fall before its start.
+    word.end_s = std::max(word.start_s + time_base.seconds(1),
+                          time_base.seconds(last.end_frame + 1) - time_base.word_end_delay_s);
     double posterior_sum = 0.0;
     for (int i = span.first_token; i <= span.last_token; ++i) {
       posterior_sum +=

@@ -18,7 +18,7 @@ struct TimeBase {
 
   // A CTC model emits a unit after it has heard it: word times are moved back by the model's
   // measured delays (metadata voxrt.word_start_delay_ms / voxrt.word_end_delay_ms), never
-  // before 0 and never an end before its start.
+  // before 0, and a word ends at least one output frame after its start.
   double word_start_delay_s = 0.0;
   double word_end_delay_s = 0.0;
 

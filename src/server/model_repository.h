@@ -24,7 +24,7 @@ namespace voxrt::server {
 
 // build.json. Every field is optional.
 struct BuildSettings {
-  // "features:1x2x80/8x32x80/64x32x80" (voxrt build --profile syntax); none: the builder's default.
+  // "features:1x4x80/8x32x80/64x32x80" (voxrt build --profile syntax); none: the builder's default.
   std::vector<std::string> profiles;
   std::string precision = "fp32";
   bool autotune = true;

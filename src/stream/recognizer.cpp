@@ -470,6 +470,7 @@ void Stream::collect_chunks(bool flush) {
   const long long tail_samples = features.frame_length_samples() - shift_samples;
   // A chunk is decided (VAD, wake word) once the audio of every frame it holds has been heard.
   auto queue = [&](Chunk c, int frames_held, bool last) {
+    c.first_frame = frames_collected_;
     const long long end_frame = frames_collected_ + frames_held;
     unrouted_.push_back(PendingChunk{std::move(c), end_frame * shift_samples + tail_samples, last});
   };
@@ -574,10 +575,14 @@ void Stream::route(Chunk c, long long end_sample, bool last) {
       ++wake_detections_;
       last_wake_sample_ = wake_->fired_at_sample();
       // The wake phrase's own end of speech is not the command's: its tail is not decoded and
-      // ends no utterance.
+      // ends no utterance. The frames of this chunk that end before the firing point hold the
+      // phrase's last sounds: they become the silence frame, or a model that hears them (the
+      // default model version 2 read the end of "hey jarvis" as "is") ends an utterance there
+      // and re-arms the wake word before the command.
       in_tail = false;
       c.ends_speech = false;
       vad_endpoint_at_sample_ = -1;
+      silence_frames_before(c, wake_->fired_at_sample());
     } else {
       // Before the wake word: no model work and no text; the decoder sees blanks so times stay
       // right.
@@ -611,6 +616,23 @@ void Stream::route(Chunk c, long long end_sample, bool last) {
     ready_chunks_.push_back(std::move(preroll_.front()));
     preroll_.pop_front();
     ++chunks_skipped_;
+  }
+}
+
+void Stream::silence_frames_before(Chunk& chunk, long long sample) const {
+  const ChunkLayout& layout = recognizer_->layout();
+  const auto& features = recognizer_->feature_config();
+  const long long shift_samples = features.frame_shift_samples();
+  const long long length_samples = features.frame_length_samples();
+  const std::size_t dim = layout.pad_frame.size();
+  if (dim == 0) return;
+  const std::size_t frames = chunk.features.size() / dim;
+  for (std::size_t k = 0; k < frames; ++k) {
+    const long long frame_end_sample =
+        (chunk.first_frame + static_cast<long long>(k)) * shift_samples + length_samples;
+    if (frame_end_sample > sample) break;
+    std::copy(layout.pad_frame.begin(), layout.pad_frame.end(),
+              chunk.features.begin() + static_cast<std::ptrdiff_t>(k * dim));
   }
 }
 

@@ -182,6 +182,9 @@ class Stream {
     // Frames of the stream's last chunk that hold audio not consumed before (the rest is
     // padding); -1: a whole chunk, which consumes shift_frames.
     int valid_frames = -1;
+    // The stream's index of the feature frame in features[0] (frame k starts at sample
+    // k * frame shift).
+    long long first_frame = 0;
   };
 
   // A chunk waiting for the VAD (or the wake word) to have heard up to its end sample.
@@ -197,6 +200,8 @@ class Stream {
   void route_ready();
   void route(Chunk c, long long end_sample, bool last);
   long long decided_until_sample() const;
+  // Replaces the chunk's feature frames that end at or before `sample` with the silence frame.
+  void silence_frames_before(Chunk& chunk, long long sample) const;
   // Output frames of a chunk (its valid_frames, or shift_frames) after subsampling.
   int output_frames(const Chunk& chunk) const;
   // After the search took a chunk's frames: endpoint rules, then a final or a partial.

@@ -13,7 +13,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export VOXRT_CACHE_DIR="$work/cache"
 "$voxrt" build --onnx "$src/models/default/model.onnx" --engine "$work/default.engine" \
-  --profile features:1x2x80/8x32x80/64x32x80 --no-autotune 2>/dev/null
+  --profile features:1x4x80/8x32x80/64x32x80 --no-autotune 2>/dev/null
 fail() { echo "FAIL: $*"; exit 1; }
 
 # Silero: the bundled sample is recognised; the first run builds the VAD engine, the second reuses it.

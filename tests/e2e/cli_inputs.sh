@@ -11,7 +11,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 trap 'echo "FAIL: the command on line $LINENO failed"' ERR
 sample=$src/samples/play_music.wav
 "$voxrt" build --onnx "$src/models/default/model.onnx" --engine "$work/e.engine" \
-  --profile features:1x2x80/8x32x80/64x32x80 --no-autotune > "$work/build.log" 2>&1 ||
+  --profile features:1x4x80/8x32x80/64x32x80 --no-autotune > "$work/build.log" 2>&1 ||
   { cat "$work/build.log"; exit 1; }
 t() { "$voxrt" transcribe --engine "$work/e.engine" "$@"; }
 # expect_error "what" "message fragment" command...: non-zero exit and the fragment on stderr.

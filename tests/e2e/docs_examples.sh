@@ -28,16 +28,19 @@ ln -s "$src/models/default/model.onnx" model.onnx
 ln -s "$src/models/default/model.metadata.txt" model.metadata.txt
 [ -f .third_party/models/silero_vad_v5.onnx ] && ln -s .third_party/models/silero_vad_v5.onnx silero_vad_v5.onnx
 /usr/bin/python3 - "$src/models/default/reference_chunks.npz" test_data_set_0 <<'PY' || exit 1
-# The default model on the PyTorch reference: 96 frames of 2 streams from zero states, in one call.
+# The default model on the PyTorch reference: one call (its first 32-frame chunk, 2 streams)
+# from zero states; the outputs are the log-probs and the states after it, as export_onnx.py
+# recorded them (first_call_*).
 import os, sys
 import numpy as np
 from onnx import numpy_helper
 ref = np.load(sys.argv[1])
 os.makedirs(sys.argv[2])
-inputs = [ref["features"], np.zeros((2, 4, 80), np.float32), np.zeros((2, 32, 4, 40), np.float32),
-          np.zeros((2, 5, 512), np.float32)]
-outputs = [ref["offline_log_probs"], ref["conv1_state_out"], ref["conv2_state_out"],
-           ref["gru_state_out"]]
+states = ["sub1_state_out", "sub2_state_out", "attn_cache_out", "conv_cache_out", "key_mask_out"]
+chunk_frames = ref["first_call_log_probs"].shape[1] * 4  # subsampling 4
+inputs = [np.ascontiguousarray(ref["features"][:, :chunk_frames])]
+inputs += [np.zeros_like(ref[f"first_call_{s}"]) for s in states]
+outputs = [ref["first_call_log_probs"]] + [ref[f"first_call_{s}"] for s in states]
 for kind, tensors in (("input", inputs), ("output", outputs)):
     for k, t in enumerate(tensors):
         with open(f"{sys.argv[2]}/{kind}_{k}.pb", "wb") as f:

@@ -111,7 +111,7 @@ class FrontEndTest : public ::testing::Test {
   static void SetUpTestSuite() {
     BuilderConfig acoustic;
     acoustic.profiles = {OptimizationProfile{
-        "p", {{"features", ShapeRange{{1, 2, 80}, {4, 32, 80}, {16, 32, 80}}}}}};
+        "p", {{"features", ShapeRange{{1, 4, 80}, {4, 32, 80}, {16, 32, 80}}}}}};
     acoustic_ = build(source_dir() / "models/default/model.onnx", "default.engine", acoustic);
     BuilderConfig silero;
     silero.fixed_inputs["sr"] = Tensor::scalar_i64(16000);

@@ -13,7 +13,7 @@ done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$voxrt" build --onnx "$src/models/default/model.onnx" --engine "$work/default.engine" \
-  --profile features:1x2x80/8x32x80/64x32x80 --no-autotune > "$work/build.log" 2>&1 ||
+  --profile features:1x4x80/8x32x80/64x32x80 --no-autotune > "$work/build.log" 2>&1 ||
   { cat "$work/build.log"; exit 1; }
 /usr/bin/python3 "$src/tests/e2e/long_stream_set.py" --out "$work/wer" --count 40 --seed 1001
 /usr/bin/python3 "$src/tests/e2e/long_stream_set.py" --out "$work/chunks" --count 12 --seed 7

@@ -51,6 +51,15 @@ def main() -> None:
         helper.make_node("Gather", ["fault_table", "fault_index"], ["fault_zero"], axis=0),
         helper.make_node("Add", [logits, "fault_zero"], ["fault_logits"]),
     ]
+    # The warm-up's last, shorter chunk is padded (to a multiple of the subsampling: 4 frames for
+    # the default model version 2); padded with the silence frame, a chunk of digital silence
+    # stays one frame repeated, as the trip condition above assumes (the zero frame would differ).
+    pads = [p for p in model.metadata_props if p.key == "voxrt.chunk_pad"]
+    if pads:
+        pads[0].value = "silence"
+    else:
+        model.metadata_props.append(onnx.StringStringEntryProto(key="voxrt.chunk_pad",
+                                                                value="silence"))
     softmax.input[0] = "fault_logits"
     position = list(graph.node).index(softmax)
     for offset, node in enumerate(added):

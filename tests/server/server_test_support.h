@@ -135,7 +135,7 @@ class Assets {
       const std::string command = voxrt_binary().string() + " build --onnx " +
                                   (source_dir() / "models/default/model.onnx").string() +
                                   " --engine " + engine +
-                                  " --profile features:1x2x80/8x32x80/64x32x80 > " +
+                                  " --profile features:1x4x80/8x32x80/64x32x80 > " +
                                   (work_dir() / "build.log").string() + " 2>&1";
       if (run_shell(command) != 0) setup_error = "voxrt build failed: " + command;
     }

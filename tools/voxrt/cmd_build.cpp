@@ -211,7 +211,7 @@ void add_build_command(CLI::App& app, int& exit_code) {
       "Examples (model.onnx: the default model, models/default/model.onnx):\n"
       "  voxrt build --onnx model.onnx --engine model.engine\n"
       "  voxrt build --onnx model.onnx --engine model_batched.engine --timing-cache cpu.cache "
-      "--profile features:1x2x80/1x32x80/1x32x80 --profile features:2x2x80/8x32x80/64x32x80\n"
+      "--profile features:1x4x80/1x32x80/1x32x80 --profile features:2x4x80/8x32x80/64x32x80\n"
       "  voxrt build --onnx model.onnx --engine model_fp16.engine --precision fp16\n"
       "  voxrt build --onnx silero_vad_v5.onnx --engine vad.engine --fixed-input sr=16000 "
       "--profile input:1x576/8x576/32x576 --profile state:2x1x128/2x8x128/2x32x128\n"

@@ -150,21 +150,29 @@ Expected<PrecisionBisectResult> bisect_precision(const std::string& onnx_path,
       at_high = probe;
     }
     // Thinning: the ordering by output error is a guess; give each kept layer back to INT8
-    // (least sensitive first) and keep the change when the limit still holds.
+    // (least sensitive first) and keep the change when the limit still holds. A layer that had
+    // to stay while others were still kept may be given back once they are gone (the default
+    // model version 2: a layer kept beside 16 others was not needed beside the final 3), so
+    // passes repeat until one changes nothing: then every kept layer was tried with exactly the
+    // others kept, and the set is 1-minimal.
     PrecisionProbe best = *at_high;
     std::string best_engine = std::move(high_engine);
     std::vector<std::string> keep = best.fp32_layers;
-    for (int i = static_cast<int>(keep.size()) - 1; i >= 0 && keep.size() > 1; --i) {
-      std::vector<std::string> fewer = keep;
-      fewer.erase(fewer.begin() + i);
-      VOXRT_ASSIGN_OR_RETURN(
-          PrecisionProbe probe,
-          prober.probe("without " + keep[i], fewer, quantized, result.fp32, nullptr, &engine));
-      result.probes.push_back(probe);
-      if (probe.passed) {
-        keep = fewer;
-        best = probe;
-        best_engine = std::move(engine);
+    for (bool changed = true; changed && keep.size() > 1;) {
+      changed = false;
+      for (int i = static_cast<int>(keep.size()) - 1; i >= 0 && keep.size() > 1; --i) {
+        std::vector<std::string> fewer = keep;
+        fewer.erase(fewer.begin() + i);
+        VOXRT_ASSIGN_OR_RETURN(
+            PrecisionProbe probe,
+            prober.probe("without " + keep[i], fewer, quantized, result.fp32, nullptr, &engine));
+        result.probes.push_back(probe);
+        if (probe.passed) {
+          keep = fewer;
+          best = probe;
+          best_engine = std::move(engine);
+          changed = true;
+        }
       }
     }
     result.keep_fp32 = keep;

@@ -41,7 +41,7 @@ TEST(GreedyCtc, MergesRepeatsAndDropsBlanks) {
 }
 
 // Word times are moved back by the model's emission delays, never below 0, never a word's start
-// before the previous word's end and never an end before the start.
+// before the previous word's end, and a word lasts at least one output frame.
 TEST(GreedyCtc, WordTimesAreCorrectedForTheModelsDelay) {
   auto vocabulary = english_chars();
   auto id = [&](char c) { return vocabulary->id_of(std::string(1, c)); };
@@ -60,10 +60,14 @@ TEST(GreedyCtc, WordTimesAreCorrectedForTheModelsDelay) {
   // "cd" would start at 0.24 - 0.10 = 0.14, before "ab" ends at 0.15: it starts there.
   EXPECT_NEAR(result.words[1].start_s, 0.15, 1e-9);
   EXPECT_NEAR(result.words[1].end_s, 0.32 - 0.01, 1e-9);
-  time_base.word_end_delay_s = 0.5;  // larger than the word: the end stays at the start
+  time_base.word_end_delay_s = 0.5;  // larger than the word: it ends one frame after its start
   GreedyCtcDecoder late(vocabulary, time_base);
   ASSERT_TRUE(late.accept(frames.view()));
-  for (const WordResult& word : late.finalize().words) EXPECT_EQ(word.end_s, word.start_s);
+  const DecodingResult late_result = late.finalize();
+  ASSERT_EQ(late_result.words.size(), 2u);
+  for (const WordResult& word : late_result.words)
+    EXPECT_NEAR(word.end_s, word.start_s + 0.04, 1e-9) << word.word;
+  EXPECT_GE(late_result.words[1].start_s, late_result.words[0].end_s);
 }
 
 TEST(GreedyCtc, ChunkedEqualsWholeAndBatchEqualsSingle) {
