@@ -110,6 +110,7 @@ def main():
             result = corpus_wer(pairs)
             stream = report["sets"][streams][system]
             stream["cut_apart_wer"] = result["wer"]
+            stream["cut_apart"] = {k: result[k] for k in ("sub", "del", "ins", "words")}
             stream["stream_over_cut_apart"] = round(stream["wer"] / max(result["wer"], 1e-9), 3)
     if args.hyp_dir:
         os.makedirs(args.hyp_dir, exist_ok=True)

@@ -6,7 +6,8 @@
 # all on the same audio in the same run (recipes/eval/compare.py):
 #   - the held-out synthetic set, clean and 20/10/5 dB SNR (150 commands + 50 WordNet sentences
 #     in held-out voices, recipes/README.md "Held-out test split");
-#   - 2 continuous streams of held-out commands against the same utterances cut apart;
+#   - 2 continuous streams of held-out commands against the same utterances cut apart (--vad
+#     off), and 10 through the CLI's default energy VAD;
 #   - the human clips of pocketsphinx-testdata (cards, librivox; recipes/eval/real_speech.py).
 #   bash recipes/eval/model_card_eval.sh      (about 25 minutes on 2 busy cores)
 # DATA (default /tmp/v2) holds the audio and the LM; what is missing there is made with the
@@ -66,6 +67,21 @@ nice -n 5 "$py" recipes/eval/compare.py --voxrt "$voxrt" --checkpoint "$checkpoi
   --hyp-dir "$work/hyp" --json "$work/real.json" --markdown "$work/real.md" \
   -- --vad off >"$work/real.log" 2>&1 || { tail -20 "$work/real.log" >&2; exit 1; }
 
+# The stream goal as a user meets it: 10 continuous streams (the 150 held-out commands in new
+# orders and pauses for each pass, synth.py --streams 10; the first 2 are the streams above)
+# through the CLI's default energy VAD, engine greedy and with the LM, against the same
+# utterances cut apart (decoded with the same VAD). 2 streams are too few to tell a stream effect
+# from chance (one stream is 20-30 errors).
+if [ ! -f "$data/streams10/manifest.tsv" ]; then
+  nice -n 5 "$py" recipes/data/synth.py --text "$data/test_commands.txt" --out "$data/streams10" \
+    --mode streams --manifest "$data/test/clean/manifest.tsv" --streams 10 --seed 1001
+fi
+nice -n 5 "$py" recipes/eval/compare.py --voxrt "$voxrt" --engine "$work/default.engine" \
+  --lm "$data/lm.arpa" --beam-args "" --no-pocketsphinx \
+  --manifest "clean=$data/test/clean/manifest.tsv" --manifest "streams10=$data/streams10/manifest.tsv" \
+  --cut-apart streams10=clean --json "$work/streams10.json" --markdown "$work/streams10.md" \
+  >"$work/streams10.log" 2>&1 || { tail -20 "$work/streams10.log" >&2; exit 1; }
+
 echo "model: $model ($(stat -c %s "$model") bytes), $(tr '\n' ' ' <models/default/source.txt)"
 echo "decoding: $(grep '^voxrt.decoding' models/default/model.metadata.txt | tr '\n' ' ')"
 echo "measured $started .. $(date -u +%FT%TZ) on $(nproc) cores, load $load_before -> $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -74,9 +90,12 @@ echo "Held-out synthetic set and streams (WER; pytorch = the checkpoint, greedy;
 echo "transcribe --vad off, greedy; engine+lm = the same with --lm; pocketsphinx = Debian's en-us):"
 cat "$work/synthetic.md"
 echo
+echo "10 streams through the default energy VAD (engine = voxrt transcribe, greedy; engine+lm with --lm):"
+cat "$work/streams10.md"
+echo
 echo "Human speech, pocketsphinx-testdata:"
 cat "$work/real.md"
-"$py" - "$work/synthetic.json" "$work/real.json" <<'PY'
+"$py" - "$work/synthetic.json" "$work/streams10.json" "$work/real.json" <<'PY'
 import json, sys
 for path in sys.argv[1:]:
     print(f"\nseconds per system ({path}):", json.load(open(path))["seconds"])
