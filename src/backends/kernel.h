@@ -26,6 +26,10 @@ inline constexpr TacticId kReferenceTactic = 0;
 struct TacticInfo {
   TacticId id = kReferenceTactic;
   std::string name;  // "reference", "onednn", "openblas", ...
+  // The kernel packs its constant weights once, when it is made: the choice for plans that run
+  // untuned at batch 1 (INT8 calibration), where a GEMM that repacks its weights every call
+  // spends most of its time copying them.
+  bool prepacks_constant_weights = false;
 };
 
 struct KernelContext {

@@ -40,6 +40,15 @@ Expected<std::unique_ptr<backends::Kernel>> make_kernel(const ir::Node& node, Ta
   } else if (policy != TacticPolicy::kReference && tactics.size() > 1) {
     tactic = tactics[1].id;
     tactic_name = tactics[1].name;
+    if (policy == TacticPolicy::kFirstFastPrepacked) {
+      for (const auto& t : tactics) {
+        if (t.prepacks_constant_weights) {
+          tactic = t.id;
+          tactic_name = t.name;
+          break;
+        }
+      }
+    }
   }
   auto kernel = backends::cpu::create_kernel(node, tactic);
   if (!kernel) return kernel.status().with_context(str_cat("tactic '", tactic_name, "'"));

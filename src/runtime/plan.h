@@ -23,6 +23,10 @@ using StepObserver = std::function<void(const ir::Node& node, std::span<const Te
 enum class TacticPolicy {
   kRecorded,   // the tactic the builder stored in the node (voxrt.tactic)
   kFirstFast,  // the first non-reference tactic (builds without autotuning)
+  // kFirstFast, except that a tactic that packs its constant weights once is preferred where one
+  // applies: for untuned plans run at batch 1 (INT8 calibration runs one stream at a time, and
+  // OpenBLAS repacking the weights every call took half of a Conformer's calibration).
+  kFirstFastPrepacked,
   kReference,  // tactic 0 everywhere (the oracle)
 };
 

@@ -144,7 +144,7 @@ OutputDifference compare(const RecordedOutputs& reference, const RecordedOutputs
 Expected<RecordedOutputs> run_marked(const ir::Graph& graph, const BuilderConfig& config,
                                      CalibrationSource& source, int streams) {
   VOXRT_ASSIGN_OR_RETURN(auto plan,
-                         runtime::Plan::compile(graph, runtime::TacticPolicy::kFirstFast));
+                         runtime::Plan::compile(graph, runtime::TacticPolicy::kFirstFastPrepacked));
   RecordedOutputs recorded;
   StreamRunOptions options;
   options.max_streams = streams;
@@ -257,8 +257,8 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
       const Tensor& x = *inputs[0];
       if (x.dtype() == DType::kF32) histograms[node.input(0)->name].add(x.span<float>());
     };
-    VOXRT_ASSIGN_OR_RETURN(auto plan,
-                           runtime::Plan::compile(graph, runtime::TacticPolicy::kFirstFast));
+    VOXRT_ASSIGN_OR_RETURN(
+        auto plan, runtime::Plan::compile(graph, runtime::TacticPolicy::kFirstFastPrepacked));
     int runs = 0;
     StreamRunOptions options;
     options.observer = &observer;

@@ -41,6 +41,8 @@ std::vector<TacticInfo> dense_tactics(const ir::Node& node) {
   const std::vector<TacticInfo> fp32 = fp32_dense_tactics(node);
   if (tactics.empty()) return fp32;
   if (!fp32.empty()) tactics.insert(tactics.end(), fp32.begin() + 1, fp32.end());
+  // Its INT8 tactics must win over any FP32 one, prepacked or not.
+  for (TacticInfo& tactic : tactics) tactic.prepacks_constant_weights = false;
   return tactics;
 }
 
@@ -73,12 +75,13 @@ std::vector<TacticInfo> fp32_dense_tactics(const ir::Node& node) {
     if (dense::conv_depthwise_applies(node))
       tactics.push_back({kTacticDepthwiseAvx512, "depthwise_avx512"});
     if (dense::conv_pointwise_applies(node))
-      tactics.push_back({kTacticPointwiseAvx512, "pointwise_avx512"});
+      tactics.push_back({kTacticPointwiseAvx512, "pointwise_avx512", true});
     return tactics;
   }
   tactics.push_back({kTacticOpenBlas, "openblas"});
   tactics.push_back({kTacticOneDnnMatMul, "onednn"});
-  if (dense::matmul_packed_applies(node)) tactics.push_back({kTacticPackedAvx512, "avx512_packed"});
+  if (dense::matmul_packed_applies(node))
+    tactics.push_back({kTacticPackedAvx512, "avx512_packed", true});
   return tactics;
 }
 
