@@ -8,6 +8,7 @@
 
 #include "model_import/nemo_cache_aware_encoder.h"
 #include "model_import/nemo_layouts.h"
+#include "model_import/nemo_tokens.h"
 #include "stream/bundle_manifest.h"
 
 namespace voxrt::model_import {
@@ -27,8 +28,9 @@ Expected<ModelDirImportReport> import_nemo_cache_aware_ctc(const ModelDirImportO
   report.family = "ctc_streaming";
   VOXRT_ASSIGN_OR_RETURN(std::string model_file,
                          find_one_file(dir, "model", ".onnx", "NeMo cache-aware CTC model"));
-  const std::string tokens_file = (fs::path(dir) / "tokens.txt").string();
-  VOXRT_ASSIGN_OR_RETURN(std::vector<std::string> pieces, read_tokens_txt(tokens_file));
+  VOXRT_ASSIGN_OR_RETURN(NemoTokens tokens, read_nemo_tokens(dir));
+  const std::string& tokens_file = tokens.file;
+  const std::vector<std::string>& pieces = tokens.pieces;
   VOXRT_ASSIGN_OR_RETURN(NemoCacheAwareEncoder model,
                          read_nemo_cache_aware_encoder(model_file, "logprobs", false));
   VOXRT_ASSIGN_OR_RETURN(const int vocab_size,
@@ -38,10 +40,6 @@ Expected<ModelDirImportReport> import_nemo_cache_aware_ctc(const ModelDirImportO
     return invalid_argument(model_file, ": metadata vocab_size ", vocab_size,
                             " (without the blank) but ", tokens_file, " has ", pieces.size(),
                             " tokens; expected vocab_size + 1");
-  }
-  if (pieces.back() != "<blk>") {
-    return invalid_argument(tokens_file, ": the last token is '", pieces.back(),
-                            "', expected <blk> (NeMo's blank is the last class)");
   }
   if (model.output_dim != static_cast<std::int64_t>(pieces.size())) {
     return invalid_argument(model_file, ": logprobs has ", model.output_dim, " classes, but ",

@@ -14,6 +14,7 @@
 #include "model_import/nemo_layouts.h"
 #include "model_import/nemo_model_config.h"
 #include "model_import/nemo_offline_encoder.h"
+#include "model_import/nemo_tokens.h"
 #include "onnx_import/importer.h"
 #include "stream/bundle_manifest.h"
 
@@ -201,8 +202,9 @@ Expected<ModelDirImportReport> import_nemo_sherpa_ctc(const ModelDirImportOption
   report.family = "ctc_offline";
   VOXRT_ASSIGN_OR_RETURN(std::string model_file,
                          find_one_file(dir, "model", ".onnx", "NeMo CTC model"));
-  const std::string tokens_file = (fs::path(dir) / "tokens.txt").string();
-  VOXRT_ASSIGN_OR_RETURN(std::vector<std::string> pieces, read_tokens_txt(tokens_file));
+  VOXRT_ASSIGN_OR_RETURN(NemoTokens tokens, read_nemo_tokens(dir));
+  const std::string& tokens_file = tokens.file;
+  const std::vector<std::string>& pieces = tokens.pieces;
   VOXRT_ASSIGN_OR_RETURN(NemoGraph g, read_nemo_graph(model_file));
   const auto& meta = g.graph->metadata;
   auto normalize = meta.find("normalize_type");
@@ -217,10 +219,6 @@ Expected<ModelDirImportReport> import_nemo_sherpa_ctc(const ModelDirImportOption
   if (vocab_size != static_cast<int>(pieces.size())) {
     return invalid_argument(model_file, ": metadata vocab_size ", vocab_size, " but ", tokens_file,
                             " has ", pieces.size(), " tokens");
-  }
-  if (pieces.back() != "<blk>") {
-    return invalid_argument(tokens_file, ": the last token is '", pieces.back(),
-                            "', expected <blk> (NeMo's blank is the last class)");
   }
   VOXRT_RETURN_IF_ERROR(check_classes(g, model_file, pieces.size(), tokens_file));
   // sherpa-onnx keeps no preprocessor settings: NeMo's Conformer/FastConformer defaults

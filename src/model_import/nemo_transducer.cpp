@@ -19,6 +19,7 @@
 #include "model_import/nemo_layouts.h"
 #include "model_import/nemo_offline_encoder.h"
 #include "model_import/nemo_prediction_networks.h"
+#include "model_import/nemo_tokens.h"
 #include "onnx_import/importer.h"
 #include "stream/bundle_manifest.h"
 
@@ -64,16 +65,9 @@ Expected<ModelDirImportReport> import_nemo_transducer(const ModelDirImportOption
   VOXRT_ASSIGN_OR_RETURN(std::string decoder_file,
                          find_one_file(dir, "decoder", ".onnx", "decoder"));
   VOXRT_ASSIGN_OR_RETURN(std::string joiner_file, find_one_file(dir, "joiner", ".onnx", "joiner"));
-  const std::string tokens_file = (fs::path(dir) / "tokens.txt").string();
-  if (!fs::exists(tokens_file)) {
-    return not_found(dir, ": no tokens.txt (sherpa-onnx's NeMo export writes the tokenizer's ",
-                     "pieces as '<piece> <id>' lines, <blk> last)");
-  }
-  VOXRT_ASSIGN_OR_RETURN(std::vector<std::string> pieces, read_tokens_txt(tokens_file));
-  if (pieces.back() != "<blk>") {
-    return invalid_argument(tokens_file, ": the last token is '", pieces.back(),
-                            "', expected <blk> (NeMo's blank is the last class)");
-  }
+  VOXRT_ASSIGN_OR_RETURN(NemoTokens tokens, read_nemo_tokens(dir));
+  const std::string& tokens_file = tokens.file;
+  const std::vector<std::string>& pieces = tokens.pieces;
   const auto classes = static_cast<std::int64_t>(pieces.size());
 
   // ---- encoder ----
