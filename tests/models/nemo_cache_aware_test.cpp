@@ -23,6 +23,7 @@
 #include "audio/nemo_log_mel.h"
 #include "model_import/model_dir_import.h"
 #include "model_test_files.h"
+#include "nemo_test_support.h"
 #include "ort/ort_bridge.h"
 #include "stream/recognizer.h"
 #include "stream_feeding.h"
@@ -31,6 +32,7 @@
 namespace voxrt {
 namespace {
 namespace fs = std::filesystem;
+using model_test::import_dir;
 using model_test::run_capture;
 using model_test::write_wav;
 
@@ -51,32 +53,14 @@ Status export_model(const fs::path& dir, const std::string& extra = "") {
   return Status::ok();
 }
 
-Expected<model_import::ModelDirImportReport> import_dir(const fs::path& dir,
-                                                        const fs::path& bundle) {
-  model_import::ModelDirImportOptions options;
-  options.model_dir = dir.string();
-  options.bundle_dir = bundle.string();
-  options.build.autotune = false;
-  options.max_batch = 8;
-  return model_import::import_model_dir(options);
-}
-
 class NemoCacheAwareTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     fs::remove_all(work_dir());
     fs::create_directories(work_dir());
-    // Three clips of different lengths: the bundled recording; it reversed after a pause and
-    // then quieter (several times longer); and a short one that is not a whole number of hops.
-    auto clip = audio::read_audio_file((source_dir() / "samples/play_music.wav").string());
-    ASSERT_TRUE(clip.has_value()) << clip.status().to_string();
-    wavs_ = {(source_dir() / "samples/play_music.wav").string(),
-             (work_dir() / "spliced.wav").string(), (work_dir() / "short.wav").string()};
-    std::vector<float> spliced(4800, 0.0f);
-    spliced.insert(spliced.end(), clip->samples.rbegin(), clip->samples.rend());
-    for (float s : clip->samples) spliced.push_back(0.5f * s);
-    write_wav(wavs_[1], spliced);
-    write_wav(wavs_[2], std::vector<float>(clip->samples.begin(), clip->samples.begin() + 12345));
+    auto wavs = model_test::write_three_clips(source_dir(), work_dir());
+    ASSERT_TRUE(wavs.has_value()) << wavs.status().to_string();
+    wavs_ = *wavs;
     model_dir_ = work_dir() / "model";
     bundle_ = work_dir() / "model.bundle";
     ASSERT_TRUE(export_model(model_dir_).is_ok());

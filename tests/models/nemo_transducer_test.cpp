@@ -19,6 +19,7 @@
 #include "audio/audio_io.h"
 #include "model_import/model_dir_import.h"
 #include "model_test_files.h"
+#include "nemo_test_support.h"
 #include "ort/ort_bridge.h"
 #include "stream/recognizer.h"
 #include "stream_feeding.h"
@@ -69,17 +70,9 @@ class NemoTransducerTest : public ::testing::Test {
   static void SetUpTestSuite() {
     fs::remove_all(work_dir());
     fs::create_directories(work_dir());
-    // Three clips: the bundled recording; it reversed after a pause and then quieter; and a
-    // short one whose length is not a whole number of hops.
-    auto clip = audio::read_audio_file((source_dir() / "samples/play_music.wav").string());
-    ASSERT_TRUE(clip.has_value()) << clip.status().to_string();
-    wavs_ = {(source_dir() / "samples/play_music.wav").string(),
-             (work_dir() / "spliced.wav").string(), (work_dir() / "short.wav").string()};
-    std::vector<float> spliced(4800, 0.0f);
-    spliced.insert(spliced.end(), clip->samples.rbegin(), clip->samples.rend());
-    for (float s : clip->samples) spliced.push_back(0.5f * s);
-    write_wav(wavs_[1], spliced);
-    write_wav(wavs_[2], std::vector<float>(clip->samples.begin(), clip->samples.begin() + 12345));
+    auto wavs = model_test::write_three_clips(source_dir(), work_dir());
+    ASSERT_TRUE(wavs.has_value()) << wavs.status().to_string();
+    wavs_ = *wavs;
     for (const auto& [name, options] :
          std::vector<std::pair<std::string, std::string>>{{"rnnt", ""}, {"tdt", "--tdt"}}) {
       const fs::path dir = work_dir() / name;
