@@ -6,8 +6,8 @@
 # and source.txt (which checkpoint, its progress, the commit that held it). It leaves
 # model.metadata.txt and MODEL_CARD.md alone: they hold measurements of a model, so after a new
 # checkpoint re-run the measurements they name and update them:
-#   bash recipes/eval/tune_decoding.sh        (model.metadata.txt: beam, LM weight, word bonus)
-#   bash recipes/eval/tune_word_times.sh      (model.metadata.txt: word delays, endpoint tail)
+#   recipes/eval/tune_decoding.py             (model.metadata.txt: beam, LM weight, word bonus)
+#   bash recipes/eval/tune_stream_settings.sh (model.metadata.txt: word delays, endpoint tail)
 #   bash recipes/eval/model_card_eval.sh      (MODEL_CARD.md's tables)
 set -euo pipefail
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -47,7 +47,9 @@ cp "$scratch/vocabulary.txt" "$scratch/reference_chunks.npz" "$out/"
 cp "$scratch/model.onnx" "$out/model.onnx"
 # Provenance: the card's evaluation reads the checkpoint from here for its PyTorch column.
 checkpoint_rel=$(realpath --relative-to="$root" "$checkpoint")
-commit=$(git -C "$root" log -1 --format=%h -- "$checkpoint" 2>/dev/null || true)
+# A fixed 12-digit abbreviation: git's default length grows with the number of objects, so a
+# fresh clone and a long-lived one would write different files for the same commit.
+commit=$(git -C "$root" log -1 --format=%H -- "$checkpoint" 2>/dev/null | cut -c1-12 || true)
 "$py" - "$checkpoint/checkpoint.json" "$checkpoint_rel" "${commit:-uncommitted}" "$model_bytes" \
   >"$out/source.txt" <<'PY'
 import json, sys
