@@ -10,6 +10,11 @@ command -v espeak-ng >/dev/null && command -v flite >/dev/null || { echo "SKIP: 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 py=/usr/bin/python3
+# Run from a copy of recipes/ alone, as a device call that carries only recipes/ has it: a
+# recipe that reaches outside (tests/unit, once) cost a whole training call, 2026-12-07.
+mkdir -p "$work/tree"
+tar -C "$here/.." --exclude=recipes/checkpoints --exclude=__pycache__ -cf - recipes | tar -C "$work/tree" -xf -
+here="$work/tree/recipes"
 tiny=(--d-model 32 --d-ff 64 --heads 2 --layers 1 --max-batch-frames 6000 --warmup-steps 2 --log-every 2)
 $py "$here/data/text_gen.py" --count 24 --seed 5 > "$work/train.txt"
 $py "$here/data/text_gen.py" --count 6 --seed 1001 --exclude "$work/train.txt" > "$work/test.txt"
@@ -47,4 +52,34 @@ print('resume: steps', a['steps'], '->', b['steps'])" "$work"
 $py "$here/eval/evaluate.py" --checkpoint "$work/ckpt3" --manifest clean="$work/test/clean/manifest.tsv" \
   --manifest streams="$work/streams/manifest.tsv" --cut-apart streams=clean --json "$work/eval.json"
 $py -c "import json,sys; r=json.load(open(sys.argv[1])); assert 'stream_over_cut_apart' in r['streams'], r" "$work/eval.json"
+# Synthesis that cannot make a single utterance must stop the trainer at once (FAILED), not
+# leave it waiting out its time box for a first shard. Two ways it happens: an exception in
+# every worker (a module missing from the tree: the 2026-12-07 call) and a speech tool failing
+# for every utterance (each failure is counted; ALL_FAILED_LIMIT of them and none made stops it).
+cp -r "$here" "$work/broken_recipes"
+printf '\n\ndef compute(*_args, **_kwargs):\n    raise RuntimeError("injected: no features")\n' \
+  >> "$work/broken_recipes/train/features.py"
+mkdir -p "$work/failing_tools"
+for tool in espeak-ng flite; do printf '#!/bin/sh\nexit 1\n' > "$work/failing_tools/$tool"; chmod +x "$work/failing_tools/$tool"; done
+$py "$here/data/text_gen.py" --count 80 --seed 6 > "$work/broken.txt"
+expect_synthesis_failure() {  # NAME RECIPES_DIR EXPECTED_REASON [env...]
+  local name=$1 recipes=$2 reason=$3
+  shift 3
+  if env "$@" $py "$recipes/data/synth.py" --text "$work/broken.txt" --out "$work/$name" \
+      --mode train --jobs 2 --shard-size 12 > "$work/$name.synth.log" 2>&1; then
+    echo "FAIL ($name): synth.py exited 0 although every utterance failed"; exit 1
+  fi
+  grep -q "$reason" "$work/$name/FAILED" || { cat "$work/$name.synth.log"; echo "FAIL ($name): no FAILED mark naming '$reason'"; exit 1; }
+  local start_s=$SECONDS
+  if $py "$here/train/train.py" --data "$work/$name" --out "$work/$name.ckpt" --train-seconds 300 \
+      "${tiny[@]}" > "$work/$name.train.log" 2>&1; then
+    echo "FAIL ($name): train.py exited 0 without shards"; exit 1
+  fi
+  grep -q "synthesis failed before the first one: .*$reason" "$work/$name.train.log" ||
+    { cat "$work/$name.train.log"; echo "FAIL ($name): train.py did not name the synthesis failure"; exit 1; }
+  [ $((SECONDS - start_s)) -lt 60 ] || { echo "FAIL ($name): train.py took $((SECONDS - start_s)) s to give up"; exit 1; }
+  echo "$name: synthesis failure stops the trainer: $(tail -1 "$work/$name.train.log")"
+}
+expect_synthesis_failure worker_exception "$work/broken_recipes" "injected: no features"
+expect_synthesis_failure failing_tools "$here" "the first 64 utterances all failed" PATH="$work/failing_tools:$PATH"
 echo PASS

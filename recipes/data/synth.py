@@ -46,6 +46,8 @@ import voices  # noqa: E402
 SAMPLE_RATE_HZ = augment.SAMPLE_RATE_HZ
 ESPEAK_PATH_ARG = os.environ.get("ESPEAK_PATH_ARG", "")
 TEST_NOISE_TYPES = ["white", "pink", "babble", "music", "kitchen"]
+# Training synthesis gives up when this many utterances have failed and none has succeeded.
+ALL_FAILED_LIMIT = 64
 
 
 def plan_utterance(index, text, split, rng, clean_prob=0.0):
@@ -177,6 +179,11 @@ def make_train(args, jobs, rng):
                 failures += 1
                 if failures <= 5:
                     print(f"failed {index}: {error}", file=sys.stderr, flush=True)
+                if failures >= ALL_FAILED_LIMIT and failures == done:
+                    # Nothing synthesises (a missing tool or module): stop, so the trainer
+                    # learns it now instead of waiting out its time box for a first shard.
+                    raise RuntimeError(f"the first {failures} utterances all failed; the last: "
+                                       f"{error}")
                 continue
             channels[channel] = channels.get(channel, 0) + 1
             pending.append((index, feats))
@@ -320,7 +327,16 @@ def main():
     for job in jobs:
         job["features"] = args.features
     if args.mode == "train":
-        make_train(args, jobs, random.Random(args.seed + 7))
+        failed_mark = os.path.join(args.out, "FAILED")
+        if os.path.exists(failed_mark):
+            os.remove(failed_mark)
+        try:
+            make_train(args, jobs, random.Random(args.seed + 7))
+        except Exception as error:
+            # The trainer waits for shards; FAILED tells it at once that none will come, and why.
+            with open(failed_mark, "w") as f:
+                f.write(f"{type(error).__name__}: {error}\n")
+            raise
     else:
         make_test(args, jobs)
 

@@ -57,9 +57,19 @@ def fbank(samples_int16_scale, feature_set="default"):
 
 
 # Whisper's front end (recipes/whisper): the log-mel of tests/unit/audio/whisper_mel_reference.py,
-# which voxrt's whisper_log_mel front end is tested against.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "unit", "audio"))
-import whisper_mel_reference as whisper_mel  # noqa: E402
+# which voxrt's whisper_log_mel front end is tested against. Imported on first use only: the
+# default model's recipe must run from recipes/ alone (a device call that carried no tests/unit
+# lost its whole training time to this import failing in every synthesis worker, 2026-12-07).
+_WHISPER_REFERENCE_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                      "tests", "unit", "audio")
+
+
+def _whisper_reference():
+    if _WHISPER_REFERENCE_DIR not in sys.path:
+        sys.path.insert(0, _WHISPER_REFERENCE_DIR)
+    import whisper_mel_reference
+    return whisper_mel_reference
+
 
 WHISPER_LOG_FLOOR = -10.0  # log10(1e-10): the value of every frame of the zeros after the audio
 WHISPER_MEL_BINS = 80
@@ -73,6 +83,7 @@ def whisper_log_mel(samples_int16_scale):
     zero-padded to 30 s. Padding these frames to 3000 with WHISPER_LOG_FLOOR and normalising
     (whisper_window) gives whisper_mel_reference.whisper_features of the audio exactly."""
     global _whisper_filters
+    whisper_mel = _whisper_reference()
     if _whisper_filters is None:
         _whisper_filters = whisper_mel.slaney_mel(WHISPER_MEL_BINS)
     samples = np.asarray(samples_int16_scale, dtype=np.float64) / SAMPLE_SCALE

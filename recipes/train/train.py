@@ -365,9 +365,21 @@ def main():
                  os.path.exists(os.path.join(args.data, "DONE")))
         return bool(world.reduce(not ready, "max"))
 
+    def synthesis_failure():
+        """synth.py writes FAILED (with its error) when no shard will ever come."""
+        try:
+            with open(os.path.join(args.data, "FAILED")) as f:
+                return f.read().strip() or "no reason given"
+        except OSError:
+            return None
+
     # Wait for the first shards (synthesis writes DONE when it has finished early).
     while still_waiting():
         time.sleep(2)
+        failure = synthesis_failure()
+        if world.reduce(failure is not None, "max"):
+            sys.exit(f"expected training shards in {args.data}; synthesis failed before the first "
+                     f"one: {failure}")
         if world.reduce(time.time() - start_time > args.wait_seconds or bool(stop_requested),
                         "max"):
             sys.exit(f"fewer than {args.min_shards} shards appeared in {args.data}")
