@@ -317,7 +317,13 @@ DecodingResult CtcPrefixBeamDecoder::finalize() {
     if (any_finished && unfinished(hypothesis)) continue;
     Hypothesis finished = hypothesis;
     score_word(finished, finished.prefix.size());
-    if (lm_ != nullptr) finished.lm_log_prob += lm_->sentence_end_score(finished.lm_state);
+    // The end of a sentence is scored only where there is one. An empty hypothesis is a segment
+    // without speech (the VAD opened on a noise), not an empty sentence: P(</s> | <s>) is tiny in
+    // an LM of sentences, so charging it made any word plus the word bonus beat silence, and
+    // continuous streams got a lone low-confidence "a" per spurious segment.
+    if (lm_ != nullptr && finished.lm_words > 0) {
+      finished.lm_log_prob += lm_->sentence_end_score(finished.lm_state);
+    }
     if (hotwords_ != nullptr) finished.hotword_score += hotwords_->finalize(finished.hotword_state);
     const float score = total_score(finished);
     if (winner == nullptr || score > winner_score) {

@@ -160,6 +160,45 @@ TEST(PrefixBeam, LanguageModelPrefersTheLikelySpelling) {
   EXPECT_EQ(no_weight.finalize().text, "the kat");
 }
 
+// A segment without speech (blank everywhere, a faint "a" in one frame) stays empty with an LM
+// and a word bonus: "no sentence" is not scored as the empty sentence <s> </s>, whose LM
+// probability is tiny and made "a" + bonus win (a lone "a" per noise segment in long streams).
+TEST(PrefixBeam, SegmentWithoutSpeechStaysEmptyWithLmAndBonus) {
+  auto vocabulary = english_chars();
+  constexpr const char* kLm = R"(
+\data\
+ngram 1=4
+
+\1-grams:
+-1.0 <s> -0.3
+-1.0 </s>
+-1.5 a
+-3.0 <unk>
+
+\end\
+)";
+  Frames frames(vocabulary->size());
+  frames.blanks(6, 0, 0.9999).add({{0, 0.99}, {vocabulary->id_of("a"), 0.01 - 1e-9}});
+  frames.blanks(6, 0, 0.9999);
+  BeamSearchConfig config;
+  config.lm_weight = 1.0f;
+  config.word_insertion_bonus = 9.0f;
+  auto with_lm = make_decoder(vocabulary, config, make_lm(kLm));
+  ASSERT_TRUE(with_lm.accept(frames.view()));
+  // "a": ln 0.01 + ln10 * (-1.8 - 1.0) + 9 = -2.05; silence: 0, where charging
+  // ln P(</s> | <s>) = ln10 * -1.3 = -2.99 would have lost to "a".
+  const DecodingResult result = with_lm.finalize();
+  EXPECT_EQ(result.text, "");
+  EXPECT_NEAR(result.score, std::log(0.99) + 12 * std::log(0.9999), 0.01);
+  // A clearly spoken "a" (0.9 in that frame) still wins.
+  Frames spoken(vocabulary->size());
+  spoken.blanks(6, 0, 0.9999).add({{0, 0.1}, {vocabulary->id_of("a"), 0.9 - 1e-9}});
+  spoken.blanks(6, 0, 0.9999);
+  auto again = make_decoder(vocabulary, config, make_lm(kLm));
+  ASSERT_TRUE(again.accept(spoken.view()));
+  EXPECT_EQ(again.finalize().text, "a");
+}
+
 TEST(PrefixBeam, HotwordChangesTheResult) {
   auto vocabulary = english_chars();
   const Frames frames = the_cat_or_kat(*vocabulary);
