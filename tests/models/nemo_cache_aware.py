@@ -439,14 +439,79 @@ def sherpa_metadata(window):
     }
 
 
+NEMO_CTC_FILE = "fastconformer_streaming_ctc.onnx"
+
+
+def nemo_model_config(args):
+    """model_config.yaml as OmegaConf writes a cache-aware FastConformer-CTC's (EncDecCTCModelBPE): the
+    settings this stand-in is built with (lists in block style at the key's indentation, as OmegaConf
+    writes them). --config-override KEY=VALUE replaces one encoder setting (the import's error tests)."""
+    encoder = {
+        "_target_": "nemo.collections.asr.modules.ConformerEncoder",
+        "feat_in": N_MELS,
+        "feat_out": -1,
+        "n_layers": LAYERS,
+        "d_model": D_MODEL,
+        "subsampling": "dw_striding",
+        "subsampling_factor": SUBSAMPLING,
+        "subsampling_conv_channels": SUB_CHANNELS,
+        "causal_downsampling": "true",
+        "ff_expansion_factor": 4,
+        "self_attention_model": "rel_pos",
+        "n_heads": HEADS,
+        "att_context_size": f"\n  - {ATT_CONTEXT[0]}\n  - {ATT_CONTEXT[1]}",
+        "att_context_style": "chunked_limited",
+        "xscaling": "true",
+        "conv_kernel_size": CONV_KERNEL,
+        "conv_norm_type": "layer_norm",
+        "conv_context_size": "causal",
+    }
+    for override in args.config_override:
+        key, value = override.split("=", 1)
+        encoder[key] = value
+    lines = "".join(f"  {k}:{'' if str(v).startswith(chr(10)) else ' '}{v}\n" for k, v in encoder.items())
+    from nemo_ctc import write_nemo_tokenizer
+
+    return f"""sample_rate: 16000
+log_prediction: true
+{write_nemo_tokenizer(args.dir)}preprocessor:
+  _target_: nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor
+  sample_rate: {FRONTEND["sample_rate"]}
+  normalize: {FRONTEND["normalize"]}
+  window_size: {FRONTEND["window_size"]}
+  window_stride: {FRONTEND["window_stride"]}
+  window: hann
+  features: {N_MELS}
+  n_fft: {FRONTEND["n_fft"]}
+  log: true
+  frame_splicing: 1
+  dither: 1.0e-05
+  pad_to: 0
+  pad_value: 0.0
+encoder:
+{lines}decoder:
+  _target_: nemo.collections.asr.modules.ConvASRDecoder
+  feat_in: {D_MODEL}
+  num_classes: {len(PIECES)}
+  vocabulary: []
+target: nemo.collections.asr.models.ctc_bpe_models.EncDecCTCModelBPE
+"""
+
+
+def write_nemo_archive_files(args):
+    with open(os.path.join(args.dir, "model_config.yaml"), "w", encoding="utf-8") as f:
+        f.write(nemo_model_config(args))
+
+
 def export(args):
     os.makedirs(args.dir, exist_ok=True)
     with open(os.path.join(args.dir, "frontend.json"), "w") as f:
         json.dump(dict(FRONTEND, seed=args.seed, model=args.model), f)
-    with open(os.path.join(args.dir, "tokens.txt"), "w", encoding="utf-8") as f:
-        for i, piece in enumerate(PIECES):
-            f.write(f"{piece} {i}\n")
-        f.write(f"<blk> {BLANK}\n")
+    if args.layout == "sherpa":
+        with open(os.path.join(args.dir, "tokens.txt"), "w", encoding="utf-8") as f:
+            for i, piece in enumerate(PIECES):
+                f.write(f"{piece} {i}\n")
+            f.write(f"<blk> {BLANK}\n")
     if args.model == "rnnt":
         export_transducer(args)
         return
@@ -467,6 +532,13 @@ def export(args):
             "cache_last_channel_len": [0], "logprobs": [0, 1], "encoded_lengths": [0],
             "cache_last_channel_next": [0, 2], "cache_last_time_next": [0, 3], "cache_last_channel_next_len": [0]}
     dynamic_axes = {name: {a: f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(dims)} for name, dims in axes.items()}
+    if args.layout == "nemo":
+        # NeMo's own model.export(): the same graph, no metadata_props, under the file name the user
+        # gives; the .nemo archive's model_config.yaml and tokenizer beside it.
+        torch.onnx.export(model, example, os.path.join(args.dir, NEMO_CTC_FILE), opset_version=13,
+                          input_names=inputs, output_names=outputs, dynamic_axes=dynamic_axes)
+        write_nemo_archive_files(args)
+        return
     path = os.path.join(args.dir, "model.onnx")
     torch.onnx.export(model, example, path, opset_version=13, input_names=inputs, output_names=outputs,
                       dynamic_axes=dynamic_axes)
@@ -544,6 +616,11 @@ def main():
                    help="ctc: model.onnx (export-onnx-ctc.py); rnnt: encoder.onnx, decoder.onnx, joiner.onnx "
                         "(export-onnx-transducer.py)")
     e.add_argument("--drop-key", default="", help="leave this metadata key out (the import's error test)")
+    e.add_argument("--layout", choices=["sherpa", "nemo"], default="sherpa",
+                   help="sherpa: sherpa-onnx's files and metadata; nemo: NeMo's own model.export() (no "
+                        "metadata) beside the .nemo archive's model_config.yaml and tokenizer files")
+    e.add_argument("--config-override", action="append", default=[],
+                   help="KEY=VALUE: one encoder setting of the nemo layout's model_config.yaml")
     fe = sub.add_parser("frontend")
     fe.add_argument("dir")
     fe.add_argument("wav")

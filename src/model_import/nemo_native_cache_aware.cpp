@@ -1,0 +1,142 @@
+// NeMo's cache-aware streaming FastConformer-CTC in NeMo's OWN export layout: what
+// `model.set_export_config({"cache_support": "True"}); model.export("model.onnx")` writes, next to
+// the unpacked .nemo archive (model_config.yaml, <hash>_tokenizer.vocab ...). The graph is the
+// one sherpa-onnx's script exports (ExportableEncDecModel.forward_for_export: inputs
+// audio_signal, length and the three batch-first caches; outputs logprobs, encoded_lengths and
+// the caches' *_next), but without metadata_props: the streaming sizes come from the config's
+// encoder section (nemo_streaming_config.h), the front end from its preprocessor section and the
+// units from its tokenizer (nemo_export_config.h). The graph is then read and rewritten by
+// nemo_cache_aware_encoder.h exactly as for sherpa-onnx's layout, so both layouts of one model
+// build the same ctc_streaming bundle.
+#include <cmath>
+#include <filesystem>
+
+#include "audio/nemo_log_mel.h"
+#include "model_import/nemo_cache_aware_encoder.h"
+#include "model_import/nemo_export_config.h"
+#include "model_import/nemo_layouts.h"
+#include "model_import/nemo_streaming_config.h"
+#include "stream/bundle_manifest.h"
+
+namespace voxrt::model_import {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kConfigFile = "model_config.yaml";
+
+// The streaming front end (nemo_log_mel) computes NeMo's defaults only: every preprocessor
+// setting must be one of them. Errors name the key with the expected and found values.
+Status check_streaming_front_end(const audio::NemoFeatureConfig& c, int graph_mels,
+                                 const std::string& config_file, const std::string& model_file) {
+  auto differs = [](double a, double b) { return std::abs(a - b) > 1e-9 * std::max(1.0, b); };
+  struct Check {
+    const char* key;
+    double found;
+    double expected;
+  };
+  const Check checks[] = {
+      {"sample_rate", static_cast<double>(c.sample_rate_hz), 16000.0},
+      {"window_size", c.window_size_s, 0.025},
+      {"window_stride", c.window_stride_s, 0.01},
+      {"n_fft", static_cast<double>(c.fft_size()), 512.0},
+      {"preemph", c.preemphasis, 0.97},
+      {"log_zero_guard_value", c.log_zero_guard_value, audio::kNemoLogZeroGuard},
+      {"lowfreq", c.low_freq_hz, 0.0},
+      {"mag_power", c.mag_power, 2.0},
+      {"pad_to", static_cast<double>(c.pad_to), 0.0},
+  };
+  for (const Check& k : checks) {
+    if (differs(k.found, k.expected)) {
+      return unsupported(config_file, ": preprocessor.", k.key, " is ", k.found,
+                         "; the streaming NeMo front end (nemo_log_mel) computes ", k.expected,
+                         " only");
+    }
+  }
+  if (c.high_freq_hz != 0.0 && differs(c.high_freq_hz, c.sample_rate_hz / 2.0)) {
+    return unsupported(config_file, ": preprocessor.highfreq is ", c.high_freq_hz,
+                       "; the streaming front end's mel bins end at Nyquist (null or ",
+                       c.sample_rate_hz / 2, ")");
+  }
+  if (!c.log || c.log_guard != audio::NemoLogGuard::kAdd || !c.mel_norm_slaney) {
+    return unsupported(config_file,
+                       ": preprocessor log / log_zero_guard_type / mel_norm: expected true, add, "
+                       "slaney (the streaming front end's)");
+  }
+  if (c.normalize != audio::NemoNormalize::kNone) {
+    return unsupported(config_file, ": preprocessor.normalize '",
+                       audio::nemo_normalize_name(c.normalize),
+                       "': expected NA (a cache-aware streaming model must be trained without "
+                       "per-utterance normalisation)");
+  }
+  if (c.n_mels != graph_mels) {
+    return invalid_argument(model_file, ": audio_signal has ", graph_mels, " mel bins but ",
+                            config_file, " preprocessor.features is ", c.n_mels);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool is_nemo_native_cache_aware_ctc_dir(const std::string& dir) {
+  if (!fs::exists(fs::path(dir) / kConfigFile) || has_file(dir, "decoder_joint", ".onnx"))
+    return false;
+  auto model_file = find_one_file(dir, "", ".onnx", "ONNX model");
+  return model_file.has_value() && is_nemo_cache_aware_export(*model_file);
+}
+
+Expected<ModelDirImportReport> import_nemo_native_cache_aware_ctc(
+    const ModelDirImportOptions& options) {
+  const std::string& dir = options.model_dir;
+  ModelDirImportReport report;
+  report.layout = "nemo-export-cache-aware-ctc";
+  report.family = "ctc_streaming";
+  const std::string config_file = (fs::path(dir) / kConfigFile).string();
+  VOXRT_ASSIGN_OR_RETURN(auto root, read_yaml_subset_file(config_file));
+  VOXRT_ASSIGN_OR_RETURN(std::string model_file, find_one_file(dir, "", ".onnx", "ONNX model"));
+  VOXRT_ASSIGN_OR_RETURN(const NemoCacheAwareSizes sizes,
+                         nemo_cache_aware_sizes_from_config(*root, config_file));
+  VOXRT_ASSIGN_OR_RETURN(const audio::NemoFeatureConfig front_end,
+                         nemo_front_end_from_config(*root, config_file));
+  VOXRT_ASSIGN_OR_RETURN(NemoVocabulary vocabulary,
+                         nemo_vocabulary_from_config(dir, *root, config_file));
+  VOXRT_ASSIGN_OR_RETURN(NemoCacheAwareEncoder model,
+                         read_nemo_cache_aware_encoder(model_file, "logprobs", false, &sizes));
+  VOXRT_RETURN_IF_ERROR(
+      check_streaming_front_end(front_end, model.n_mels, config_file, model_file));
+  std::vector<std::string> units = vocabulary.units;
+  units.push_back("<blk>");
+  if (model.output_dim != static_cast<std::int64_t>(units.size())) {
+    return invalid_argument(model_file, ": logprobs has ", model.output_dim, " classes, but ",
+                            vocabulary.source, " gives ", units.size(),
+                            " with the blank (NeMo's blank is the last class)");
+  }
+  model.model_type = yaml_text(root->get("target"), "");
+  report.notes.push_back(str_cat(model.describe(), " (from ", kConfigFile, "), ", units.size(),
+                                 " classes from ", vocabulary.source, " (blank last)"));
+  report.notes.push_back(str_cat("front end: ", kConfigFile,
+                                 "'s preprocessor, NeMo's streaming log-mel (16 kHz, 25/10 ms, "
+                                 "n_fft 512, preemph 0.97, normalize NA)"));
+  stream::BundleManifest manifest;
+  manifest.family = "ctc_streaming";
+  manifest.engines = {{"model", "model.engine"}};
+  manifest.metadata = model.streaming_contract();
+  auto& m = manifest.metadata;
+  m["voxrt.model_family"] = "ctc_streaming";
+  m["voxrt.ctc.length_input"] = kNemoChunkLengthInput;
+  m["voxrt.vocabulary"] = vocabulary_lines(units);
+  m["voxrt.unit"] = vocabulary.unit_type;
+  if (vocabulary.unit_type == "char") m["voxrt.word_boundary"] = " ";
+  m["voxrt.blank_id"] = std::to_string(units.size() - 1);
+  manifest.source = {{"layout", report.layout},
+                     {"model_type", model.model_type},
+                     {"model", fs::path(model_file).filename().string()},
+                     {"config", kConfigFile},
+                     {"vocabulary", vocabulary.source}};
+  const BuilderConfig config = model.build_config(options);
+  VOXRT_RETURN_IF_ERROR(build_bundle_engine(std::move(model.graph), model_file, config,
+                                            options.bundle_dir, "model.engine", options));
+  VOXRT_RETURN_IF_ERROR(manifest.write(options.bundle_dir));
+  return report;
+}
+
+}  // namespace voxrt::model_import
