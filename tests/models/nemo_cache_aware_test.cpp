@@ -78,6 +78,16 @@ class NemoCacheAwareTest : public ::testing::Test {
     EXPECT_EQ(rnnt->family, "transducer_stateful");
     EXPECT_EQ(rnnt->layout, "nemo-sherpa-onnx-cache-aware-transducer");
     for (const auto& note : rnnt->notes) std::cout << "  import: " << note << "\n";
+    // The CTC model again (the same seed: the same weights) in NeMo's own export layout:
+    // model.export()'s file without metadata beside model_config.yaml and the tokenizer.
+    native_dir_ = work_dir() / "native";
+    native_bundle_ = work_dir() / "native.bundle";
+    ASSERT_TRUE(export_model(native_dir_, "--layout nemo").is_ok());
+    auto native = import_dir(native_dir_, native_bundle_);
+    ASSERT_TRUE(native.has_value()) << native.status().to_string();
+    EXPECT_EQ(native->family, "ctc_streaming");
+    EXPECT_EQ(native->layout, "nemo-export-cache-aware-ctc");
+    for (const auto& note : native->notes) std::cout << "  import: " << note << "\n";
   }
 
   static std::shared_ptr<stream::Recognizer> make(
@@ -119,6 +129,8 @@ class NemoCacheAwareTest : public ::testing::Test {
   static inline fs::path bundle_;
   static inline fs::path rnnt_dir_;
   static inline fs::path rnnt_bundle_;
+  static inline fs::path native_dir_;
+  static inline fs::path native_bundle_;
 };
 
 TEST_F(NemoCacheAwareTest, BundleHoldsTheStreamingContract) {
@@ -403,6 +415,101 @@ TEST_F(NemoCacheAwareTest, ImportErrorsNameTheKey) {
   ASSERT_FALSE(b.has_value());
   EXPECT_NE(b.status().message().find("expected vocab_size + 1"), std::string::npos)
       << b.status().to_string();
+}
+
+// ---- NeMo's own export layout (model_config.yaml, no metadata) --------------------------------
+
+// The sizes read from model_config.yaml give the bundle sherpa-onnx's metadata gives: every
+// contract key is equal (the vocabulary too: tokenizer.vocab's pieces are tokens.txt's).
+TEST_F(NemoCacheAwareTest, NativeLayoutBuildsTheSherpaLayoutsContract) {
+  nlohmann::json native, sherpa;
+  std::ifstream(native_bundle_ / "bundle.json") >> native;
+  std::ifstream(bundle_ / "bundle.json") >> sherpa;
+  EXPECT_EQ(native["family"], sherpa["family"]);
+  EXPECT_EQ(native["metadata"], sherpa["metadata"]);
+  EXPECT_EQ(native["source"]["layout"], "nemo-export-cache-aware-ctc");
+  EXPECT_EQ(native["source"]["model"], "fastconformer_streaming_ctc.onnx");
+}
+
+// One step of the native layout's engine against onnxruntime on NeMo's file: the caches' axes
+// (cache sizes taken from the config, not the graph) carry the values onnxruntime's do.
+TEST_F(NemoCacheAwareTest, NativeEngineStepMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  step_matches_onnxruntime(native_dir_ / "fastconformer_streaming_ctc.onnx",
+                           native_bundle_ / "model.engine", "logprobs", false);
+}
+
+// The native layout's texts = the sherpa-onnx layout's = the reference's (NeMo's streaming loop
+// over the same weights): one stream at a time fed in two chunk sizes, and the three clips as
+// concurrent streams in one batch with two ways of cutting them.
+TEST_F(NemoCacheAwareTest, NativeLayoutMatchesSherpaLayoutAndReference) {
+  const std::vector<std::string> want = reference("", native_dir_);
+  ASSERT_EQ(want.size(), wavs_.size());
+  EXPECT_EQ(want, reference()) << "the two layouts' references must be one model's";
+  for (const auto& w : want) EXPECT_FALSE(w.empty());
+  auto native_one = make(1, native_bundle_);
+  auto sherpa_one = make(1, bundle_);
+  ASSERT_NE(native_one, nullptr);
+  ASSERT_NE(sherpa_one, nullptr);
+  for (const std::size_t piece : {160u, 1600u}) {
+    for (std::size_t i = 0; i < wavs_.size(); ++i) {
+      const auto native = model_test::final_texts_of_streams(*native_one, {wavs_[i]}, {piece});
+      const auto sherpa = model_test::final_texts_of_streams(*sherpa_one, {wavs_[i]}, {piece});
+      EXPECT_EQ(native[0], want[i]) << wavs_[i] << " fed " << piece << " samples at a time";
+      EXPECT_EQ(native[0], sherpa[0]) << wavs_[i] << " fed " << piece << " samples at a time";
+    }
+  }
+  auto native_batched = make(3, native_bundle_);
+  auto sherpa_batched = make(3, bundle_);
+  ASSERT_NE(native_batched, nullptr);
+  ASSERT_NE(sherpa_batched, nullptr);
+  for (const auto& cut : std::vector<std::vector<std::size_t>>{{160, 160, 160}, {37, 5000, 999}}) {
+    SCOPED_TRACE(::testing::PrintToString(cut));
+    const auto native = model_test::final_texts_of_streams(*native_batched, wavs_, cut);
+    const auto sherpa = model_test::final_texts_of_streams(*sherpa_batched, wavs_, cut);
+    EXPECT_EQ(native, want);
+    EXPECT_EQ(native, sherpa);
+  }
+}
+
+// A config that disagrees with the graph, or a model that is not cache-aware, is refused with
+// the key, the expected and the found value.
+TEST_F(NemoCacheAwareTest, NativeImportErrorsNameTheKey) {
+  struct Case {
+    std::string override;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // The graph's static layers axis of cache_last_channel is 2.
+      {"n_layers=3", "cache_last_channel"},
+      {"d_model=64", "on axis 3 but"},
+      {"conv_context_size=null", "encoder.conv_context_size"},
+      {"att_context_style=regular", "att_context_style 'regular'"},
+      {"causal_downsampling=false", "encoder.causal_downsampling"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.override);
+    const fs::path dir = work_dir() / ("native_error_" + std::to_string(n++));
+    ASSERT_TRUE(export_model(dir, "--layout nemo --config-override " + c.override).is_ok());
+    auto got = import_dir(dir, dir.string() + ".bundle");
+    ASSERT_FALSE(got.has_value());
+    EXPECT_NE(got.status().message().find(c.message), std::string::npos)
+        << got.status().to_string();
+    EXPECT_NE(got.status().message().find("model_config.yaml"), std::string::npos)
+        << got.status().to_string();
+  }
+  // No tokenizer vocabulary: the error names the folder and what was looked for.
+  const fs::path no_vocab = work_dir() / "native_no_vocab";
+  fs::remove_all(no_vocab);
+  fs::copy(native_dir_, no_vocab);
+  for (const auto& entry : fs::directory_iterator(no_vocab))
+    if (entry.path().string().ends_with("tokenizer.vocab")) fs::remove(entry.path());
+  auto got = import_dir(no_vocab, work_dir() / "native_no_vocab.bundle");
+  ASSERT_FALSE(got.has_value());
+  EXPECT_NE(got.status().message().find("tokenizer.vocab"), std::string::npos)
+      << got.status().to_string();
 }
 
 }  // namespace
