@@ -1,5 +1,8 @@
 #include "model_import/nemo_streaming_config.h"
 
+#include <cmath>
+
+#include "audio/nemo_log_mel.h"
 #include "model_import/nemo_export_config.h"
 
 namespace voxrt::model_import {
@@ -106,6 +109,58 @@ Expected<NemoCacheAwareSizes> nemo_cache_aware_sizes_from_config(const YamlNode&
   s.cache_last_channel_dims = {layers, att[0], d_model};
   s.cache_last_time_dims = {layers, d_model, conv_cache};
   return s;
+}
+
+// The streaming front end (nemo_log_mel) computes NeMo's defaults only: every preprocessor
+// setting must be one of them. Errors name the key with the expected and found values.
+Status check_nemo_streaming_front_end(const audio::NemoFeatureConfig& c, int graph_mels,
+                                      const std::string& config_file,
+                                      const std::string& model_file) {
+  auto differs = [](double a, double b) { return std::abs(a - b) > 1e-9 * std::max(1.0, b); };
+  struct Check {
+    const char* key;
+    double found;
+    double expected;
+  };
+  const Check checks[] = {
+      {"sample_rate", static_cast<double>(c.sample_rate_hz), 16000.0},
+      {"window_size", c.window_size_s, 0.025},
+      {"window_stride", c.window_stride_s, 0.01},
+      {"n_fft", static_cast<double>(c.fft_size()), 512.0},
+      {"preemph", c.preemphasis, 0.97},
+      {"log_zero_guard_value", c.log_zero_guard_value, audio::kNemoLogZeroGuard},
+      {"lowfreq", c.low_freq_hz, 0.0},
+      {"mag_power", c.mag_power, 2.0},
+      {"pad_to", static_cast<double>(c.pad_to), 0.0},
+  };
+  for (const Check& k : checks) {
+    if (differs(k.found, k.expected)) {
+      return unsupported(config_file, ": preprocessor.", k.key, " is ", k.found,
+                         "; the streaming NeMo front end (nemo_log_mel) computes ", k.expected,
+                         " only");
+    }
+  }
+  if (c.high_freq_hz != 0.0 && differs(c.high_freq_hz, c.sample_rate_hz / 2.0)) {
+    return unsupported(config_file, ": preprocessor.highfreq is ", c.high_freq_hz,
+                       "; the streaming front end's mel bins end at Nyquist (null or ",
+                       c.sample_rate_hz / 2, ")");
+  }
+  if (!c.log || c.log_guard != audio::NemoLogGuard::kAdd || !c.mel_norm_slaney) {
+    return unsupported(config_file,
+                       ": preprocessor log / log_zero_guard_type / mel_norm: expected true, add, "
+                       "slaney (the streaming front end's)");
+  }
+  if (c.normalize != audio::NemoNormalize::kNone) {
+    return unsupported(config_file, ": preprocessor.normalize '",
+                       audio::nemo_normalize_name(c.normalize),
+                       "': expected NA (a cache-aware streaming model must be trained without "
+                       "per-utterance normalisation)");
+  }
+  if (c.n_mels != graph_mels) {
+    return invalid_argument(model_file, ": audio_signal has ", graph_mels, " mel bins but ",
+                            config_file, " preprocessor.features is ", c.n_mels);
+  }
+  return Status::ok();
 }
 
 }  // namespace voxrt::model_import

@@ -12,6 +12,7 @@
 
 #include <string>
 
+#include "audio/nemo_features.h"
 #include "model_import/nemo_cache_aware_encoder.h"
 #include "model_import/nemo_model_config.h"
 
@@ -21,5 +22,12 @@ namespace voxrt::model_import {
 // cache-aware, such as one with regular attention or a symmetric convolution, is refused).
 Expected<NemoCacheAwareSizes> nemo_cache_aware_sizes_from_config(const YamlNode& root,
                                                                  const std::string& file);
+
+// The streaming front end (audio/nemo_log_mel.h) computes NeMo's defaults only: every
+// preprocessor setting of `config` must be one of them, normalize NA, and n_mels the graph's
+// `graph_mels`. Errors name the key with the expected and found values.
+Status check_nemo_streaming_front_end(const audio::NemoFeatureConfig& config, int graph_mels,
+                                      const std::string& config_file,
+                                      const std::string& model_file);
 
 }  // namespace voxrt::model_import

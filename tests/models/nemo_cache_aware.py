@@ -383,6 +383,37 @@ def make_transducer(seed):
     return encoder, decoder, joint
 
 
+NEMO_RNNT_FILE = "fastconformer_streaming_rnnt.onnx"
+
+
+class DecoderJoint(nn.Module):
+    """RNNTDecoderJoint: the prediction network, then the joint over its output and the encoder's."""
+
+    def __init__(self, decoder, joint):
+        super().__init__()
+        self.decoder, self.joint = decoder, joint
+
+    def forward(self, encoder_outputs, targets, target_length, input_states_1, input_states_2):
+        g, lengths, h, c = self.decoder(targets, target_length, input_states_1, input_states_2)
+        return self.joint(encoder_outputs, g), lengths, h, c
+
+
+def export_decoder_joint(decoder, joint, path):
+    """decoder_joint-<file>: RNNTDecoderJoint's names, and dynamic axes <name>_dynamic_axes_<k> on the axes
+    its port types call B and T (the states' ('D', 'B', 'D'): the batch)."""
+    layers, hidden = nemo_transducer.PRED_LAYERS, nemo_transducer.PRED_HIDDEN
+    example = (torch.randn(2, D_MODEL, 1), torch.full((2, 1), BLANK, dtype=torch.int32),
+               torch.ones(2, dtype=torch.int32), torch.zeros(layers, 2, hidden), torch.zeros(layers, 2, hidden))
+    inputs = ["encoder_outputs", "targets", "target_length", "input_states_1", "input_states_2"]
+    outputs = ["outputs", "prednet_lengths", "output_states_1", "output_states_2"]
+    axes = {"encoder_outputs": [0, 2], "targets": [0, 1], "target_length": [0], "input_states_1": [1],
+            "input_states_2": [1], "outputs": [0, 1, 2], "prednet_lengths": [0], "output_states_1": [1],
+            "output_states_2": [1]}
+    dynamic_axes = {name: {a: f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(dims)} for name, dims in axes.items()}
+    torch.onnx.export(DecoderJoint(decoder, joint).eval(), example, path, opset_version=13, input_names=inputs,
+                      output_names=outputs, dynamic_axes=dynamic_axes)
+
+
 def export_transducer(args):
     import onnx
 
@@ -401,6 +432,14 @@ def export_transducer(args):
             "cache_last_channel_len": [0], "outputs": [0, 2], "encoded_lengths": [0],
             "cache_last_channel_next": [0, 2], "cache_last_time_next": [0, 3], "cache_last_channel_next_len": [0]}
     dynamic_axes = {name: {a: f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(dims)} for name, dims in axes.items()}
+    if args.layout == "nemo":
+        # EncDecRNNTModel.export(NEMO_RNNT_FILE): one file per list_export_subnets() entry, named
+        # <subnet>-<file>, no metadata; the .nemo archive's files beside them.
+        torch.onnx.export(encoder, example, os.path.join(args.dir, "encoder-" + NEMO_RNNT_FILE), opset_version=13,
+                          input_names=inputs, output_names=outputs, dynamic_axes=dynamic_axes)
+        export_decoder_joint(decoder, joint, os.path.join(args.dir, "decoder_joint-" + NEMO_RNNT_FILE))
+        write_nemo_archive_files(args)
+        return
     enc_path = os.path.join(args.dir, "encoder.onnx")
     torch.onnx.export(encoder, example, enc_path, opset_version=13, input_names=inputs, output_names=outputs,
                       dynamic_axes=dynamic_axes)
@@ -443,7 +482,8 @@ NEMO_CTC_FILE = "fastconformer_streaming_ctc.onnx"
 
 
 def nemo_model_config(args):
-    """model_config.yaml as OmegaConf writes a cache-aware FastConformer-CTC's (EncDecCTCModelBPE): the
+    """model_config.yaml as OmegaConf writes a cache-aware FastConformer-CTC's (EncDecCTCModelBPE) or, for
+    --model rnnt, transducer's (EncDecRNNTBPEModel: RNNTDecoder and RNNTJoint sections): the
     settings this stand-in is built with (lists in block style at the key's indentation, as OmegaConf
     writes them). --config-override KEY=VALUE replaces one encoder setting (the import's error tests)."""
     encoder = {
@@ -472,6 +512,40 @@ def nemo_model_config(args):
     lines = "".join(f"  {k}:{'' if str(v).startswith(chr(10)) else ' '}{v}\n" for k, v in encoder.items())
     from nemo_ctc import write_nemo_tokenizer
 
+    if args.model == "rnnt":
+        heads = f"""decoder:
+  _target_: nemo.collections.asr.modules.RNNTDecoder
+  normalization_mode: null
+  random_state_sampling: false
+  blank_as_pad: true
+  vocab_size: {len(PIECES)}
+  prednet:
+    pred_hidden: {nemo_transducer.PRED_HIDDEN}
+    pred_rnn_layers: {nemo_transducer.PRED_LAYERS}
+    t_max: null
+    dropout: 0.2
+joint:
+  _target_: nemo.collections.asr.modules.RNNTJoint
+  log_softmax: null
+  preserve_memory: false
+  fuse_loss_wer: true
+  fused_batch_size: 4
+  jointnet:
+    joint_hidden: {nemo_transducer.JOINT_DIM}
+    activation: relu
+    dropout: 0.2
+  num_classes: {len(PIECES)}
+  vocabulary: []
+target: nemo.collections.asr.models.rnnt_bpe_models.EncDecRNNTBPEModel
+"""
+    else:
+        heads = f"""decoder:
+  _target_: nemo.collections.asr.modules.ConvASRDecoder
+  feat_in: {D_MODEL}
+  num_classes: {len(PIECES)}
+  vocabulary: []
+target: nemo.collections.asr.models.ctc_bpe_models.EncDecCTCModelBPE
+"""
     return f"""sample_rate: 16000
 log_prediction: true
 {write_nemo_tokenizer(args.dir)}preprocessor:
@@ -489,13 +563,7 @@ log_prediction: true
   pad_to: 0
   pad_value: 0.0
 encoder:
-{lines}decoder:
-  _target_: nemo.collections.asr.modules.ConvASRDecoder
-  feat_in: {D_MODEL}
-  num_classes: {len(PIECES)}
-  vocabulary: []
-target: nemo.collections.asr.models.ctc_bpe_models.EncDecCTCModelBPE
-"""
+{lines}{heads}"""
 
 
 def write_nemo_archive_files(args):
