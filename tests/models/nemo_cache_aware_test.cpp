@@ -88,6 +88,16 @@ class NemoCacheAwareTest : public ::testing::Test {
     EXPECT_EQ(native->family, "ctc_streaming");
     EXPECT_EQ(native->layout, "nemo-export-cache-aware-ctc");
     for (const auto& note : native->notes) std::cout << "  import: " << note << "\n";
+    // The transducer (same seed and weights as rnnt_dir_) in NeMo's own layout:
+    // encoder-<file>.onnx and decoder_joint-<file>.onnx beside model_config.yaml.
+    native_rnnt_dir_ = work_dir() / "native_rnnt";
+    native_rnnt_bundle_ = work_dir() / "native_rnnt.bundle";
+    ASSERT_TRUE(export_model(native_rnnt_dir_, "--layout nemo --model rnnt").is_ok());
+    auto native_rnnt = import_dir(native_rnnt_dir_, native_rnnt_bundle_);
+    ASSERT_TRUE(native_rnnt.has_value()) << native_rnnt.status().to_string();
+    EXPECT_EQ(native_rnnt->family, "transducer_stateful");
+    EXPECT_EQ(native_rnnt->layout, "nemo-export-cache-aware-transducer");
+    for (const auto& note : native_rnnt->notes) std::cout << "  import: " << note << "\n";
   }
 
   static std::shared_ptr<stream::Recognizer> make(
@@ -131,6 +141,8 @@ class NemoCacheAwareTest : public ::testing::Test {
   static inline fs::path rnnt_bundle_;
   static inline fs::path native_dir_;
   static inline fs::path native_bundle_;
+  static inline fs::path native_rnnt_dir_;
+  static inline fs::path native_rnnt_bundle_;
 };
 
 TEST_F(NemoCacheAwareTest, BundleHoldsTheStreamingContract) {
@@ -510,6 +522,111 @@ TEST_F(NemoCacheAwareTest, NativeImportErrorsNameTheKey) {
   ASSERT_FALSE(got.has_value());
   EXPECT_NE(got.status().message().find("tokenizer.vocab"), std::string::npos)
       << got.status().to_string();
+}
+
+// The native transducer's encoder engine against onnxruntime on NeMo's encoder file.
+TEST_F(NemoCacheAwareTest, NativeTransducerEncoderStepMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  step_matches_onnxruntime(native_rnnt_dir_ / "encoder-fastconformer_streaming_rnnt.onnx",
+                           native_rnnt_bundle_ / "encoder.engine", "outputs", true);
+}
+
+// decoder_joint split in two: the decoder engine then the joiner engine on random rows (encoder
+// frames, units, LSTM states) give onnxruntime's joint logits and next states for the whole
+// decoder_joint graph.
+TEST_F(NemoCacheAwareTest, NativeDecoderJointSplitMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  constexpr int kRows = 3, kDim = 32, kLayers = 2, kHidden = 32;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](Dims dims) {
+    Tensor t = Tensor::uninitialized(DType::kF32, dims);
+    for (std::int64_t i = 0; i < t.element_count(); ++i) t.data<float>()[i] = normal(rng);
+    return t;
+  };
+  const Tensor frames = random({kRows, kDim, 1});  // [B, D, T = 1]: the same values as [B, 1, D]
+  const Tensor targets = Tensor::from_vector<std::int32_t>({kRows, 1}, {23, 4, 17});
+  const Tensor lengths = Tensor::from_vector<std::int32_t>({kRows}, {1, 1, 1});
+  const Tensor h = random({kLayers, kRows, kHidden});
+  const Tensor c = random({kLayers, kRows, kHidden});
+  auto expected = ort::run_onnxruntime(
+      (native_rnnt_dir_ / "decoder_joint-fastconformer_streaming_rnnt.onnx").string(),
+      {"encoder_outputs", "targets", "target_length", "input_states_1", "input_states_2"},
+      {frames, targets, lengths, h, c}, {"outputs", "output_states_1", "output_states_2"});
+  ASSERT_TRUE(expected.has_value()) << expected.status().to_string();
+  auto run = [](const fs::path& file, const std::map<std::string, Tensor>& by_name) {
+    auto engine = Engine::load_file(file.string());
+    EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
+    auto context = (*engine)->create_context();
+    std::vector<Tensor> inputs;
+    for (const auto& info : (*engine)->inputs()) inputs.push_back(by_name.at(info.name));
+    auto out = (*context)->run(inputs);
+    EXPECT_TRUE(out.has_value()) << out.status().to_string();
+    std::map<std::string, Tensor> named;
+    for (std::size_t o = 0; o < (*engine)->outputs().size(); ++o)
+      named[(*engine)->outputs()[o].name] = (*out)[o];
+    return named;
+  };
+  auto decoded = run(native_rnnt_bundle_ / "decoder.engine", {{"targets", targets},
+                                                              {"target_length", lengths},
+                                                              {"input_states_1", h},
+                                                              {"input_states_2", c}});
+  ASSERT_TRUE(decoded.count("decoder_outputs"));
+  auto frames_last = frames.reshaped({kRows, 1, kDim});
+  ASSERT_TRUE(frames_last.has_value());
+  auto joined =
+      run(native_rnnt_bundle_ / "joiner.engine",
+          {{"encoder_outputs", *frames_last}, {"decoder_outputs", decoded.at("decoder_outputs")}});
+  const std::vector<std::pair<std::string, Tensor>> have = {
+      {"outputs", joined.at("outputs")},
+      {"output_states_1", decoded.at("output_states_1")},
+      {"output_states_2", decoded.at("output_states_2")}};
+  for (std::size_t k = 0; k < have.size(); ++k) {
+    const Tensor& want = expected->outputs[k];
+    const Tensor& got = have[k].second;
+    ASSERT_EQ(got.element_count(), want.element_count()) << have[k].first;
+    double worst = 0.0;
+    for (std::int64_t i = 0; i < want.element_count(); ++i)
+      worst = std::max(worst,
+                       static_cast<double>(std::abs(want.data<float>()[i] - got.data<float>()[i])));
+    std::cout << "  " << have[k].first << " " << dims_to_string(want.dims())
+              << ": max |diff| vs onnxruntime " << worst << "\n";
+    EXPECT_LT(worst, 1e-4) << have[k].first;
+  }
+}
+
+// The native transducer's texts = the sherpa-onnx layout's = the reference's (NeMo's greedy RNN-T
+// over the streamed encoder): one stream fed in two chunk sizes, three batched with two cuts.
+TEST_F(NemoCacheAwareTest, NativeTransducerMatchesSherpaLayoutAndReference) {
+  const std::vector<std::string> want = reference("", native_rnnt_dir_);
+  ASSERT_EQ(want.size(), wavs_.size());
+  EXPECT_EQ(want, reference("", rnnt_dir_)) << "the two layouts' references must be one model's";
+  for (const auto& w : want) EXPECT_FALSE(w.empty());
+  auto native_one = make(1, native_rnnt_bundle_);
+  auto sherpa_one = make(1, rnnt_bundle_);
+  ASSERT_NE(native_one, nullptr);
+  ASSERT_NE(sherpa_one, nullptr);
+  for (const std::size_t piece : {160u, 1600u}) {
+    for (std::size_t i = 0; i < wavs_.size(); ++i) {
+      const auto native = model_test::final_texts_of_streams(*native_one, {wavs_[i]}, {piece});
+      const auto sherpa = model_test::final_texts_of_streams(*sherpa_one, {wavs_[i]}, {piece});
+      EXPECT_EQ(native[0], want[i]) << wavs_[i] << " fed " << piece << " samples at a time";
+      EXPECT_EQ(native[0], sherpa[0]) << wavs_[i] << " fed " << piece << " samples at a time";
+    }
+  }
+  auto native_batched = make(3, native_rnnt_bundle_);
+  auto sherpa_batched = make(3, rnnt_bundle_);
+  ASSERT_NE(native_batched, nullptr);
+  ASSERT_NE(sherpa_batched, nullptr);
+  for (const auto& cut : std::vector<std::vector<std::size_t>>{{160, 160, 160}, {37, 5000, 999}}) {
+    SCOPED_TRACE(::testing::PrintToString(cut));
+    const auto native = model_test::final_texts_of_streams(*native_batched, wavs_, cut);
+    const auto sherpa = model_test::final_texts_of_streams(*sherpa_batched, wavs_, cut);
+    EXPECT_EQ(native, want);
+    EXPECT_EQ(native, sherpa);
+  }
 }
 
 }  // namespace
