@@ -168,13 +168,15 @@ Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOption
   const std::string config_file = (fs::path(dir) / "model_config.yaml").string();
   VOXRT_ASSIGN_OR_RETURN(auto root, read_yaml_subset_file(config_file));
   // NeMo's own export of a transducer writes encoder-*.onnx and decoder_joint-*.onnx (the
-  // prediction and joint networks merged): not this CTC layout, and not imported yet.
+  // prediction and joint networks merged): not this CTC layout. A cache-aware one is recognised
+  // before this layout (nemo_native_cache_aware_transducer.cpp); an offline one is not imported.
   const std::string decoder = yaml_text(root->at("decoder._target_"), "");
   if (has_file(dir, "decoder_joint", ".onnx") || decoder.find("RNNT") != std::string::npos) {
     return unsupported(
         dir, ": a NeMo transducer (decoder._target_ '", decoder,
-        "') in NeMo's own export layout (encoder-*.onnx, decoder_joint-*.onnx) is "
-        "not imported yet; export it with sherpa-onnx's NeMo transducer scripts "
+        "') in NeMo's own export layout (encoder-*.onnx, decoder_joint-*.onnx) without "
+        "the encoder's cache inputs (an offline model) is not imported yet; export it "
+        "with sherpa-onnx's NeMo transducer scripts "
         "(encoder.onnx, decoder.onnx, joiner.onnx, tokens.txt), which voxrt imports");
   }
   VOXRT_ASSIGN_OR_RETURN(std::string model_file, find_one_file(dir, "", ".onnx", "ONNX model"));

@@ -15,6 +15,14 @@ chunk as NeMo's cache-aware streaming loop does, for voxrt's import tests
               blank, window_size, chunk_shift, normalize_type "" for NA, cache_last_channel_dim1..3,
               cache_last_time_dim1..3, subsampling_factor 8, model_type, version, model_author, comment)
       tokens.txt (pieces, <blk> last), weights.pt, frontend.json
+  export DIR --layout nemo [--model rnnt] [--config-override KEY=VALUE]
+      the same model (same seed, same weights) as NeMo's own model.export() with cache support writes it,
+      without metadata_props: fastconformer_streaming_ctc.onnx, or for rnnt
+      encoder-fastconformer_streaming_rnnt.onnx and decoder_joint-fastconformer_streaming_rnnt.onnx
+      (RNNTDecoderJoint: encoder_outputs, targets, target_length, input_states_1/2 -> outputs,
+      prednet_lengths, output_states_1/2), beside the .nemo archive's model_config.yaml (the encoder,
+      preprocessor, tokenizer and decoder/joint sections as OmegaConf writes them) and the tokenizer's
+      <hash>_tokenizer.vocab and <hash>_vocab.txt; weights.pt and frontend.json for the reference
   frontend DIR WAV OUT   NeMo's features of every sample of WAV (normalize NA): OUT gets two int32 (n_mels,
                          frames) then float32 [n_mels, frames] row-major
   reference DIR [--zero-caches] [--search greedy|beam] [--beam K] WAV...

@@ -7,7 +7,9 @@
 // the Python reference's (NeMo's cache-aware streaming loop) for one stream, for streams of
 // different lengths batched together and for any cut of the audio; the reference with broken
 // (zeroed) caches says something else, so a broken cache fails these tests; import errors name
-// the key or file.
+// the key or file. The same models in NeMo's own export layout (model.export() without metadata
+// beside model_config.yaml and the tokenizer; the RNN-T's decoder_joint graph split in two) give
+// the sherpa-onnx layout's contract and texts, which are the reference's.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
