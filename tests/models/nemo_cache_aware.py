@@ -507,7 +507,9 @@ def nemo_model_config(args):
         "ff_expansion_factor": 4,
         "self_attention_model": "rel_pos",
         "n_heads": HEADS,
-        "att_context_size": f"\n  - {ATT_CONTEXT[0]}\n  - {ATT_CONTEXT[1]}",
+        # A multi-lookahead model's list of [left, right] choices, as OmegaConf writes a list of lists;
+        # the first is the encoder's default and the one the export uses (this stand-in's).
+        "att_context_size": f"\n  - - {ATT_CONTEXT[0]}\n    - {ATT_CONTEXT[1]}\n  - - {ATT_CONTEXT[0]}\n    - 0",
         "att_context_style": "chunked_limited",
         "xscaling": "true",
         "conv_kernel_size": CONV_KERNEL,
