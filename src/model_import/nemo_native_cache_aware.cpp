@@ -10,11 +10,10 @@
 // build the same ctc_streaming bundle.
 #include <filesystem>
 
-#include "model_import/nemo_cache_aware_encoder.h"
+#include "model_import/nemo_cache_aware_bundle.h"
 #include "model_import/nemo_export_config.h"
 #include "model_import/nemo_layouts.h"
 #include "model_import/nemo_streaming_config.h"
-#include "stream/bundle_manifest.h"
 
 namespace voxrt::model_import {
 namespace fs = std::filesystem;
@@ -63,17 +62,8 @@ Expected<ModelDirImportReport> import_nemo_native_cache_aware_ctc(
   report.notes.push_back(str_cat("front end: ", kConfigFile,
                                  "'s preprocessor, NeMo's streaming log-mel (16 kHz, 25/10 ms, "
                                  "n_fft 512, preemph 0.97, normalize NA)"));
-  stream::BundleManifest manifest;
-  manifest.family = "ctc_streaming";
-  manifest.engines = {{"model", "model.engine"}};
-  manifest.metadata = model.streaming_contract();
-  auto& m = manifest.metadata;
-  m["voxrt.model_family"] = "ctc_streaming";
-  m["voxrt.ctc.length_input"] = kNemoChunkLengthInput;
-  m["voxrt.vocabulary"] = vocabulary_lines(units);
-  m["voxrt.unit"] = vocabulary.unit_type;
-  if (vocabulary.unit_type == "char") m["voxrt.word_boundary"] = " ";
-  m["voxrt.blank_id"] = std::to_string(units.size() - 1);
+  stream::BundleManifest manifest =
+      nemo_cache_aware_ctc_manifest(model, units, vocabulary.unit_type);
   manifest.source = {{"layout", report.layout},
                      {"model_type", model.model_type},
                      {"model", fs::path(model_file).filename().string()},

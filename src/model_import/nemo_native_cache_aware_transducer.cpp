@@ -11,13 +11,12 @@
 // bundle's family is transducer_stateful, as for sherpa-onnx's layout.
 #include <filesystem>
 
-#include "model_import/nemo_cache_aware_encoder.h"
+#include "model_import/nemo_cache_aware_bundle.h"
 #include "model_import/nemo_decoder_joint.h"
 #include "model_import/nemo_export_config.h"
 #include "model_import/nemo_layouts.h"
 #include "model_import/nemo_prediction_networks.h"
 #include "model_import/nemo_streaming_config.h"
-#include "stream/bundle_manifest.h"
 
 namespace voxrt::model_import {
 namespace fs = std::filesystem;
@@ -84,22 +83,8 @@ Expected<ModelDirImportReport> import_nemo_native_cache_aware_transducer(
                        "transducer family runs RNN-T models only");
   }
   encoder.model_type = yaml_text(root->get("target"), "");
-  stream::BundleManifest manifest;
-  manifest.family = "transducer_stateful";
-  manifest.engines = {
-      {"encoder", "encoder.engine"}, {"decoder", "decoder.engine"}, {"joiner", "joiner.engine"}};
-  manifest.metadata = encoder.streaming_contract();
-  auto& m = manifest.metadata;
-  for (const auto& [key, value] : networks.metadata) m[key] = value;
-  m["voxrt.model_family"] = "transducer_stateful";
-  m["voxrt.vocabulary"] = vocabulary_lines(units);
-  m["voxrt.unit"] = vocabulary.unit_type;
-  if (vocabulary.unit_type == "char") m["voxrt.word_boundary"] = " ";
-  m["voxrt.blank_id"] = std::to_string(classes - 1);
-  m["voxrt.transducer.encoder_features_input"] = kNemoCacheAwareFeaturesInput;
-  m["voxrt.transducer.encoder_lengths_input"] = kNemoChunkLengthInput;
-  m["voxrt.transducer.encoder_lengths"] = "audio";
-  m["voxrt.transducer.encoder_output"] = encoder.output;
+  stream::BundleManifest manifest =
+      nemo_cache_aware_transducer_manifest(encoder, networks.metadata, units, vocabulary.unit_type);
   manifest.source = {{"layout", report.layout},
                      {"model_type", encoder.model_type},
                      {"encoder", fs::path(encoder_file).filename().string()},
