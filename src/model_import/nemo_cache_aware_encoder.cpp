@@ -141,6 +141,19 @@ Expected<CacheAwareLayout> check_export(ir::Graph& graph, const std::string& fil
       return invalid_argument(file, ": ", c.input, " must be [B, d1, d2, d3], found ",
                               ir::sym_shape_to_string(in->shape));
     }
+    // The batch axis is dynamic in NeMo's export; a static axis 0 is the layers of a cache kept
+    // layer-first ([layers, B, ...], the module's layout inside), which the sizes below would
+    // silently misread as [B, layers, ...].
+    if (in->shape[0].is_known() || !in->shape[1].is_known()) {
+      return invalid_argument(file, ": ", c.input, " is ", ir::sym_shape_to_string(in->shape),
+                              "; expected the batch first and dynamic, the layers static ([B, ",
+                              c.input == std::string(kCaches[0].input) ? "layers, cache, d_model"
+                                                                       : "layers, d_model, cache",
+                              "], as NeMo's forward_for_export takes it), found axis 0 ",
+                              in->shape[0].is_known() ? "static" : "dynamic", " and axis 1 ",
+                              in->shape[1].is_known() ? "static" : "dynamic",
+                              " (a layer-first cache?)");
+    }
     const std::array<int, 3>& dims =
         &c == &kCaches[0] ? sizes.cache_last_channel_dims : sizes.cache_last_time_dims;
     for (std::size_t d = 1; d < 4; ++d) {

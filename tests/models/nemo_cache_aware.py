@@ -307,6 +307,20 @@ class CacheAwareConformerCtc(nn.Module):
         return logprobs, encoded_len, next_channel.transpose(0, 1), next_time.transpose(0, 1), next_len
 
 
+class LayerFirstCaches(nn.Module):
+    """The model with its caches layer-first outside too ([layers, B, ...]): what an export without
+    forward_for_export's transposes would take."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, audio_signal, length, cache_last_channel, cache_last_time, cache_last_channel_len):
+        out, lengths, c, k, n = self.model(audio_signal, length, cache_last_channel.transpose(0, 1),
+                                           cache_last_time.transpose(0, 1), cache_last_channel_len)
+        return out, lengths, c.transpose(0, 1), k.transpose(0, 1), n
+
+
 def zero_caches(batch):
     return (torch.zeros(batch, LAYERS, CACHE_CHANNEL, D_MODEL), torch.zeros(batch, LAYERS, D_MODEL, CACHE_TIME),
             torch.zeros(batch, dtype=torch.int64))
@@ -613,7 +627,16 @@ def export(args):
     if args.layout == "nemo":
         # NeMo's own model.export(): the same graph, no metadata_props, under the file name the user
         # gives; the .nemo archive's model_config.yaml and tokenizer beside it.
-        torch.onnx.export(model, example, os.path.join(args.dir, NEMO_CTC_FILE), opset_version=13,
+        exported = model
+        if args.layer_first_caches:
+            # Not NeMo's export: the caches as the module keeps them inside, [layers, B, ...] (the
+            # import's test that a cache whose batch is not axis 0 is refused, not misread).
+            exported = LayerFirstCaches(model)
+            example = example[:2] + (example[2].transpose(0, 1), example[3].transpose(0, 1), example[4])
+            for name, dims in (("cache_last_channel", {1: "b", 2: "t"}), ("cache_last_time", {1: "b", 3: "t"})):
+                for io in (name, name + "_next"):
+                    dynamic_axes[io] = {a: f"{io}_dynamic_axes_{k + 1}" for k, a in enumerate(dims)}
+        torch.onnx.export(exported, example, os.path.join(args.dir, NEMO_CTC_FILE), opset_version=13,
                           input_names=inputs, output_names=outputs, dynamic_axes=dynamic_axes)
         write_nemo_archive_files(args)
         return
@@ -697,6 +720,8 @@ def main():
     e.add_argument("--layout", choices=["sherpa", "nemo"], default="sherpa",
                    help="sherpa: sherpa-onnx's files and metadata; nemo: NeMo's own model.export() (no "
                         "metadata) beside the .nemo archive's model_config.yaml and tokenizer files")
+    e.add_argument("--layer-first-caches", action="store_true",
+                   help="nemo CTC layout: export the caches layer-first (not NeMo's export; an error test)")
     e.add_argument("--config-override", action="append", default=[],
                    help="KEY=VALUE: one encoder setting of the nemo layout's model_config.yaml")
     fe = sub.add_parser("frontend")

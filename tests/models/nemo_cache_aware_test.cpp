@@ -514,6 +514,20 @@ TEST_F(NemoCacheAwareTest, NativeImportErrorsNameTheKey) {
     EXPECT_NE(got.status().message().find("model_config.yaml"), std::string::npos)
         << got.status().to_string();
   }
+  // Caches exported layer-first ([layers, B, ...]: the module's layout inside, not NeMo's export)
+  // are refused naming the axis, not misread as [B, layers, ...] (which built without this check,
+  // with --max-batch 2, and failed only when recognising, in a Gather).
+  {
+    const fs::path dir = work_dir() / "native_layer_first";
+    ASSERT_TRUE(export_model(dir, "--layout nemo --layer-first-caches").is_ok());
+    auto got = import_dir(dir, dir.string() + ".bundle");
+    ASSERT_FALSE(got.has_value());
+    EXPECT_NE(got.status().message().find("cache_last_channel is 2x"), std::string::npos)
+        << got.status().to_string();
+    EXPECT_NE(got.status().message().find("found axis 0 static and axis 1 dynamic"),
+              std::string::npos)
+        << got.status().to_string();
+  }
   // No tokenizer vocabulary: the error names the folder and what was looked for.
   const fs::path no_vocab = work_dir() / "native_no_vocab";
   fs::remove_all(no_vocab);
