@@ -645,5 +645,49 @@ TEST_F(NemoCacheAwareTest, NativeTransducerMatchesSherpaLayoutAndReference) {
   }
 }
 
+// The native transducer's errors name the file or key: a decoder_joint file that is not
+// RNNTDecoderJoint's (sherpa-onnx's decoder.onnx under that name), a config whose prediction
+// network disagrees with the graph's states, a config without decoder.prednet.pred_rnn_layers.
+TEST_F(NemoCacheAwareTest, NativeTransducerImportErrorsNameTheFileOrKey) {
+  const std::string joint_file = "decoder_joint-fastconformer_streaming_rnnt.onnx";
+  auto variant = [&](const std::string& name, const std::string& from, const std::string& to) {
+    const fs::path dir = work_dir() / name;
+    fs::remove_all(dir);
+    fs::copy(native_rnnt_dir_, dir);
+    std::ifstream in(dir / "model_config.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string config = text.str();
+    if (!from.empty()) {
+      const auto at = config.find(from);
+      EXPECT_NE(at, std::string::npos) << from;
+      config.replace(at, from.size(), to);
+    }
+    std::ofstream(dir / "model_config.yaml") << config;
+    return dir;
+  };
+  const fs::path not_joint = variant("native_rnnt_not_joint", "", "");
+  fs::copy_file(rnnt_dir_ / "decoder.onnx", not_joint / joint_file,
+                fs::copy_options::overwrite_existing);
+  auto a = import_dir(not_joint, not_joint.string() + ".bundle");
+  ASSERT_FALSE(a.has_value());
+  EXPECT_NE(a.status().message().find(joint_file + ": expected NeMo's decoder_joint export"),
+            std::string::npos)
+      << a.status().to_string();
+  EXPECT_NE(a.status().message().find("found inputs targets"), std::string::npos)
+      << a.status().to_string();
+  const fs::path wide = variant("native_rnnt_wide", "pred_hidden: 32", "pred_hidden: 64");
+  auto b = import_dir(wide, wide.string() + ".bundle");
+  ASSERT_FALSE(b.has_value());
+  EXPECT_NE(b.status().message().find(joint_file), std::string::npos) << b.status().to_string();
+  EXPECT_NE(b.status().message().find("[2, N, 64]"), std::string::npos) << b.status().to_string();
+  const fs::path no_layers = variant("native_rnnt_no_layers", "pred_rnn_layers: 2", "");
+  auto c = import_dir(no_layers, no_layers.string() + ".bundle");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.status().message().find("expected decoder.prednet.pred_rnn_layers"),
+            std::string::npos)
+      << c.status().to_string();
+}
+
 }  // namespace
 }  // namespace voxrt
