@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "model_import/sentencepiece_pieces.h"
+
 namespace voxrt::model_import {
 namespace fs = std::filesystem;
 
@@ -163,13 +165,29 @@ Expected<NemoVocabulary> nemo_vocabulary_from_config(const std::string& dir, con
   if (vocab_file.empty() || !fs::exists(vocab_file)) {
     auto found = find_one_file(dir, "", "tokenizer.vocab", "SentencePiece vocabulary");
     if (!found) {
-      const bool has_model = has_file(dir, "", "tokenizer.model");
-      return not_found(dir, ": no character labels (decoder.vocabulary) in ", config_file,
-                       " and no SentencePiece vocabulary (*tokenizer.vocab",
-                       vocab_file.empty() ? "" : ", or " + vocab_file, ")",
-                       has_model ? "; tokenizer.model alone is not read (the .nemo archive's "
-                                   "tokenizer.vocab is: extract it too)"
-                                 : "");
+      // Without the text vocabulary: the SentencePiece model's pieces, in the same id order.
+      std::string model_file;
+      if (tokenizer != nullptr) {
+        const std::string named = yaml_text(tokenizer->get("model_path"), "");
+        if (!named.empty() && fs::exists(artifact_path(dir, named)))
+          model_file = artifact_path(dir, named);
+      }
+      if (model_file.empty() && has_file(dir, "", "tokenizer.model")) {
+        VOXRT_ASSIGN_OR_RETURN(model_file,
+                               find_one_file(dir, "", "tokenizer.model", "SentencePiece model"));
+      }
+      if (model_file.empty()) {
+        return not_found(dir, ": no character labels (decoder.vocabulary) in ", config_file,
+                         " and no SentencePiece vocabulary (*tokenizer.vocab",
+                         vocab_file.empty() ? "" : ", or " + vocab_file,
+                         ") or model (tokenizer.model_path, *tokenizer.model)");
+      }
+      VOXRT_ASSIGN_OR_RETURN(const auto pieces, read_sentencepiece_pieces(model_file));
+      if (pieces.empty()) return invalid_argument(model_file, ": no pieces");
+      for (const SentencePiece& p : pieces) v.units.push_back(p.piece);
+      v.unit_type = "pieces";
+      v.source = fs::path(model_file).filename().string();
+      return v;
     }
     vocab_file = *found;
   }

@@ -34,7 +34,8 @@ struct NemoVocabulary {
 
 // The units: decoder.vocabulary (or labels) for character models, else the SentencePiece
 // vocabulary the config's tokenizer section names (tokenizer.spe_tokenizer_vocab, a
-// "nemo:<hash>_tokenizer.vocab" artifact in `dir`) or the folder's one *tokenizer.vocab.
+// "nemo:<hash>_tokenizer.vocab" artifact in `dir`) or the folder's one *tokenizer.vocab, or
+// without one the SentencePiece model's pieces (tokenizer.model_path or *tokenizer.model).
 Expected<NemoVocabulary> nemo_vocabulary_from_config(const std::string& dir, const YamlNode& root,
                                                      const std::string& config_file);
 

@@ -528,15 +528,28 @@ TEST_F(NemoCacheAwareTest, NativeImportErrorsNameTheKey) {
               std::string::npos)
         << got.status().to_string();
   }
-  // No tokenizer vocabulary: the error names the folder and what was looked for.
+  // Without the tokenizer's text vocabulary the SentencePiece model's pieces are read (the same
+  // units: the same contract); without either, the error names the folder and what was looked for.
   const fs::path no_vocab = work_dir() / "native_no_vocab";
   fs::remove_all(no_vocab);
   fs::copy(native_dir_, no_vocab);
   for (const auto& entry : fs::directory_iterator(no_vocab))
     if (entry.path().string().ends_with("tokenizer.vocab")) fs::remove(entry.path());
+  auto from_model = import_dir(no_vocab, work_dir() / "native_no_vocab.bundle");
+  ASSERT_TRUE(from_model.has_value()) << from_model.status().to_string();
+  nlohmann::json with_vocab, without_vocab;
+  std::ifstream(native_bundle_ / "bundle.json") >> with_vocab;
+  std::ifstream(work_dir() / "native_no_vocab.bundle" / "bundle.json") >> without_vocab;
+  EXPECT_EQ(without_vocab["metadata"], with_vocab["metadata"]);
+  EXPECT_TRUE(
+      without_vocab["source"]["vocabulary"].get<std::string>().ends_with("tokenizer.model"));
+  for (const auto& entry : fs::directory_iterator(no_vocab))
+    if (entry.path().string().ends_with("tokenizer.model")) fs::remove(entry.path());
   auto got = import_dir(no_vocab, work_dir() / "native_no_vocab.bundle");
   ASSERT_FALSE(got.has_value());
-  EXPECT_NE(got.status().message().find("tokenizer.vocab"), std::string::npos)
+  EXPECT_NE(got.status().message().find("*tokenizer.vocab"), std::string::npos)
+      << got.status().to_string();
+  EXPECT_NE(got.status().message().find("*tokenizer.model"), std::string::npos)
       << got.status().to_string();
 }
 
