@@ -31,6 +31,13 @@ Expected<ModelDirImportReport> import_model_dir(const ModelDirImportOptions& opt
   if (is_nemo_transducer_dir(options.model_dir)) return import_nemo_transducer(options);
   if (is_icefall_transducer_dir(options.model_dir)) return import_icefall_transducer(options);
   if (is_icefall_streaming_ctc_dir(options.model_dir)) return import_icefall_streaming_ctc(options);
+  // Before the offline NeMo export, which refuses NeMo's own transducer export: model_config.yaml
+  // too, but encoder*.onnx with NeMo's caches and decoder_joint*.onnx.
+  if (is_nemo_native_cache_aware_transducer_dir(options.model_dir))
+    return import_nemo_native_cache_aware_transducer(options);
+  // Before the offline NeMo export: the same files, but the graph takes NeMo's caches.
+  if (is_nemo_native_cache_aware_ctc_dir(options.model_dir))
+    return import_nemo_native_cache_aware_ctc(options);
   if (is_nemo_export_ctc_dir(options.model_dir)) return import_nemo_export_ctc(options);
   // Before the offline layout: the same file names, but the graph takes NeMo's caches.
   if (is_nemo_cache_aware_ctc_dir(options.model_dir)) return import_nemo_cache_aware_ctc(options);

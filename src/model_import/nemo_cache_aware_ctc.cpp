@@ -6,10 +6,9 @@
 // (stream/ctc/ctc_model.h) with the chunk's length input (voxrt.ctc.length_input).
 #include <filesystem>
 
-#include "model_import/nemo_cache_aware_encoder.h"
+#include "model_import/nemo_cache_aware_bundle.h"
 #include "model_import/nemo_layouts.h"
 #include "model_import/nemo_tokens.h"
-#include "stream/bundle_manifest.h"
 
 namespace voxrt::model_import {
 namespace fs = std::filesystem;
@@ -49,16 +48,7 @@ Expected<ModelDirImportReport> import_nemo_cache_aware_ctc(const ModelDirImportO
   report.notes.push_back(
       "front end: NeMo's log-mel without normalisation, its defaults (the layout keeps no "
       "preprocessor settings): 16 kHz, 25/10 ms, n_fft 512, preemph 0.97");
-  stream::BundleManifest manifest;
-  manifest.family = "ctc_streaming";
-  manifest.engines = {{"model", "model.engine"}};
-  manifest.metadata = model.streaming_contract();
-  auto& m = manifest.metadata;
-  m["voxrt.model_family"] = "ctc_streaming";
-  m["voxrt.ctc.length_input"] = kNemoChunkLengthInput;
-  m["voxrt.vocabulary"] = vocabulary_lines(pieces);
-  m["voxrt.unit"] = "pieces";
-  m["voxrt.blank_id"] = std::to_string(pieces.size() - 1);
+  stream::BundleManifest manifest = nemo_cache_aware_ctc_manifest(model, pieces, "pieces");
   manifest.source = {{"layout", report.layout},
                      {"model_type", model.model_type},
                      {"model", fs::path(model_file).filename().string()},

@@ -1,6 +1,7 @@
 #include "model_import/nemo_cache_aware_encoder.h"
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "ir/shape_inference.h"
@@ -38,6 +39,23 @@ std::string names(const std::vector<ir::Value*>& values) {
   return out;
 }
 
+// sherpa-onnx's metadata_props: window_size, chunk_shift, subsampling_factor and the caches'
+// cache_last_{channel,time}_dim1..3.
+Expected<NemoCacheAwareSizes> sizes_from_metadata(const ir::Graph& graph, const std::string& file) {
+  NemoCacheAwareSizes s;
+  s.source = "metadata_props";
+  VOXRT_ASSIGN_OR_RETURN(s.window_frames, exporter_int(graph, "window_size", file));
+  VOXRT_ASSIGN_OR_RETURN(s.chunk_frames, exporter_int(graph, "chunk_shift", file));
+  VOXRT_ASSIGN_OR_RETURN(s.subsampling, exporter_int(graph, "subsampling_factor", file));
+  for (std::size_t d = 0; d < 3; ++d) {
+    VOXRT_ASSIGN_OR_RETURN(s.cache_last_channel_dims[d],
+                           exporter_int(graph, str_cat(kCaches[0].dim_key, d + 1), file));
+    VOXRT_ASSIGN_OR_RETURN(s.cache_last_time_dims[d],
+                           exporter_int(graph, str_cat(kCaches[1].dim_key, d + 1), file));
+  }
+  return s;
+}
+
 struct CacheAwareLayout {
   int n_mels = 0;
   int window_frames = 0;      // window_size
@@ -49,7 +67,8 @@ struct CacheAwareLayout {
 // Checks the export's inputs, outputs and metadata against NeMo's and sherpa-onnx's conventions;
 // fixes the caches' dynamic axes from the metadata. Errors say expected / found / where.
 Expected<CacheAwareLayout> check_export(ir::Graph& graph, const std::string& file,
-                                        const std::string& output) {
+                                        const std::string& output,
+                                        const NemoCacheAwareSizes* given) {
   CacheAwareLayout l;
   std::vector<std::string> expected_inputs = {kSignal, kLength};
   for (const CachePair& c : kCaches) expected_inputs.push_back(c.input);
@@ -79,22 +98,31 @@ Expected<CacheAwareLayout> check_export(ir::Graph& graph, const std::string& fil
     return invalid_argument(file, ": length must be int64 [B], found ",
                             ir::sym_shape_to_string(length->shape));
   }
-  VOXRT_ASSIGN_OR_RETURN(l.window_frames, exporter_int(graph, "window_size", file));
-  VOXRT_ASSIGN_OR_RETURN(l.chunk_frames, exporter_int(graph, "chunk_shift", file));
-  VOXRT_ASSIGN_OR_RETURN(l.subsampling, exporter_int(graph, "subsampling_factor", file));
+  // The sizes: sherpa-onnx's metadata, or the caller's (NeMo's own export: model_config.yaml).
+  NemoCacheAwareSizes sizes;
+  if (given != nullptr) {
+    sizes = *given;
+  } else {
+    VOXRT_ASSIGN_OR_RETURN(sizes, sizes_from_metadata(graph, file));
+  }
+  l.window_frames = sizes.window_frames;
+  l.chunk_frames = sizes.chunk_frames;
+  l.subsampling = sizes.subsampling;
   if (l.subsampling < 1 || l.chunk_frames < l.subsampling || l.chunk_frames % l.subsampling != 0) {
     return invalid_argument(file, ": chunk_shift ", l.chunk_frames,
-                            " must be a positive multiple of subsampling_factor ", l.subsampling);
+                            " must be a positive multiple of subsampling_factor ", l.subsampling,
+                            " (", sizes.source, ")");
   }
   if (l.window_frames < l.chunk_frames) {
-    return invalid_argument(file, ": window_size ", l.window_frames, " is less than chunk_shift ",
-                            l.chunk_frames,
-                            " (window_size = chunk + pre-encode cache frames, as sherpa-onnx's "
-                            "export script writes it)");
+    return invalid_argument(
+        file, ": window_size ", l.window_frames, " is less than chunk_shift ", l.chunk_frames,
+        " (window_size = chunk + pre-encode cache frames; from ", sizes.source, ")");
   }
   l.pre_encode_frames = l.window_frames - l.chunk_frames;
   // The caches: batch-first in the export (NeMo transposes them in forward_for_export), their
-  // cache axis dynamic; the slot pool needs every non-batch dim, which the metadata gives.
+  // cache axis dynamic; the slot pool needs every non-batch dim, which the sizes give. A static
+  // dim of the graph that disagrees is an error (a layer-first cache, say, or another model's
+  // config).
   for (const CachePair& c : kCaches) {
     ir::Value* in = graph.find_value(c.input);
     ir::Value* out = graph.find_value(c.output);
@@ -113,13 +141,30 @@ Expected<CacheAwareLayout> check_export(ir::Graph& graph, const std::string& fil
       return invalid_argument(file, ": ", c.input, " must be [B, d1, d2, d3], found ",
                               ir::sym_shape_to_string(in->shape));
     }
+    // The batch axis is dynamic in NeMo's export; a static axis 0 is the layers of a cache kept
+    // layer-first ([layers, B, ...], the module's layout inside), which the sizes below would
+    // silently misread as [B, layers, ...].
+    if (in->shape[0].is_known() || !in->shape[1].is_known()) {
+      return invalid_argument(file, ": ", c.input, " is ", ir::sym_shape_to_string(in->shape),
+                              "; expected the batch first and dynamic, the layers static ([B, ",
+                              c.input == std::string(kCaches[0].input) ? "layers, cache, d_model"
+                                                                       : "layers, d_model, cache",
+                              "], as NeMo's forward_for_export takes it), found axis 0 ",
+                              in->shape[0].is_known() ? "static" : "dynamic", " and axis 1 ",
+                              in->shape[1].is_known() ? "static" : "dynamic",
+                              " (a layer-first cache?)");
+    }
+    const std::array<int, 3>& dims =
+        &c == &kCaches[0] ? sizes.cache_last_channel_dims : sizes.cache_last_time_dims;
     for (std::size_t d = 1; d < 4; ++d) {
-      const std::string key = str_cat(c.dim_key, d);
-      VOXRT_ASSIGN_OR_RETURN(const int size, exporter_int(graph, key, file));
+      const int size = dims[d - 1];
       if (in->shape[d].is_known() && in->shape[d].value != size) {
         return invalid_argument(file, ": ", c.input, " ", ir::sym_shape_to_string(in->shape),
-                                " has ", in->shape[d].value, " on axis ", d, " but metadata ", key,
-                                " is ", size);
+                                " has ", in->shape[d].value, " on axis ", d, " but ", sizes.source,
+                                " gives ", size, " (expected ", c.input,
+                                c.input == std::string(kCaches[0].input)
+                                    ? " [B, layers, last_channel_cache_size, d_model])"
+                                    : " [B, layers, d_model, conv cache])");
       }
       in->shape[d] = ir::Dim::known(size);
     }
@@ -225,20 +270,23 @@ bool is_nemo_cache_aware_export(const std::string& onnx_file) {
 
 Expected<NemoCacheAwareEncoder> read_nemo_cache_aware_encoder(const std::string& file,
                                                               const std::string& output,
-                                                              bool channels_first_output) {
+                                                              bool channels_first_output,
+                                                              const NemoCacheAwareSizes* sizes) {
   NemoCacheAwareEncoder e;
   e.file = file;
   e.output = output;
   VOXRT_ASSIGN_OR_RETURN(e.graph, onnx_import::import_model_file(file));
-  VOXRT_ASSIGN_OR_RETURN(const CacheAwareLayout layout, check_export(*e.graph, file, output));
+  VOXRT_ASSIGN_OR_RETURN(const CacheAwareLayout layout,
+                         check_export(*e.graph, file, output, sizes));
   const auto& meta = e.graph->metadata;
   auto normalize = meta.find("normalize_type");
-  if (normalize == meta.end()) {
+  // NeMo's own export has no metadata: its caller checks model_config.yaml's normalize.
+  if (sizes == nullptr && normalize == meta.end()) {
     return invalid_argument(file,
                             ": metadata_props has no 'normalize_type' (sherpa-onnx's NeMo export "
                             "scripts write it; was the file exported by one?)");
   }
-  if (!normalize->second.empty() && normalize->second != "NA") {
+  if (sizes == nullptr && !normalize->second.empty() && normalize->second != "NA") {
     return unsupported(file, ": normalize_type '", normalize->second,
                        "': a cache-aware streaming model must be trained without per-utterance "
                        "normalisation (expected '' or NA, NeMo's streaming configs' normalize NA)");

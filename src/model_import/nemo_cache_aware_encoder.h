@@ -31,6 +31,7 @@
 // refused.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -71,13 +72,27 @@ struct NemoCacheAwareEncoder {
   std::string describe() const;
 };
 
+// The sizes the export's shapes leave open: sherpa-onnx's layout writes them as metadata_props,
+// NeMo's own layout leaves them in model_config.yaml (nemo_streaming_config.h).
+struct NemoCacheAwareSizes {
+  int window_frames = 0;  // chunk + pre-encode cache feature frames
+  int chunk_frames = 0;   // the chunk's new feature frames (NeMo's shift_size)
+  int subsampling = 0;
+  // The caches' non-batch dims: [layers, last_channel_cache_size, d_model] and
+  // [layers, d_model, conv cache] (batch-first, as NeMo's forward_for_export takes them).
+  std::array<int, 3> cache_last_channel_dims{};
+  std::array<int, 3> cache_last_time_dims{};
+  std::string source;  // where they were read, for errors
+};
+
 // Whether `onnx_file`'s graph takes NeMo's caches (reads the file).
 bool is_nemo_cache_aware_export(const std::string& onnx_file);
 
 // `output`: "logprobs" (CTC, [B, T, classes] kept) or "outputs" (encoder, `channels_first_output`:
-// [B, D, T] transposed to [B, T, D]). Errors name the file and say what was expected and found.
-Expected<NemoCacheAwareEncoder> read_nemo_cache_aware_encoder(const std::string& file,
-                                                              const std::string& output,
-                                                              bool channels_first_output);
+// [B, D, T] transposed to [B, T, D]). `sizes`: nullptr reads them (and normalize_type) from
+// sherpa-onnx's metadata. Errors name the file and say what was expected and found.
+Expected<NemoCacheAwareEncoder> read_nemo_cache_aware_encoder(
+    const std::string& file, const std::string& output, bool channels_first_output,
+    const NemoCacheAwareSizes* sizes = nullptr);
 
 }  // namespace voxrt::model_import

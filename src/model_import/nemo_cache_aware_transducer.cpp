@@ -9,11 +9,10 @@
 // pre-encode cache in the slot pool, the LSTM's state per hypothesis, carried across chunks.
 #include <filesystem>
 
-#include "model_import/nemo_cache_aware_encoder.h"
+#include "model_import/nemo_cache_aware_bundle.h"
 #include "model_import/nemo_layouts.h"
 #include "model_import/nemo_prediction_networks.h"
 #include "model_import/nemo_tokens.h"
-#include "stream/bundle_manifest.h"
 
 namespace voxrt::model_import {
 namespace fs = std::filesystem;
@@ -63,22 +62,8 @@ Expected<ModelDirImportReport> import_nemo_cache_aware_transducer(
                        " (a TDT model's durations): the streaming transducer family runs RNN-T "
                        "models only");
   }
-  stream::BundleManifest manifest;
-  manifest.family = "transducer_stateful";
-  manifest.engines = {
-      {"encoder", "encoder.engine"}, {"decoder", "decoder.engine"}, {"joiner", "joiner.engine"}};
-  manifest.metadata = encoder.streaming_contract();
-  auto& m = manifest.metadata;
-  for (const auto& [key, value] : networks.metadata) m[key] = value;
-  m["voxrt.model_family"] = "transducer_stateful";
-  m["voxrt.vocabulary"] = vocabulary_lines(pieces);
-  m["voxrt.unit"] = "pieces";
-  m["voxrt.blank_id"] = std::to_string(classes - 1);
-  m["voxrt.transducer.encoder_features_input"] = kNemoCacheAwareFeaturesInput;
-  m["voxrt.transducer.encoder_lengths_input"] = kNemoChunkLengthInput;
-  m["voxrt.transducer.encoder_lengths"] = "audio";
-  m["voxrt.transducer.encoder_output"] = encoder.output;
-  m["voxrt.transducer.joiner_layout"] = "channels_first";
+  stream::BundleManifest manifest =
+      nemo_cache_aware_transducer_manifest(encoder, networks.metadata, pieces, "pieces");
   manifest.source = {{"layout", report.layout},
                      {"model_type", encoder.model_type},
                      {"encoder", fs::path(encoder_file).filename().string()},

@@ -25,6 +25,20 @@ Expected<ModelDirImportReport> import_nemo_export_ctc(const ModelDirImportOption
 bool is_nemo_cache_aware_ctc_dir(const std::string& dir);
 Expected<ModelDirImportReport> import_nemo_cache_aware_ctc(const ModelDirImportOptions& options);
 
+// NeMo's own export layout of the cache-aware streaming FastConformer-CTC
+// (nemo_native_cache_aware.cpp): model_config.yaml and one *.onnx with the cache inputs, no
+// metadata_props; family ctc_streaming.
+bool is_nemo_native_cache_aware_ctc_dir(const std::string& dir);
+Expected<ModelDirImportReport> import_nemo_native_cache_aware_ctc(
+    const ModelDirImportOptions& options);
+
+// NeMo's own export layout of the cache-aware streaming FastConformer transducer (RNN-T)
+// (nemo_native_cache_aware_transducer.cpp): model_config.yaml, encoder*.onnx with the cache
+// inputs and decoder_joint*.onnx; family transducer_stateful.
+bool is_nemo_native_cache_aware_transducer_dir(const std::string& dir);
+Expected<ModelDirImportReport> import_nemo_native_cache_aware_transducer(
+    const ModelDirImportOptions& options);
+
 // sherpa-onnx's layout of NeMo's cache-aware streaming FastConformer transducer (RNN-T)
 // (nemo_cache_aware_transducer.cpp): the transducer files below, the encoder taking NeMo's
 // caches; family transducer_stateful.

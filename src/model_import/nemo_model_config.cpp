@@ -165,6 +165,13 @@ class Parser {
         } else {
           node->list.push_back(std::make_shared<YamlNode>());
         }
+      } else if (is_item(rest)) {
+        // "- - item": a list whose first item sits after the dash (OmegaConf writes a list of
+        // lists, such as a multi-lookahead model's att_context_size, so).
+        line.indent = indent + 2;
+        line.text = rest;
+        VOXRT_ASSIGN_OR_RETURN(auto child, parse_list(indent + 2));
+        node->list.push_back(child);
       } else if (key_colon(rest) != std::string::npos) {
         // "- key: value": a map whose first key sits after the dash.
         line.indent = indent + 2;

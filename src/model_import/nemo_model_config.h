@@ -1,6 +1,7 @@
 // The parts of a NeMo model_config.yaml (the .nemo archive's model config, as OmegaConf writes it)
 // that the import needs: a small reader of the YAML subset OmegaConf emits (block maps and lists,
-// plain and quoted scalars, one-line flow lists, comments), not a general YAML parser: anchors,
+// plain and quoted scalars, one-line flow lists, comments, lists of lists written "- - x"), not a
+// general YAML parser: anchors,
 // multi-line scalars and multi-line flow collections are read as opaque text.
 #pragma once
 

@@ -39,11 +39,23 @@ Expected<NemoPredictionNetworks> read_nemo_prediction_networks(
     const std::string& decoder_file, const std::string& joiner_file, int layers, int hidden,
     std::int64_t encoder_dim, std::int64_t classes, const std::string& tokens_file,
     const ModelDirImportOptions& options) {
+  VOXRT_ASSIGN_OR_RETURN(auto decoder, onnx_import::import_model_file(decoder_file));
+  VOXRT_ASSIGN_OR_RETURN(auto joiner, onnx_import::import_model_file(joiner_file));
+  return read_nemo_prediction_networks(std::move(decoder), decoder_file, std::move(joiner),
+                                       joiner_file, false, layers, hidden, encoder_dim, classes,
+                                       tokens_file, options);
+}
+
+Expected<NemoPredictionNetworks> read_nemo_prediction_networks(
+    std::unique_ptr<ir::Graph> decoder_graph, const std::string& decoder_file,
+    std::unique_ptr<ir::Graph> joiner_graph, const std::string& joiner_file,
+    bool joiner_channels_last, int layers, int hidden, std::int64_t encoder_dim,
+    std::int64_t classes, const std::string& tokens_file, const ModelDirImportOptions& options) {
   NemoPredictionNetworks n;
   n.decoder_file = decoder_file;
   n.joiner_file = joiner_file;
   // ---- decoder ----
-  VOXRT_ASSIGN_OR_RETURN(n.decoder, onnx_import::import_model_file(decoder_file));
+  n.decoder = std::move(decoder_graph);
   ir::Graph* decoder = n.decoder.get();
   const auto& din = decoder->inputs;
   const auto& dout = decoder->outputs;
@@ -89,7 +101,7 @@ Expected<NemoPredictionNetworks> read_nemo_prediction_networks(
                 {opt_rows}, std::vector<std::int64_t>(static_cast<std::size_t>(opt_rows), 1));
 
   // ---- joiner ----
-  VOXRT_ASSIGN_OR_RETURN(n.joiner, onnx_import::import_model_file(joiner_file));
+  n.joiner = std::move(joiner_graph);
   ir::Graph* joiner = n.joiner.get();
   if (joiner->inputs.size() != 2 || joiner->outputs.empty()) {
     return invalid_argument(joiner_file, ": expected inputs encoder_outputs [N, D, T] and ",
@@ -97,14 +109,23 @@ Expected<NemoPredictionNetworks> read_nemo_prediction_networks(
   }
   ir::Value* j_enc = joiner->inputs[0];
   ir::Value* j_dec = joiner->inputs[1];
-  if (j_enc->shape.size() != 3 || j_dec->shape.size() != 3 || !j_enc->shape[1].is_known() ||
-      j_enc->shape[1].value != encoder_dim || !j_dec->shape[1].is_known() ||
-      j_dec->shape[1].value != hidden) {
-    return invalid_argument(joiner_file, ": expected inputs [N, ", encoder_dim,
-                            ", T] (the encoder's outputs) and [N, ", hidden,
-                            ", U] (the decoder's); found ", ir::sym_shape_to_string(j_enc->shape),
-                            " and ", ir::sym_shape_to_string(j_dec->shape));
+  // The widths' axis: 1 in NeMo's joint ([N, D, T], [N, H, U]), 2 channels last.
+  const std::size_t width_axis = joiner_channels_last ? 2 : 1;
+  const bool shapes_ok =
+      j_enc->shape.size() == 3 && j_dec->shape.size() == 3 && j_enc->shape[width_axis].is_known() &&
+      j_enc->shape[width_axis].value == encoder_dim && j_dec->shape[width_axis].is_known() &&
+      (joiner_channels_last || j_dec->shape[width_axis].value == hidden);
+  if (!shapes_ok) {
+    return invalid_argument(
+        joiner_file, ": expected inputs ",
+        joiner_channels_last ? str_cat("[N, T, ", encoder_dim, "]")
+                             : str_cat("[N, ", encoder_dim, ", T]"),
+        " (the encoder's outputs) and ",
+        joiner_channels_last ? std::string("[N, U, decoder_dim]") : str_cat("[N, ", hidden, ", U]"),
+        " (the decoder's); found ", ir::sym_shape_to_string(j_enc->shape), " and ",
+        ir::sym_shape_to_string(j_dec->shape));
   }
+  const std::int64_t decoder_dim = j_dec->shape[width_axis].value;
   VOXRT_RETURN_IF_ERROR(ir::infer_graph(*joiner).with_context(joiner_file));
   ir::Value* logits = joiner->outputs[0];
   if (logits->shape.empty() || !logits->shape.back().is_known()) {
@@ -126,10 +147,16 @@ Expected<NemoPredictionNetworks> read_nemo_prediction_networks(
   BuilderConfig& joiner_config = n.joiner_config;
   joiner_config = options.build;
   joiner_config.states.clear();
-  joiner_config.profiles = {
-      OptimizationProfile{"rows",
-                          {{j_enc->name, rows(max_rows, opt_rows, {}, {encoder_dim, 1})},
-                           {j_dec->name, rows(max_rows, opt_rows, {}, {hidden, 1})}}}};
+  joiner_config.profiles = {OptimizationProfile{
+      "rows",
+      {{j_enc->name, rows(max_rows, opt_rows, {},
+                          joiner_channels_last ? std::vector<std::int64_t>{1, encoder_dim}
+                                               : std::vector<std::int64_t>{encoder_dim, 1})},
+       {j_dec->name, rows(max_rows, opt_rows, {},
+                          joiner_channels_last ? std::vector<std::int64_t>{1, decoder_dim}
+                                               : std::vector<std::int64_t>{decoder_dim, 1})}}}};
+  n.metadata["voxrt.transducer.joiner_layout"] =
+      joiner_channels_last ? "channels_last" : "channels_first";
   n.metadata["voxrt.transducer.pred_rnn_layers"] = std::to_string(layers);
   n.metadata["voxrt.transducer.pred_hidden"] = std::to_string(hidden);
   n.metadata["voxrt.transducer.decoder_inputs"] = decoder_inputs;

@@ -46,4 +46,14 @@ Expected<NemoPredictionNetworks> read_nemo_prediction_networks(
     std::int64_t encoder_dim, std::int64_t classes, const std::string& tokens_file,
     const ModelDirImportOptions& options);
 
+// The same from graphs already imported (`decoder_file` and `joiner_file` name them in errors).
+// `joiner_channels_last`: the joiner takes [N, T, D] and [N, U, decoder_dim] of any width (NeMo's
+// own decoder_joint export once split: nemo_decoder_joint.h) instead of [N, D, T] and
+// [N, pred_hidden, U].
+Expected<NemoPredictionNetworks> read_nemo_prediction_networks(
+    std::unique_ptr<ir::Graph> decoder, const std::string& decoder_file,
+    std::unique_ptr<ir::Graph> joiner, const std::string& joiner_file, bool joiner_channels_last,
+    int layers, int hidden, std::int64_t encoder_dim, std::int64_t classes,
+    const std::string& tokens_file, const ModelDirImportOptions& options);
+
 }  // namespace voxrt::model_import

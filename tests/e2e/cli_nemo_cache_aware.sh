@@ -4,7 +4,8 @@
 # CLI: `voxrt build --model-dir` with no metadata written by hand; `voxrt transcribe` of two files
 # at once (streams of different lengths batched together) and `voxrt serve` (an upload) must give,
 # file by file, the text of the Python reference (NeMo's cache-aware streaming loop, greedy CTC);
-# then the transducer (RNN-T) variant through build and transcribe.
+# then the transducer (RNN-T) variant through build and transcribe; then both models in NeMo's own
+# export layout (model_config.yaml, no metadata), which must give the same texts.
 set -euo pipefail
 voxrt=$1
 source "$(dirname "$0")/nemo_cli_common.sh"
@@ -53,4 +54,45 @@ for f in "${files[@]}"; do
   [ -n "$want" ] || { echo "FAIL: the reference decoded nothing for $f"; exit 1; }
   got=$(transcribed_text "$work/rnnt.voxrt" "$f")
   check "rnnt transcribe $(basename "$f")" "$want" "$got"
+done
+
+# NeMo's own export layout of the same two models (same seed: same weights): model.export()'s
+# files without metadata beside the .nemo archive's model_config.yaml and tokenizer. Built as they
+# are, they must give, file by file, the reference's text and the sherpa-onnx layout's (served
+# too for the CTC model); the transducer bundle's endpoint state is set to carry as above.
+"$py" "$script" export "$work/native" --layout nemo > "$work/export-native.log" 2>&1 ||
+  { cat "$work/export-native.log"; exit 1; }
+"$voxrt" build --model-dir "$work/native" --engine "$work/native.bundle" --no-autotune --max-batch 4
+grep -q '"nemo-export-cache-aware-ctc"' "$work/native.bundle/bundle.json"
+"$voxrt" transcribe --engine "$work/native.bundle" --vad off --json "${files[@]}" 2>/dev/null \
+  > "$work/native.voxrt"
+start_server "$voxrt" "$work/serve-native.log" --engine "$work/native.bundle" --vad off --max-batch 4
+for f in "${files[@]}"; do
+  want=$(reference_text "$work/reference" "$f")
+  check "native transcribe $(basename "$f")" "$want" "$(transcribed_text "$work/native.voxrt" "$f")"
+  check "native = sherpa-onnx layout $(basename "$f")" "$(transcribed_text "$work/voxrt" "$f")" \
+    "$(transcribed_text "$work/native.voxrt" "$f")"
+  check "native serve upload $(basename "$f")" "$want" "$(upload_text "$f")"
+done
+stop_server
+
+"$py" "$script" export "$work/native-rnnt" --layout nemo --model rnnt > "$work/export-nrnnt.log" 2>&1 ||
+  { cat "$work/export-nrnnt.log"; exit 1; }
+"$voxrt" build --model-dir "$work/native-rnnt" --engine "$work/native-rnnt.bundle" --no-autotune \
+  --max-batch 4
+grep -q '"nemo-export-cache-aware-transducer"' "$work/native-rnnt.bundle/bundle.json"
+"$py" - "$work/native-rnnt.bundle/bundle.json" <<'PY'
+import json, sys
+manifest = json.load(open(sys.argv[1]))
+manifest["metadata"]["voxrt.state_at_endpoint"] = "carry"
+json.dump(manifest, open(sys.argv[1], "w"), indent=2)
+PY
+"$voxrt" transcribe --engine "$work/native-rnnt.bundle" --vad off --json "${files[@]}" 2>/dev/null \
+  > "$work/native-rnnt.voxrt"
+for f in "${files[@]}"; do
+  want=$(reference_text "$work/rnnt.reference" "$f")
+  got=$(transcribed_text "$work/native-rnnt.voxrt" "$f")
+  check "native rnnt transcribe $(basename "$f")" "$want" "$got"
+  check "native rnnt = sherpa-onnx layout $(basename "$f")" \
+    "$(transcribed_text "$work/rnnt.voxrt" "$f")" "$got"
 done

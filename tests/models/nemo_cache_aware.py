@@ -15,6 +15,14 @@ chunk as NeMo's cache-aware streaming loop does, for voxrt's import tests
               blank, window_size, chunk_shift, normalize_type "" for NA, cache_last_channel_dim1..3,
               cache_last_time_dim1..3, subsampling_factor 8, model_type, version, model_author, comment)
       tokens.txt (pieces, <blk> last), weights.pt, frontend.json
+  export DIR --layout nemo [--model rnnt] [--config-override KEY=VALUE]
+      the same model (same seed, same weights) as NeMo's own model.export() with cache support writes it,
+      without metadata_props: fastconformer_streaming_ctc.onnx, or for rnnt
+      encoder-fastconformer_streaming_rnnt.onnx and decoder_joint-fastconformer_streaming_rnnt.onnx
+      (RNNTDecoderJoint: encoder_outputs, targets, target_length, input_states_1/2 -> outputs,
+      prednet_lengths, output_states_1/2), beside the .nemo archive's model_config.yaml (the encoder,
+      preprocessor, tokenizer and decoder/joint sections as OmegaConf writes them) and the tokenizer's
+      <hash>_tokenizer.vocab and <hash>_vocab.txt; weights.pt and frontend.json for the reference
   frontend DIR WAV OUT   NeMo's features of every sample of WAV (normalize NA): OUT gets two int32 (n_mels,
                          frames) then float32 [n_mels, frames] row-major
   reference DIR [--zero-caches] [--search greedy|beam] [--beam K] WAV...
@@ -299,6 +307,20 @@ class CacheAwareConformerCtc(nn.Module):
         return logprobs, encoded_len, next_channel.transpose(0, 1), next_time.transpose(0, 1), next_len
 
 
+class LayerFirstCaches(nn.Module):
+    """The model with its caches layer-first outside too ([layers, B, ...]): what an export without
+    forward_for_export's transposes would take."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, audio_signal, length, cache_last_channel, cache_last_time, cache_last_channel_len):
+        out, lengths, c, k, n = self.model(audio_signal, length, cache_last_channel.transpose(0, 1),
+                                           cache_last_time.transpose(0, 1), cache_last_channel_len)
+        return out, lengths, c.transpose(0, 1), k.transpose(0, 1), n
+
+
 def zero_caches(batch):
     return (torch.zeros(batch, LAYERS, CACHE_CHANNEL, D_MODEL), torch.zeros(batch, LAYERS, D_MODEL, CACHE_TIME),
             torch.zeros(batch, dtype=torch.int64))
@@ -383,6 +405,37 @@ def make_transducer(seed):
     return encoder, decoder, joint
 
 
+NEMO_RNNT_FILE = "fastconformer_streaming_rnnt.onnx"
+
+
+class DecoderJoint(nn.Module):
+    """RNNTDecoderJoint: the prediction network, then the joint over its output and the encoder's."""
+
+    def __init__(self, decoder, joint):
+        super().__init__()
+        self.decoder, self.joint = decoder, joint
+
+    def forward(self, encoder_outputs, targets, target_length, input_states_1, input_states_2):
+        g, lengths, h, c = self.decoder(targets, target_length, input_states_1, input_states_2)
+        return self.joint(encoder_outputs, g), lengths, h, c
+
+
+def export_decoder_joint(decoder, joint, path):
+    """decoder_joint-<file>: RNNTDecoderJoint's names, and dynamic axes <name>_dynamic_axes_<k> on the axes
+    its port types call B and T (the states' ('D', 'B', 'D'): the batch)."""
+    layers, hidden = nemo_transducer.PRED_LAYERS, nemo_transducer.PRED_HIDDEN
+    example = (torch.randn(2, D_MODEL, 1), torch.full((2, 1), BLANK, dtype=torch.int32),
+               torch.ones(2, dtype=torch.int32), torch.zeros(layers, 2, hidden), torch.zeros(layers, 2, hidden))
+    inputs = ["encoder_outputs", "targets", "target_length", "input_states_1", "input_states_2"]
+    outputs = ["outputs", "prednet_lengths", "output_states_1", "output_states_2"]
+    axes = {"encoder_outputs": [0, 2], "targets": [0, 1], "target_length": [0], "input_states_1": [1],
+            "input_states_2": [1], "outputs": [0, 1, 2], "prednet_lengths": [0], "output_states_1": [1],
+            "output_states_2": [1]}
+    dynamic_axes = {name: {a: f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(dims)} for name, dims in axes.items()}
+    torch.onnx.export(DecoderJoint(decoder, joint).eval(), example, path, opset_version=13, input_names=inputs,
+                      output_names=outputs, dynamic_axes=dynamic_axes)
+
+
 def export_transducer(args):
     import onnx
 
@@ -401,6 +454,14 @@ def export_transducer(args):
             "cache_last_channel_len": [0], "outputs": [0, 2], "encoded_lengths": [0],
             "cache_last_channel_next": [0, 2], "cache_last_time_next": [0, 3], "cache_last_channel_next_len": [0]}
     dynamic_axes = {name: {a: f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(dims)} for name, dims in axes.items()}
+    if args.layout == "nemo":
+        # EncDecRNNTModel.export(NEMO_RNNT_FILE): one file per list_export_subnets() entry, named
+        # <subnet>-<file>, no metadata; the .nemo archive's files beside them.
+        torch.onnx.export(encoder, example, os.path.join(args.dir, "encoder-" + NEMO_RNNT_FILE), opset_version=13,
+                          input_names=inputs, output_names=outputs, dynamic_axes=dynamic_axes)
+        export_decoder_joint(decoder, joint, os.path.join(args.dir, "decoder_joint-" + NEMO_RNNT_FILE))
+        write_nemo_archive_files(args)
+        return
     enc_path = os.path.join(args.dir, "encoder.onnx")
     torch.onnx.export(encoder, example, enc_path, opset_version=13, input_names=inputs, output_names=outputs,
                       dynamic_axes=dynamic_axes)
@@ -439,14 +500,110 @@ def sherpa_metadata(window):
     }
 
 
+NEMO_CTC_FILE = "fastconformer_streaming_ctc.onnx"
+
+
+def nemo_model_config(args):
+    """model_config.yaml as OmegaConf writes a cache-aware FastConformer-CTC's (EncDecCTCModelBPE) or, for
+    --model rnnt, transducer's (EncDecRNNTBPEModel: RNNTDecoder and RNNTJoint sections): the
+    settings this stand-in is built with (lists in block style at the key's indentation, as OmegaConf
+    writes them). --config-override KEY=VALUE replaces one encoder setting (the import's error tests)."""
+    encoder = {
+        "_target_": "nemo.collections.asr.modules.ConformerEncoder",
+        "feat_in": N_MELS,
+        "feat_out": -1,
+        "n_layers": LAYERS,
+        "d_model": D_MODEL,
+        "subsampling": "dw_striding",
+        "subsampling_factor": SUBSAMPLING,
+        "subsampling_conv_channels": SUB_CHANNELS,
+        "causal_downsampling": "true",
+        "ff_expansion_factor": 4,
+        "self_attention_model": "rel_pos",
+        "n_heads": HEADS,
+        # A multi-lookahead model's list of [left, right] choices, as OmegaConf writes a list of lists;
+        # the first is the encoder's default and the one the export uses (this stand-in's).
+        "att_context_size": f"\n  - - {ATT_CONTEXT[0]}\n    - {ATT_CONTEXT[1]}\n  - - {ATT_CONTEXT[0]}\n    - 0",
+        "att_context_style": "chunked_limited",
+        "xscaling": "true",
+        "conv_kernel_size": CONV_KERNEL,
+        "conv_norm_type": "layer_norm",
+        "conv_context_size": "causal",
+    }
+    for override in args.config_override:
+        key, value = override.split("=", 1)
+        encoder[key] = value
+    lines = "".join(f"  {k}:{'' if str(v).startswith(chr(10)) else ' '}{v}\n" for k, v in encoder.items())
+    from nemo_ctc import write_nemo_tokenizer
+
+    if args.model == "rnnt":
+        heads = f"""decoder:
+  _target_: nemo.collections.asr.modules.RNNTDecoder
+  normalization_mode: null
+  random_state_sampling: false
+  blank_as_pad: true
+  vocab_size: {len(PIECES)}
+  prednet:
+    pred_hidden: {nemo_transducer.PRED_HIDDEN}
+    pred_rnn_layers: {nemo_transducer.PRED_LAYERS}
+    t_max: null
+    dropout: 0.2
+joint:
+  _target_: nemo.collections.asr.modules.RNNTJoint
+  log_softmax: null
+  preserve_memory: false
+  fuse_loss_wer: true
+  fused_batch_size: 4
+  jointnet:
+    joint_hidden: {nemo_transducer.JOINT_DIM}
+    activation: relu
+    dropout: 0.2
+  num_classes: {len(PIECES)}
+  vocabulary: []
+target: nemo.collections.asr.models.rnnt_bpe_models.EncDecRNNTBPEModel
+"""
+    else:
+        heads = f"""decoder:
+  _target_: nemo.collections.asr.modules.ConvASRDecoder
+  feat_in: {D_MODEL}
+  num_classes: {len(PIECES)}
+  vocabulary: []
+target: nemo.collections.asr.models.ctc_bpe_models.EncDecCTCModelBPE
+"""
+    return f"""sample_rate: 16000
+log_prediction: true
+{write_nemo_tokenizer(args.dir)}preprocessor:
+  _target_: nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor
+  sample_rate: {FRONTEND["sample_rate"]}
+  normalize: {FRONTEND["normalize"]}
+  window_size: {FRONTEND["window_size"]}
+  window_stride: {FRONTEND["window_stride"]}
+  window: hann
+  features: {N_MELS}
+  n_fft: {FRONTEND["n_fft"]}
+  log: true
+  frame_splicing: 1
+  dither: 1.0e-05
+  pad_to: 0
+  pad_value: 0.0
+encoder:
+{lines}{heads}"""
+
+
+def write_nemo_archive_files(args):
+    with open(os.path.join(args.dir, "model_config.yaml"), "w", encoding="utf-8") as f:
+        f.write(nemo_model_config(args))
+
+
 def export(args):
     os.makedirs(args.dir, exist_ok=True)
     with open(os.path.join(args.dir, "frontend.json"), "w") as f:
         json.dump(dict(FRONTEND, seed=args.seed, model=args.model), f)
-    with open(os.path.join(args.dir, "tokens.txt"), "w", encoding="utf-8") as f:
-        for i, piece in enumerate(PIECES):
-            f.write(f"{piece} {i}\n")
-        f.write(f"<blk> {BLANK}\n")
+    if args.layout == "sherpa":
+        with open(os.path.join(args.dir, "tokens.txt"), "w", encoding="utf-8") as f:
+            for i, piece in enumerate(PIECES):
+                f.write(f"{piece} {i}\n")
+            f.write(f"<blk> {BLANK}\n")
     if args.model == "rnnt":
         export_transducer(args)
         return
@@ -467,6 +624,22 @@ def export(args):
             "cache_last_channel_len": [0], "logprobs": [0, 1], "encoded_lengths": [0],
             "cache_last_channel_next": [0, 2], "cache_last_time_next": [0, 3], "cache_last_channel_next_len": [0]}
     dynamic_axes = {name: {a: f"{name}_dynamic_axes_{k + 1}" for k, a in enumerate(dims)} for name, dims in axes.items()}
+    if args.layout == "nemo":
+        # NeMo's own model.export(): the same graph, no metadata_props, under the file name the user
+        # gives; the .nemo archive's model_config.yaml and tokenizer beside it.
+        exported = model
+        if args.layer_first_caches:
+            # Not NeMo's export: the caches as the module keeps them inside, [layers, B, ...] (the
+            # import's test that a cache whose batch is not axis 0 is refused, not misread).
+            exported = LayerFirstCaches(model)
+            example = example[:2] + (example[2].transpose(0, 1), example[3].transpose(0, 1), example[4])
+            for name, dims in (("cache_last_channel", {1: "b", 2: "t"}), ("cache_last_time", {1: "b", 3: "t"})):
+                for io in (name, name + "_next"):
+                    dynamic_axes[io] = {a: f"{io}_dynamic_axes_{k + 1}" for k, a in enumerate(dims)}
+        torch.onnx.export(exported, example, os.path.join(args.dir, NEMO_CTC_FILE), opset_version=13,
+                          input_names=inputs, output_names=outputs, dynamic_axes=dynamic_axes)
+        write_nemo_archive_files(args)
+        return
     path = os.path.join(args.dir, "model.onnx")
     torch.onnx.export(model, example, path, opset_version=13, input_names=inputs, output_names=outputs,
                       dynamic_axes=dynamic_axes)
@@ -544,6 +717,13 @@ def main():
                    help="ctc: model.onnx (export-onnx-ctc.py); rnnt: encoder.onnx, decoder.onnx, joiner.onnx "
                         "(export-onnx-transducer.py)")
     e.add_argument("--drop-key", default="", help="leave this metadata key out (the import's error test)")
+    e.add_argument("--layout", choices=["sherpa", "nemo"], default="sherpa",
+                   help="sherpa: sherpa-onnx's files and metadata; nemo: NeMo's own model.export() (no "
+                        "metadata) beside the .nemo archive's model_config.yaml and tokenizer files")
+    e.add_argument("--layer-first-caches", action="store_true",
+                   help="nemo CTC layout: export the caches layer-first (not NeMo's export; an error test)")
+    e.add_argument("--config-override", action="append", default=[],
+                   help="KEY=VALUE: one encoder setting of the nemo layout's model_config.yaml")
     fe = sub.add_parser("frontend")
     fe.add_argument("dir")
     fe.add_argument("wav")

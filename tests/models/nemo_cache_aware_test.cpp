@@ -7,7 +7,9 @@
 // the Python reference's (NeMo's cache-aware streaming loop) for one stream, for streams of
 // different lengths batched together and for any cut of the audio; the reference with broken
 // (zeroed) caches says something else, so a broken cache fails these tests; import errors name
-// the key or file.
+// the key or file. The same models in NeMo's own export layout (model.export() without metadata
+// beside model_config.yaml and the tokenizer; the RNN-T's decoder_joint graph split in two) give
+// the sherpa-onnx layout's contract and texts, which are the reference's.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -78,6 +80,26 @@ class NemoCacheAwareTest : public ::testing::Test {
     EXPECT_EQ(rnnt->family, "transducer_stateful");
     EXPECT_EQ(rnnt->layout, "nemo-sherpa-onnx-cache-aware-transducer");
     for (const auto& note : rnnt->notes) std::cout << "  import: " << note << "\n";
+    // The CTC model again (the same seed: the same weights) in NeMo's own export layout:
+    // model.export()'s file without metadata beside model_config.yaml and the tokenizer.
+    native_dir_ = work_dir() / "native";
+    native_bundle_ = work_dir() / "native.bundle";
+    ASSERT_TRUE(export_model(native_dir_, "--layout nemo").is_ok());
+    auto native = import_dir(native_dir_, native_bundle_);
+    ASSERT_TRUE(native.has_value()) << native.status().to_string();
+    EXPECT_EQ(native->family, "ctc_streaming");
+    EXPECT_EQ(native->layout, "nemo-export-cache-aware-ctc");
+    for (const auto& note : native->notes) std::cout << "  import: " << note << "\n";
+    // The transducer (same seed and weights as rnnt_dir_) in NeMo's own layout:
+    // encoder-<file>.onnx and decoder_joint-<file>.onnx beside model_config.yaml.
+    native_rnnt_dir_ = work_dir() / "native_rnnt";
+    native_rnnt_bundle_ = work_dir() / "native_rnnt.bundle";
+    ASSERT_TRUE(export_model(native_rnnt_dir_, "--layout nemo --model rnnt").is_ok());
+    auto native_rnnt = import_dir(native_rnnt_dir_, native_rnnt_bundle_);
+    ASSERT_TRUE(native_rnnt.has_value()) << native_rnnt.status().to_string();
+    EXPECT_EQ(native_rnnt->family, "transducer_stateful");
+    EXPECT_EQ(native_rnnt->layout, "nemo-export-cache-aware-transducer");
+    for (const auto& note : native_rnnt->notes) std::cout << "  import: " << note << "\n";
   }
 
   static std::shared_ptr<stream::Recognizer> make(
@@ -119,6 +141,10 @@ class NemoCacheAwareTest : public ::testing::Test {
   static inline fs::path bundle_;
   static inline fs::path rnnt_dir_;
   static inline fs::path rnnt_bundle_;
+  static inline fs::path native_dir_;
+  static inline fs::path native_bundle_;
+  static inline fs::path native_rnnt_dir_;
+  static inline fs::path native_rnnt_bundle_;
 };
 
 TEST_F(NemoCacheAwareTest, BundleHoldsTheStreamingContract) {
@@ -403,6 +429,277 @@ TEST_F(NemoCacheAwareTest, ImportErrorsNameTheKey) {
   ASSERT_FALSE(b.has_value());
   EXPECT_NE(b.status().message().find("expected vocab_size + 1"), std::string::npos)
       << b.status().to_string();
+}
+
+// ---- NeMo's own export layout (model_config.yaml, no metadata) --------------------------------
+
+// The sizes read from model_config.yaml give the bundle sherpa-onnx's metadata gives: every
+// contract key is equal (the vocabulary too: tokenizer.vocab's pieces are tokens.txt's).
+TEST_F(NemoCacheAwareTest, NativeLayoutBuildsTheSherpaLayoutsContract) {
+  nlohmann::json native, sherpa;
+  std::ifstream(native_bundle_ / "bundle.json") >> native;
+  std::ifstream(bundle_ / "bundle.json") >> sherpa;
+  EXPECT_EQ(native["family"], sherpa["family"]);
+  EXPECT_EQ(native["metadata"], sherpa["metadata"]);
+  EXPECT_EQ(native["source"]["layout"], "nemo-export-cache-aware-ctc");
+  EXPECT_EQ(native["source"]["model"], "fastconformer_streaming_ctc.onnx");
+}
+
+// One step of the native layout's engine against onnxruntime on NeMo's file: the caches' axes
+// (cache sizes taken from the config, not the graph) carry the values onnxruntime's do.
+TEST_F(NemoCacheAwareTest, NativeEngineStepMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  step_matches_onnxruntime(native_dir_ / "fastconformer_streaming_ctc.onnx",
+                           native_bundle_ / "model.engine", "logprobs", false);
+}
+
+// The native layout's texts = the sherpa-onnx layout's = the reference's (NeMo's streaming loop
+// over the same weights): one stream at a time fed in two chunk sizes, and the three clips as
+// concurrent streams in one batch with two ways of cutting them.
+TEST_F(NemoCacheAwareTest, NativeLayoutMatchesSherpaLayoutAndReference) {
+  const std::vector<std::string> want = reference("", native_dir_);
+  ASSERT_EQ(want.size(), wavs_.size());
+  EXPECT_EQ(want, reference()) << "the two layouts' references must be one model's";
+  for (const auto& w : want) EXPECT_FALSE(w.empty());
+  auto native_one = make(1, native_bundle_);
+  auto sherpa_one = make(1, bundle_);
+  ASSERT_NE(native_one, nullptr);
+  ASSERT_NE(sherpa_one, nullptr);
+  for (const std::size_t piece : {160u, 1600u}) {
+    for (std::size_t i = 0; i < wavs_.size(); ++i) {
+      const auto native = model_test::final_texts_of_streams(*native_one, {wavs_[i]}, {piece});
+      const auto sherpa = model_test::final_texts_of_streams(*sherpa_one, {wavs_[i]}, {piece});
+      EXPECT_EQ(native[0], want[i]) << wavs_[i] << " fed " << piece << " samples at a time";
+      EXPECT_EQ(native[0], sherpa[0]) << wavs_[i] << " fed " << piece << " samples at a time";
+    }
+  }
+  auto native_batched = make(3, native_bundle_);
+  auto sherpa_batched = make(3, bundle_);
+  ASSERT_NE(native_batched, nullptr);
+  ASSERT_NE(sherpa_batched, nullptr);
+  for (const auto& cut : std::vector<std::vector<std::size_t>>{{160, 160, 160}, {37, 5000, 999}}) {
+    SCOPED_TRACE(::testing::PrintToString(cut));
+    const auto native = model_test::final_texts_of_streams(*native_batched, wavs_, cut);
+    const auto sherpa = model_test::final_texts_of_streams(*sherpa_batched, wavs_, cut);
+    EXPECT_EQ(native, want);
+    EXPECT_EQ(native, sherpa);
+  }
+}
+
+// A config that disagrees with the graph, or a model that is not cache-aware, is refused with
+// the key, the expected and the found value.
+TEST_F(NemoCacheAwareTest, NativeImportErrorsNameTheKey) {
+  struct Case {
+    std::string override;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      // The graph's static layers axis of cache_last_channel is 2.
+      {"n_layers=3", "cache_last_channel"},
+      {"d_model=64", "on axis 3 but"},
+      {"conv_context_size=null", "encoder.conv_context_size"},
+      {"att_context_style=regular", "att_context_style 'regular'"},
+      {"causal_downsampling=false", "encoder.causal_downsampling"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.override);
+    const fs::path dir = work_dir() / ("native_error_" + std::to_string(n++));
+    ASSERT_TRUE(export_model(dir, "--layout nemo --config-override " + c.override).is_ok());
+    auto got = import_dir(dir, dir.string() + ".bundle");
+    ASSERT_FALSE(got.has_value());
+    EXPECT_NE(got.status().message().find(c.message), std::string::npos)
+        << got.status().to_string();
+    EXPECT_NE(got.status().message().find("model_config.yaml"), std::string::npos)
+        << got.status().to_string();
+  }
+  // Caches exported layer-first ([layers, B, ...]: the module's layout inside, not NeMo's export)
+  // are refused naming the axis, not misread as [B, layers, ...] (which built without this check,
+  // with --max-batch 2, and failed only when recognising, in a Gather).
+  {
+    const fs::path dir = work_dir() / "native_layer_first";
+    ASSERT_TRUE(export_model(dir, "--layout nemo --layer-first-caches").is_ok());
+    auto got = import_dir(dir, dir.string() + ".bundle");
+    ASSERT_FALSE(got.has_value());
+    EXPECT_NE(got.status().message().find("cache_last_channel is 2x"), std::string::npos)
+        << got.status().to_string();
+    EXPECT_NE(got.status().message().find("found axis 0 static and axis 1 dynamic"),
+              std::string::npos)
+        << got.status().to_string();
+  }
+  // Without the tokenizer's text vocabulary the SentencePiece model's pieces are read (the same
+  // units: the same contract); without either, the error names the folder and what was looked for.
+  const fs::path no_vocab = work_dir() / "native_no_vocab";
+  fs::remove_all(no_vocab);
+  fs::copy(native_dir_, no_vocab);
+  for (const auto& entry : fs::directory_iterator(no_vocab))
+    if (entry.path().string().ends_with("tokenizer.vocab")) fs::remove(entry.path());
+  auto from_model = import_dir(no_vocab, work_dir() / "native_no_vocab.bundle");
+  ASSERT_TRUE(from_model.has_value()) << from_model.status().to_string();
+  nlohmann::json with_vocab, without_vocab;
+  std::ifstream(native_bundle_ / "bundle.json") >> with_vocab;
+  std::ifstream(work_dir() / "native_no_vocab.bundle" / "bundle.json") >> without_vocab;
+  EXPECT_EQ(without_vocab["metadata"], with_vocab["metadata"]);
+  EXPECT_TRUE(
+      without_vocab["source"]["vocabulary"].get<std::string>().ends_with("tokenizer.model"));
+  for (const auto& entry : fs::directory_iterator(no_vocab))
+    if (entry.path().string().ends_with("tokenizer.model")) fs::remove(entry.path());
+  auto got = import_dir(no_vocab, work_dir() / "native_no_vocab.bundle");
+  ASSERT_FALSE(got.has_value());
+  EXPECT_NE(got.status().message().find("*tokenizer.vocab"), std::string::npos)
+      << got.status().to_string();
+  EXPECT_NE(got.status().message().find("*tokenizer.model"), std::string::npos)
+      << got.status().to_string();
+}
+
+// The native transducer's encoder engine against onnxruntime on NeMo's encoder file.
+TEST_F(NemoCacheAwareTest, NativeTransducerEncoderStepMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  step_matches_onnxruntime(native_rnnt_dir_ / "encoder-fastconformer_streaming_rnnt.onnx",
+                           native_rnnt_bundle_ / "encoder.engine", "outputs", true);
+}
+
+// decoder_joint split in two: the decoder engine then the joiner engine on random rows (encoder
+// frames, units, LSTM states) give onnxruntime's joint logits and next states for the whole
+// decoder_joint graph.
+TEST_F(NemoCacheAwareTest, NativeDecoderJointSplitMatchesOnnxruntime) {
+  if (!ort::onnxruntime_available())
+    GTEST_SKIP() << "onnxruntime-node missing: run scripts/fetch-third-party.sh";
+  constexpr int kRows = 3, kDim = 32, kLayers = 2, kHidden = 32;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  auto random = [&](Dims dims) {
+    Tensor t = Tensor::uninitialized(DType::kF32, dims);
+    for (std::int64_t i = 0; i < t.element_count(); ++i) t.data<float>()[i] = normal(rng);
+    return t;
+  };
+  const Tensor frames = random({kRows, kDim, 1});  // [B, D, T = 1]: the same values as [B, 1, D]
+  const Tensor targets = Tensor::from_vector<std::int32_t>({kRows, 1}, {23, 4, 17});
+  const Tensor lengths = Tensor::from_vector<std::int32_t>({kRows}, {1, 1, 1});
+  const Tensor h = random({kLayers, kRows, kHidden});
+  const Tensor c = random({kLayers, kRows, kHidden});
+  auto expected = ort::run_onnxruntime(
+      (native_rnnt_dir_ / "decoder_joint-fastconformer_streaming_rnnt.onnx").string(),
+      {"encoder_outputs", "targets", "target_length", "input_states_1", "input_states_2"},
+      {frames, targets, lengths, h, c}, {"outputs", "output_states_1", "output_states_2"});
+  ASSERT_TRUE(expected.has_value()) << expected.status().to_string();
+  auto run = [](const fs::path& file, const std::map<std::string, Tensor>& by_name) {
+    auto engine = Engine::load_file(file.string());
+    EXPECT_TRUE(engine.has_value()) << engine.status().to_string();
+    auto context = (*engine)->create_context();
+    std::vector<Tensor> inputs;
+    for (const auto& info : (*engine)->inputs()) inputs.push_back(by_name.at(info.name));
+    auto out = (*context)->run(inputs);
+    EXPECT_TRUE(out.has_value()) << out.status().to_string();
+    std::map<std::string, Tensor> named;
+    for (std::size_t o = 0; o < (*engine)->outputs().size(); ++o)
+      named[(*engine)->outputs()[o].name] = (*out)[o];
+    return named;
+  };
+  auto decoded = run(native_rnnt_bundle_ / "decoder.engine", {{"targets", targets},
+                                                              {"target_length", lengths},
+                                                              {"input_states_1", h},
+                                                              {"input_states_2", c}});
+  ASSERT_TRUE(decoded.count("decoder_outputs"));
+  auto frames_last = frames.reshaped({kRows, 1, kDim});
+  ASSERT_TRUE(frames_last.has_value());
+  auto joined =
+      run(native_rnnt_bundle_ / "joiner.engine",
+          {{"encoder_outputs", *frames_last}, {"decoder_outputs", decoded.at("decoder_outputs")}});
+  const std::vector<std::pair<std::string, Tensor>> have = {
+      {"outputs", joined.at("outputs")},
+      {"output_states_1", decoded.at("output_states_1")},
+      {"output_states_2", decoded.at("output_states_2")}};
+  for (std::size_t k = 0; k < have.size(); ++k) {
+    const Tensor& want = expected->outputs[k];
+    const Tensor& got = have[k].second;
+    ASSERT_EQ(got.element_count(), want.element_count()) << have[k].first;
+    double worst = 0.0;
+    for (std::int64_t i = 0; i < want.element_count(); ++i)
+      worst = std::max(worst,
+                       static_cast<double>(std::abs(want.data<float>()[i] - got.data<float>()[i])));
+    std::cout << "  " << have[k].first << " " << dims_to_string(want.dims())
+              << ": max |diff| vs onnxruntime " << worst << "\n";
+    EXPECT_LT(worst, 1e-4) << have[k].first;
+  }
+}
+
+// The native transducer's texts = the sherpa-onnx layout's = the reference's (NeMo's greedy RNN-T
+// over the streamed encoder): one stream fed in two chunk sizes, three batched with two cuts.
+TEST_F(NemoCacheAwareTest, NativeTransducerMatchesSherpaLayoutAndReference) {
+  const std::vector<std::string> want = reference("", native_rnnt_dir_);
+  ASSERT_EQ(want.size(), wavs_.size());
+  EXPECT_EQ(want, reference("", rnnt_dir_)) << "the two layouts' references must be one model's";
+  for (const auto& w : want) EXPECT_FALSE(w.empty());
+  auto native_one = make(1, native_rnnt_bundle_);
+  auto sherpa_one = make(1, rnnt_bundle_);
+  ASSERT_NE(native_one, nullptr);
+  ASSERT_NE(sherpa_one, nullptr);
+  for (const std::size_t piece : {160u, 1600u}) {
+    for (std::size_t i = 0; i < wavs_.size(); ++i) {
+      const auto native = model_test::final_texts_of_streams(*native_one, {wavs_[i]}, {piece});
+      const auto sherpa = model_test::final_texts_of_streams(*sherpa_one, {wavs_[i]}, {piece});
+      EXPECT_EQ(native[0], want[i]) << wavs_[i] << " fed " << piece << " samples at a time";
+      EXPECT_EQ(native[0], sherpa[0]) << wavs_[i] << " fed " << piece << " samples at a time";
+    }
+  }
+  auto native_batched = make(3, native_rnnt_bundle_);
+  auto sherpa_batched = make(3, rnnt_bundle_);
+  ASSERT_NE(native_batched, nullptr);
+  ASSERT_NE(sherpa_batched, nullptr);
+  for (const auto& cut : std::vector<std::vector<std::size_t>>{{160, 160, 160}, {37, 5000, 999}}) {
+    SCOPED_TRACE(::testing::PrintToString(cut));
+    const auto native = model_test::final_texts_of_streams(*native_batched, wavs_, cut);
+    const auto sherpa = model_test::final_texts_of_streams(*sherpa_batched, wavs_, cut);
+    EXPECT_EQ(native, want);
+    EXPECT_EQ(native, sherpa);
+  }
+}
+
+// The native transducer's errors name the file or key: a decoder_joint file that is not
+// RNNTDecoderJoint's (sherpa-onnx's decoder.onnx under that name), a config whose prediction
+// network disagrees with the graph's states, a config without decoder.prednet.pred_rnn_layers.
+TEST_F(NemoCacheAwareTest, NativeTransducerImportErrorsNameTheFileOrKey) {
+  const std::string joint_file = "decoder_joint-fastconformer_streaming_rnnt.onnx";
+  auto variant = [&](const std::string& name, const std::string& from, const std::string& to) {
+    const fs::path dir = work_dir() / name;
+    fs::remove_all(dir);
+    fs::copy(native_rnnt_dir_, dir);
+    std::ifstream in(dir / "model_config.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string config = text.str();
+    if (!from.empty()) {
+      const auto at = config.find(from);
+      EXPECT_NE(at, std::string::npos) << from;
+      config.replace(at, from.size(), to);
+    }
+    std::ofstream(dir / "model_config.yaml") << config;
+    return dir;
+  };
+  const fs::path not_joint = variant("native_rnnt_not_joint", "", "");
+  fs::copy_file(rnnt_dir_ / "decoder.onnx", not_joint / joint_file,
+                fs::copy_options::overwrite_existing);
+  auto a = import_dir(not_joint, not_joint.string() + ".bundle");
+  ASSERT_FALSE(a.has_value());
+  EXPECT_NE(a.status().message().find(joint_file + ": expected NeMo's decoder_joint export"),
+            std::string::npos)
+      << a.status().to_string();
+  EXPECT_NE(a.status().message().find("found inputs targets"), std::string::npos)
+      << a.status().to_string();
+  const fs::path wide = variant("native_rnnt_wide", "pred_hidden: 32", "pred_hidden: 64");
+  auto b = import_dir(wide, wide.string() + ".bundle");
+  ASSERT_FALSE(b.has_value());
+  EXPECT_NE(b.status().message().find(joint_file), std::string::npos) << b.status().to_string();
+  EXPECT_NE(b.status().message().find("[2, N, 64]"), std::string::npos) << b.status().to_string();
+  const fs::path no_layers = variant("native_rnnt_no_layers", "pred_rnn_layers: 2", "");
+  auto c = import_dir(no_layers, no_layers.string() + ".bundle");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.status().message().find("expected decoder.prednet.pred_rnn_layers"),
+            std::string::npos)
+      << c.status().to_string();
 }
 
 }  // namespace

@@ -311,6 +311,50 @@ def read_wav(path):
 # ---- the two layouts ---------------------------------------------------------------------------
 
 
+def sentencepiece_model_bytes(pieces):
+    """A SentencePiece ModelProto holding only `pieces` (field 1: SentencePiece {1: piece, 2: score,
+    3: type}), in protobuf's wire format written by hand (Debian's Python has no protobuf module for
+    sentencepiece's schema). The first piece is <unk> (type 2), the others normal (1)."""
+    import struct
+
+    def varint(n):
+        out = bytearray()
+        while True:
+            byte, n = n & 0x7F, n >> 7
+            out.append(byte | (0x80 if n else 0))
+            if not n:
+                return bytes(out)
+
+    model = bytearray()
+    for i, piece in enumerate(pieces):
+        text = piece.encode("utf-8")
+        body = b"\x0a" + varint(len(text)) + text + b"\x15" + struct.pack("<f", -float(i))
+        body += b"\x18" + varint(2 if i == 0 else 1)
+        model += b"\x0a" + varint(len(body)) + body
+    return bytes(model)
+
+
+def write_nemo_tokenizer(folder, prefix="3f9c2a1b7d8e4c5fa0b1c2d3e4f5a6b7_"):
+    """The SentencePiece tokenizer's artifacts as a BPE model's .nemo archive holds them (hashed names:
+    <hash>_tokenizer.model, <hash>_tokenizer.vocab, <hash>_vocab.txt); returns model_config.yaml's
+    tokenizer section."""
+    with open(os.path.join(folder, prefix + "tokenizer.model"), "wb") as f:
+        f.write(sentencepiece_model_bytes(PIECES))
+    with open(os.path.join(folder, prefix + "tokenizer.vocab"), "w", encoding="utf-8") as f:
+        for i, piece in enumerate(PIECES):
+            f.write(f"{piece}\t{0.0 if i == 0 else -float(i)}\n")
+    with open(os.path.join(folder, prefix + "vocab.txt"), "w", encoding="utf-8") as f:
+        for piece in PIECES[1:]:
+            f.write((piece[1:] if piece.startswith("\u2581") else "##" + piece) + "\n")
+    return f"""tokenizer:
+  dir: null
+  type: bpe
+  model_path: nemo:{prefix}tokenizer.model
+  vocab_path: nemo:{prefix}vocab.txt
+  spe_tokenizer_vocab: nemo:{prefix}tokenizer.vocab
+"""
+
+
 def export(args):
     os.makedirs(args.dir, exist_ok=True)
     model = make_model(args.seed, args.subsampling)
@@ -384,23 +428,10 @@ decoder:
         with open(os.path.join(args.dir, "model_config.yaml"), "w", encoding="utf-8") as f:
             f.write(yaml_text)
     else:
-        prefix = "3f9c2a1b7d8e4c5fa0b1c2d3e4f5a6b7_"
-        with open(os.path.join(args.dir, prefix + "tokenizer.vocab"), "w", encoding="utf-8") as f:
-            for i, piece in enumerate(PIECES):
-                f.write(f"{piece}\t{0.0 if i == 0 else -float(i)}\n")
-        with open(os.path.join(args.dir, prefix + "vocab.txt"), "w", encoding="utf-8") as f:
-            for piece in PIECES[1:]:
-                f.write((piece[1:] if piece.startswith("\u2581") else "##" + piece) + "\n")
         yaml_text = f"""sample_rate: 16000
 log_prediction: true
 ctc_reduction: mean_batch
-tokenizer:
-  dir: null
-  type: bpe
-  model_path: nemo:{prefix}tokenizer.model
-  vocab_path: nemo:{prefix}vocab.txt
-  spe_tokenizer_vocab: nemo:{prefix}tokenizer.vocab
-preprocessor:
+{write_nemo_tokenizer(args.dir)}preprocessor:
   _target_: nemo.collections.asr.modules.AudioToMelSpectrogramPreprocessor
   sample_rate: 16000
   normalize: {args.normalize}

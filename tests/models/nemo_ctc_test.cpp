@@ -345,7 +345,12 @@ TEST(NemoModelConfig, ReadsTheYamlOmegaConfWrites) {
       "items:\n"
       "- name: x\n"
       "  value: 1\n"
-      "- plain\n";
+      "- plain\n"
+      "lookaheads:\n"
+      "- - 70\n"
+      "  - 13\n"
+      "- - 70\n"
+      "  - 6\n";
   auto root = model_import::parse_yaml_subset(text, "model_config.yaml");
   ASSERT_TRUE(root.has_value()) << root.status().to_string();
   EXPECT_EQ((*root)->at("preprocessor.window_size")->scalar, "0.025");
@@ -365,6 +370,13 @@ TEST(NemoModelConfig, ReadsTheYamlOmegaConfWrites) {
   ASSERT_EQ(items->list.size(), 2u);
   EXPECT_EQ(items->list[0]->get("value")->scalar, "1");
   EXPECT_EQ(items->list[1]->scalar, "plain");
+  // A list of lists as OmegaConf writes one (a multi-lookahead model's att_context_size).
+  const auto* lookaheads = (*root)->get("lookaheads");
+  ASSERT_NE(lookaheads, nullptr);
+  ASSERT_EQ(lookaheads->list.size(), 2u);
+  ASSERT_EQ(lookaheads->list[1]->list.size(), 2u);
+  EXPECT_EQ(lookaheads->list[0]->list[1]->scalar, "13");
+  EXPECT_EQ(lookaheads->list[1]->list[1]->scalar, "6");
   // Malformed text is an error or an opaque value, never a crash.
   const std::vector<std::string> malformed = {"- - -\n",
                                               ": :\n",
@@ -404,12 +416,14 @@ TEST_F(NemoCtcTest, ImportErrorsNameTheFileOrInput) {
   auto r = import_dir(no_tokens, work_dir() / "no_tokens.bundle");
   ASSERT_FALSE(r.has_value());
   EXPECT_NE(r.status().message().find("tokens.txt"), std::string::npos) << r.status().message();
-  // NeMo's layout without the tokenizer's vocabulary names the file it looked for.
+  // NeMo's layout without the tokenizer's vocabulary and model names the files it looked for
+  // (with the model alone, its pieces are read: models_nemo_cache_aware).
   const fs::path no_vocab = work_dir() / "no_vocab";
   fs::create_directories(no_vocab);
   for (const auto& entry : fs::directory_iterator(layouts_[1].dir)) {
     const std::string name = entry.path().filename().string();
-    if (!name.ends_with("tokenizer.vocab")) fs::copy_file(entry.path(), no_vocab / name);
+    if (!name.ends_with("tokenizer.vocab") && !name.ends_with("tokenizer.model"))
+      fs::copy_file(entry.path(), no_vocab / name);
   }
   r = import_dir(no_vocab, work_dir() / "no_vocab.bundle");
   ASSERT_FALSE(r.has_value());

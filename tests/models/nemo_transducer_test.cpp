@@ -676,8 +676,9 @@ TEST_F(NemoTransducerTest, ImportErrorsNameTheFileAndWhatWasExpected) {
   EXPECT_NE(r.status().message().find("no tokens.txt (sherpa-onnx's NeMo export"),
             std::string::npos)
       << r.status().message();
-  // NeMo's own export of a transducer (model_config.yaml, encoder-*.onnx, decoder_joint-*.onnx):
-  // refused by name, with the layout that is imported.
+  // NeMo's own export of an offline transducer (model_config.yaml, encoder-*.onnx without the
+  // cache inputs, decoder_joint-*.onnx): refused by name, with the layout that is imported (a
+  // cache-aware one is imported: models_nemo_cache_aware).
   const fs::path nemo_export = work_dir() / "nemo_export";
   fs::remove_all(nemo_export);
   fs::create_directories(nemo_export);
@@ -687,7 +688,8 @@ TEST_F(NemoTransducerTest, ImportErrorsNameTheFileAndWhatWasExpected) {
       << "decoder:\n  _target_: nemo.collections.asr.modules.RNNTDecoder\n";
   r = import_dir(nemo_export, work_dir() / "nemo_export.bundle");
   ASSERT_FALSE(r.has_value());
-  EXPECT_NE(r.status().message().find("decoder_joint-*.onnx) is not imported yet"),
+  EXPECT_NE(r.status().message().find("without the encoder's cache inputs (an offline model) is "
+                                      "not imported yet"),
             std::string::npos)
       << r.status().message();
   // A decoder whose states are not [pred_rnn_layers, N, pred_hidden]: the metadata says 3 layers.
