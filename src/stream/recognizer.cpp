@@ -23,6 +23,23 @@ Expected<StateAtEndpoint> metadata_state_at_endpoint(
       it->second, "'");
 }
 
+// More than this many chunks of silence before an onset is no longer a pre-roll.
+constexpr int kMaxVadPrerollChunks = 8;
+
+// voxrt.vad_preroll_chunks: whole chunks before the VAD's speech start that the model still
+// hears (0 when absent).
+Expected<int> metadata_vad_preroll_chunks(const std::map<std::string, std::string>& metadata,
+                                          const std::string& where) {
+  auto it = metadata.find("voxrt.vad_preroll_chunks");
+  if (it == metadata.end()) return 0;
+  const std::string& text = it->second;
+  if (text.size() == 1 && text[0] >= '0' && text[0] - '0' <= kMaxVadPrerollChunks) {
+    return text[0] - '0';
+  }
+  return invalid_argument(where, ": metadata 'voxrt.vad_preroll_chunks' must be a whole number "
+                          "of chunks from 0 to ", kMaxVadPrerollChunks, ", found '", text, "'");
+}
+
 // The model's tuned decoding settings (voxrt.decoding.*); absent keys stay unset.
 Expected<DecodingChoices> metadata_decoding(const std::map<std::string, std::string>& metadata) {
   DecodingChoices choices;
@@ -72,8 +89,10 @@ Status RecognizerConfig::validate() const {
   VOXRT_RETURN_IF_ERROR(encoder_decoder.validate());
   if (decoding.lexicon_only.value_or(false) && lm_path.empty())
     return invalid_argument("recognizer: lexicon_only needs an LM (its words are the lexicon)");
-  if (vad_preroll_chunks < 0)
-    return invalid_argument("recognizer: vad_preroll_chunks must be >= 0");
+  if (vad_preroll_chunks && (*vad_preroll_chunks < 0 || *vad_preroll_chunks > kMaxVadPrerollChunks)) {
+    return invalid_argument("recognizer: vad_preroll_chunks must be 0..", kMaxVadPrerollChunks,
+                            ", got ", *vad_preroll_chunks);
+  }
   if (vad_endpoint_tail_ms && (*vad_endpoint_tail_ms < 0 || *vad_endpoint_tail_ms > 10000)) {
     return invalid_argument("recognizer: vad_endpoint_tail_ms must be 0..10000, got ",
                             *vad_endpoint_tail_ms);
@@ -100,6 +119,7 @@ std::string RecognizerConfig::to_string() const {
   if (vad == VadKind::kSilero) out << " silero=" << silero_engine_path << silero_vad.to_string();
   if (wake_word) out << " wake_word=" << wake_word->to_string();
   if (vad_endpoint_tail_ms) out << " vad_endpoint_tail_ms=" << *vad_endpoint_tail_ms;
+  if (vad_preroll_chunks) out << " vad_preroll_chunks=" << *vad_preroll_chunks;
   if (state_at_endpoint)
     out << " state_at_endpoint="
         << (*state_at_endpoint == StateAtEndpoint::kReset ? "reset" : "carry");
@@ -123,6 +143,12 @@ Expected<std::shared_ptr<Recognizer>> Recognizer::create(const RecognizerConfig&
   VOXRT_ASSIGN_OR_RETURN(const double tail_ms, metadata_ms(metadata, "voxrt.endpoint_tail_ms",
                                                            300.0, config.engine_path));
   r->vad_endpoint_tail_ms_ = config.vad_endpoint_tail_ms.value_or(static_cast<int>(tail_ms));
+  if (config.vad_preroll_chunks) {
+    r->vad_preroll_chunks_ = *config.vad_preroll_chunks;
+  } else {
+    VOXRT_ASSIGN_OR_RETURN(r->vad_preroll_chunks_,
+                           metadata_vad_preroll_chunks(metadata, config.engine_path));
+  }
   if (config.state_at_endpoint) {
     r->state_at_endpoint_ = *config.state_at_endpoint;
   } else {
@@ -609,7 +635,7 @@ void Stream::route(Chunk c, long long end_sample, bool last) {
     return;
   }
   preroll_.push_back(std::move(c));
-  while (static_cast<int>(preroll_.size()) > recognizer_->config_.vad_preroll_chunks ||
+  while (static_cast<int>(preroll_.size()) > recognizer_->vad_preroll_chunks_ ||
          (last && !preroll_.empty())) {
     // Silence costs no model work: the decoder sees blanks, so times and endpoints stay right.
     preroll_.front().run_model = false;

@@ -92,8 +92,11 @@ struct RecognizerConfig {
   // Whole chunks before the one that holds the VAD's speech start that still go to the model.
   // 0: the chunk holding the start is the first (routing waits until the VAD has dated the
   // start, speech_pad_ms before Silero's first speech window or at the energy VAD's first loud
-  // frame). 1 was measured no better (docs/audio_and_decoding.md) and costs a chunk per onset.
-  int vad_preroll_chunks = 0;
+  // frame). Unset: the model's voxrt.vad_preroll_chunks, else 0. The default model version 2
+  // (fresh states at each endpoint, trained on utterances with silence before them) measured
+  // better with 1; each pre-roll chunk is a chunk of model work per onset
+  // (docs/audio_and_decoding.md).
+  std::optional<int> vad_preroll_chunks;
   // Audio after the VAD's end of speech that still goes through the model before the VAD's
   // endpoint is taken: the model emits a word's last units after it has heard them. Unset: the
   // model's voxrt.endpoint_tail_ms, else 300.
@@ -280,6 +283,7 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   // The settings resolved from the config and the model's metadata.
   StateAtEndpoint state_at_endpoint() const { return state_at_endpoint_; }
   int vad_endpoint_tail_ms() const { return vad_endpoint_tail_ms_; }
+  int vad_preroll_chunks() const { return vad_preroll_chunks_; }
   const decode::TimeBase& time_base() const { return family_->time_base(); }
   int vocab_size() const { return family_->vocab_size(); }
   int streams_open() const { return family_->streams_open(); }
@@ -317,6 +321,7 @@ class Recognizer : public std::enable_shared_from_this<Recognizer> {
   int feature_dim_ = 0;
   StateAtEndpoint state_at_endpoint_ = StateAtEndpoint::kReset;
   int vad_endpoint_tail_ms_ = 300;
+  int vad_preroll_chunks_ = 0;
   // config_.partial_interval_ms in feature frames; 0: no growing-window partials.
   int partial_interval_frames_ = 0;
 };

@@ -84,7 +84,8 @@ class RecognizerTest : public ::testing::Test {
   std::vector<std::string> run_clip(stream::Recognizer& r,
                                     const std::vector<std::size_t>& piece_samples,
                                     const audio::AudioClip& clip,
-                                    std::vector<float>* confidences = nullptr) {
+                                    std::vector<float>* confidences = nullptr,
+                                    long long* first_stream_chunks_skipped = nullptr) {
     std::vector<std::unique_ptr<stream::Stream>> streams;
     std::vector<std::size_t> next(piece_samples.size(), 0);
     std::vector<std::string> texts(piece_samples.size());
@@ -118,6 +119,7 @@ class RecognizerTest : public ::testing::Test {
       }
     }
     for (auto& s : streams) EXPECT_TRUE(s->finished());
+    if (first_stream_chunks_skipped) *first_stream_chunks_skipped = streams[0]->chunks_skipped();
     return texts;
   }
 
@@ -220,6 +222,47 @@ TEST_F(RecognizerTest, StateIsResetAtEndpointsSoEachUtteranceReadsAsAlone) {
         << "vad " << static_cast<int>(vad) << ": carrying the state changed nothing ('" << carried
         << "', largest confidence difference " << largest_difference << ")";
   }
+}
+
+// How many chunks before the VAD's speech start the model hears comes from the model
+// (voxrt.vad_preroll_chunks in models/default/model.metadata.txt) unless the config says; each
+// such chunk is model work that an onset after silence costs, and out-of-range values are refused.
+TEST_F(RecognizerTest, VadPrerollChunksComeFromTheModelAndTheConfigOverridesThem) {
+  const auto metadata = bundle_metadata();
+  ASSERT_TRUE(metadata.count("voxrt.vad_preroll_chunks"))
+      << "expected voxrt.vad_preroll_chunks in models/default/model.metadata.txt";
+  const int tuned = std::stoi(metadata.at("voxrt.vad_preroll_chunks"));
+  ASSERT_GE(tuned, 1);
+  audio::AudioClip after_silence = clip_;
+  after_silence.samples.insert(after_silence.samples.begin(), 32000, 0.0f);
+  auto with_model_value = make(stream::VadKind::kEnergy, 4);
+  ASSERT_TRUE(with_model_value);
+  EXPECT_EQ(with_model_value->vad_preroll_chunks(), tuned);
+  long long skipped_tuned = 0;
+  const std::string text_tuned =
+      run_clip(*with_model_value, {320}, after_silence, nullptr, &skipped_tuned)[0];
+
+  stream::RecognizerConfig config;
+  config.engine_path = engine_path_;
+  config.vad = stream::VadKind::kEnergy;
+  config.vad_preroll_chunks = 0;
+  auto without = stream::Recognizer::create(config);
+  ASSERT_TRUE(without.has_value()) << without.status().to_string();
+  EXPECT_EQ((*without)->vad_preroll_chunks(), 0);
+  long long skipped_none = 0;
+  const std::string text_none =
+      run_clip(**without, {320}, after_silence, nullptr, &skipped_none)[0];
+  // One onset after 2 s of silence: the pre-roll chunks run instead of being skipped.
+  EXPECT_EQ(skipped_none - skipped_tuned, tuned);
+  EXPECT_EQ(text_tuned, "play some music in the kitchen|");
+  EXPECT_FALSE(text_none.empty());
+
+  config.vad_preroll_chunks = 9;
+  auto too_many = stream::Recognizer::create(config);
+  ASSERT_FALSE(too_many.has_value());
+  EXPECT_NE(too_many.status().to_string().find("vad_preroll_chunks must be 0..8, got 9"),
+            std::string::npos)
+      << too_many.status().to_string();
 }
 
 // The model's tuned beam-search settings (models/default/model.metadata.txt, read by the build)
