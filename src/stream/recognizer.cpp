@@ -36,8 +36,10 @@ Expected<int> metadata_vad_preroll_chunks(const std::map<std::string, std::strin
   if (text.size() == 1 && text[0] >= '0' && text[0] - '0' <= kMaxVadPrerollChunks) {
     return text[0] - '0';
   }
-  return invalid_argument(where, ": metadata 'voxrt.vad_preroll_chunks' must be a whole number "
-                          "of chunks from 0 to ", kMaxVadPrerollChunks, ", found '", text, "'");
+  return invalid_argument(where,
+                          ": metadata 'voxrt.vad_preroll_chunks' must be a whole number "
+                          "of chunks from 0 to ",
+                          kMaxVadPrerollChunks, ", found '", text, "'");
 }
 
 // The model's tuned decoding settings (voxrt.decoding.*); absent keys stay unset.
@@ -89,7 +91,8 @@ Status RecognizerConfig::validate() const {
   VOXRT_RETURN_IF_ERROR(encoder_decoder.validate());
   if (decoding.lexicon_only.value_or(false) && lm_path.empty())
     return invalid_argument("recognizer: lexicon_only needs an LM (its words are the lexicon)");
-  if (vad_preroll_chunks && (*vad_preroll_chunks < 0 || *vad_preroll_chunks > kMaxVadPrerollChunks)) {
+  if (vad_preroll_chunks &&
+      (*vad_preroll_chunks < 0 || *vad_preroll_chunks > kMaxVadPrerollChunks)) {
     return invalid_argument("recognizer: vad_preroll_chunks must be 0..", kMaxVadPrerollChunks,
                             ", got ", *vad_preroll_chunks);
   }
