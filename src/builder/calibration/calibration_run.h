@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,17 @@
 #include "voxrt/calibration.h"
 
 namespace voxrt::builder::calibration {
+
+bool is_state_input(const std::vector<StatePair>& states, const std::string& name);
+
+// Sizes of the symbolic dims of the graph inputs that `chunk` gives, from its tensors (the
+// batch of the features is the states' batch).
+std::map<std::string, std::int64_t> chunk_symbols(const ir::Graph& graph,
+                                                  const CalibrationChunk& chunk);
+
+// Zeros for state input `value`, its symbolic dims resolved as run_calibration_streams says.
+Tensor zero_state(const ir::Value& value, const std::map<std::string, std::int64_t>& symbols,
+                  const BuilderConfig& config);
 
 // What a source needs to know about `graph` (its inputs and its metadata).
 CalibrationModelInfo model_info(const ir::Graph& graph, const std::vector<StatePair>& states);

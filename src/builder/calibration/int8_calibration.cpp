@@ -8,6 +8,7 @@
 
 #include "backends/cpu/quantized/quantized_kernels.h"
 #include "backends/layer_precision.h"
+#include "builder/calibration/batched_stream_run.h"
 #include "builder/calibration/calibration_cache.h"
 #include "builder/calibration/calibration_run.h"
 #include "builder/calibration/range_calibrators.h"
@@ -140,20 +141,27 @@ OutputDifference compare(const RecordedOutputs& reference, const RecordedOutputs
   return d;
 }
 
-// Runs the graph as it is marked now over the first `streams` streams.
+// Runs the graph as it is marked now over `streams` (read once for every run), the streams
+// batched. The outputs are recorded stream by stream, chunk by chunk, as the batch-1 runs
+// recorded them, so compare() sums the same terms in the same order.
 Expected<RecordedOutputs> run_marked(const ir::Graph& graph, const BuilderConfig& config,
-                                     CalibrationSource& source, int streams) {
+                                     const StreamChunks& streams) {
   VOXRT_ASSIGN_OR_RETURN(auto plan,
                          runtime::Plan::compile(graph, runtime::TacticPolicy::kFirstFastPrepacked));
-  RecordedOutputs recorded;
+  std::vector<std::vector<std::vector<Tensor>>> by_stream(streams.size());
+  for (std::size_t s = 0; s < streams.size(); ++s) by_stream[s].resize(streams[s].size());
   StreamRunOptions options;
-  options.max_streams = streams;
-  options.on_outputs = [&](int, int, const std::vector<const Tensor*>& outputs) {
-    std::vector<Tensor> copies;
+  options.on_outputs = [&](int stream, int run, const std::vector<const Tensor*>& outputs) {
+    std::vector<Tensor>& copies =
+        by_stream[static_cast<std::size_t>(stream)][static_cast<std::size_t>(run)];
     for (const Tensor* t : outputs) copies.push_back(t->clone());
-    recorded.runs.push_back(std::move(copies));
   };
-  VOXRT_RETURN_IF_ERROR(run_calibration_streams(graph, *plan, config, source, options));
+  VOXRT_RETURN_IF_ERROR(
+      run_calibration_streams_batched(graph, *plan, config, streams, options).status());
+  RecordedOutputs recorded;
+  for (auto& runs : by_stream) {
+    for (auto& outputs : runs) recorded.runs.push_back(std::move(outputs));
+  }
   return recorded;
 }
 
@@ -279,9 +287,11 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
 
     // Decisions and sensitivities.
     const int sensitivity_streams = std::min(int8.sensitivity_streams, source->stream_count());
+    StreamChunks streams;
     RecordedOutputs reference;
     if (sensitivity_streams > 0) {
-      VOXRT_ASSIGN_OR_RETURN(reference, run_marked(graph, config, *source, sensitivity_streams));
+      VOXRT_ASSIGN_OR_RETURN(streams, read_streams(*source, sensitivity_streams));
+      VOXRT_ASSIGN_OR_RETURN(reference, run_marked(graph, config, streams));
     }
     for (const Candidate& c : candidates) {
       Int8LayerReport layer;
@@ -296,8 +306,7 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
       }
       if (sensitivity_streams > 0) {
         set_int8(*c.node, result.ranges.at(c.input));
-        VOXRT_ASSIGN_OR_RETURN(RecordedOutputs alone,
-                               run_marked(graph, config, *source, sensitivity_streams));
+        VOXRT_ASSIGN_OR_RETURN(RecordedOutputs alone, run_marked(graph, config, streams));
         clear_int8(*c.node, target.fallback);
         c.node->attrs.erase(backends::kLayerPrecisionAttr);
         const OutputDifference d = compare(reference, alone);
@@ -312,8 +321,7 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
         for (const Candidate& c : candidates) {
           if (layer_reports[c.node->name].int8) set_int8(*c.node, result.ranges.at(c.input));
         }
-        VOXRT_ASSIGN_OR_RETURN(RecordedOutputs all,
-                               run_marked(graph, config, *source, sensitivity_streams));
+        VOXRT_ASSIGN_OR_RETURN(RecordedOutputs all, run_marked(graph, config, streams));
         for (const Candidate& c : candidates) c.node->attrs.erase(backends::kLayerPrecisionAttr);
         const double error = compare(reference, all).relative_error;
         Int8LayerReport* worst = nullptr;
