@@ -1,6 +1,7 @@
 #include "builder/calibration/int8_calibration.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
@@ -31,7 +32,12 @@ struct Candidate {
 // The outputs of the runs of a few streams, to compare a partly quantized model with.
 struct RecordedOutputs {
   std::vector<std::vector<Tensor>> runs;  // per run, the non-state outputs
+  int plan_executions = 0;                // runs of the plan (streams batched)
 };
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 struct OutputDifference {
   double relative_error = 0;
@@ -156,9 +162,10 @@ Expected<RecordedOutputs> run_marked(const ir::Graph& graph, const BuilderConfig
         by_stream[static_cast<std::size_t>(stream)][static_cast<std::size_t>(run)];
     for (const Tensor* t : outputs) copies.push_back(t->clone());
   };
-  VOXRT_RETURN_IF_ERROR(
-      run_calibration_streams_batched(graph, *plan, config, streams, options).status());
+  VOXRT_ASSIGN_OR_RETURN(const int executions,
+                         run_calibration_streams_batched(graph, *plan, config, streams, options));
   RecordedOutputs recorded;
+  recorded.plan_executions = executions;
   for (auto& runs : by_stream) {
     for (auto& outputs : runs) recorded.runs.push_back(std::move(outputs));
   }
@@ -265,6 +272,7 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
       const Tensor& x = *inputs[0];
       if (x.dtype() == DType::kF32) histograms[node.input(0)->name].add(x.span<float>());
     };
+    const auto histograms_start = std::chrono::steady_clock::now();
     VOXRT_ASSIGN_OR_RETURN(
         auto plan, runtime::Plan::compile(graph, runtime::TacticPolicy::kFirstFastPrepacked));
     int runs = 0;
@@ -283,15 +291,20 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
     }
     report.notes.push_back(str_cat("int8: calibrated ", histograms.size(), " activation(s) on ",
                                    runs, " run(s) of ", source->describe(), " (",
-                                   calibrator_name(int8.calibrator), " calibrator)"));
+                                   calibrator_name(int8.calibrator), " calibrator), ",
+                                   seconds_since(histograms_start), " s"));
 
     // Decisions and sensitivities.
     const int sensitivity_streams = std::min(int8.sensitivity_streams, source->stream_count());
+    const auto sensitivity_start = std::chrono::steady_clock::now();
+    int model_runs = 0, plan_executions = 0;
     StreamChunks streams;
     RecordedOutputs reference;
     if (sensitivity_streams > 0) {
       VOXRT_ASSIGN_OR_RETURN(streams, read_streams(*source, sensitivity_streams));
       VOXRT_ASSIGN_OR_RETURN(reference, run_marked(graph, config, streams));
+      ++model_runs;
+      plan_executions += reference.plan_executions;
     }
     for (const Candidate& c : candidates) {
       Int8LayerReport layer;
@@ -309,6 +322,8 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
         VOXRT_ASSIGN_OR_RETURN(RecordedOutputs alone, run_marked(graph, config, streams));
         clear_int8(*c.node, target.fallback);
         c.node->attrs.erase(backends::kLayerPrecisionAttr);
+        ++model_runs;
+        plan_executions += alone.plan_executions;
         const OutputDifference d = compare(reference, alone);
         layer.output_error = d.relative_error;
         layer.argmax_changed = d.argmax_changed;
@@ -323,6 +338,8 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
         }
         VOXRT_ASSIGN_OR_RETURN(RecordedOutputs all, run_marked(graph, config, streams));
         for (const Candidate& c : candidates) c.node->attrs.erase(backends::kLayerPrecisionAttr);
+        ++model_runs;
+        plan_executions += all.plan_executions;
         const double error = compare(reference, all).relative_error;
         Int8LayerReport* worst = nullptr;
         for (const Candidate& c : candidates) {
@@ -337,6 +354,16 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
         worst->reason = str_cat("sensitive (alone: output error ", worst->output_error,
                                 "; the model's was ", error, ", over ", int8.max_output_error, ")");
       }
+    }
+    if (sensitivity_streams > 0) {
+      std::size_t chunks = 0;
+      for (const auto& stream : streams) chunks += stream.size();
+      report.notes.push_back(str_cat("int8: per-layer sensitivity: ", model_runs,
+                                     " run(s) of the model over ", streams.size(), " stream(s) of ",
+                                     chunks, " chunk(s) in all, streams batched: ", plan_executions,
+                                     " plan execution(s) where one stream at a time took ",
+                                     static_cast<std::size_t>(model_runs) * chunks, ", ",
+                                     seconds_since(sensitivity_start), " s"));
     }
     for (const Candidate& c : candidates) result.layers.push_back(layer_reports[c.node->name]);
     if (!int8.cache_path.empty()) VOXRT_RETURN_IF_ERROR(result.save(int8.cache_path));
