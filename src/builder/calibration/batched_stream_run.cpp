@@ -247,7 +247,7 @@ Expected<int> run_calibration_streams_batched(const ir::Graph& graph, const runt
   };
 
   // Without batch axes every stream runs alone.
-  const std::int64_t max_batch = axes ? axes->max_batch : 1;
+  const std::int64_t max_batch = axes && !options.one_stream_at_a_time ? axes->max_batch : 1;
   int executions = 0;
   for (std::size_t r = 0; r < longest; ++r) {
     // The streams still running, grouped by their chunk's dims (a shorter last chunk runs with

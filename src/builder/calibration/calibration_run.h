@@ -33,6 +33,9 @@ CalibrationModelInfo model_info(const ir::Graph& graph, const std::vector<StateP
 struct StreamRunOptions {
   int max_streams = -1;  // -1: all of them
   const runtime::StepObserver* observer = nullptr;
+  // run_calibration_streams_batched only: run the streams one at a time all the same (the
+  // sensitivity pass checks its batched FP32 reference against this).
+  bool one_stream_at_a_time = false;
   // Called after each run with the graph's outputs that are not states, in graph-output order.
   std::function<void(int stream, int run, const std::vector<const Tensor*>& outputs)> on_outputs;
 };

@@ -11,6 +11,7 @@
 #include "backends/cpu/quantized/int8_quantization.h"
 #include "backends/cpu/quantized/quantized_kernels.h"
 #include "backends/layer_precision.h"
+#include "builder/build_graph.h"
 #include "builder/calibration/batched_stream_run.h"
 #include "builder/calibration/calibration_run.h"
 #include "ir/shape_inference.h"
@@ -220,6 +221,76 @@ TEST(BatchedSensitivity, WithoutABatchAxisStreamsRunOneAtATime) {
   int executions = 0;
   expect_batched_equals_batch1(*graph, "no batch axis", executions);
   EXPECT_EQ(executions, 17);
+}
+
+// features [batch, frames, bins] (+ their mean over the batch when `mix_batch`) -> MatMul +
+// ReLU -> MatMul -> logits. The batch mean makes each stream's outputs depend on the others in
+// its batch, as a kernel that mixed batch rows would.
+std::unique_ptr<ir::Graph> make_dense_model(bool mix_batch) {
+  auto g = std::make_unique<ir::Graph>();
+  using ir::Dim;
+  ir::Value* features =
+      g->add_value("features", DType::kF32,
+                   {Dim::symbolic("batch"), Dim::symbolic("frames"), Dim::known(kBins)});
+  ir::Value* w1 = g->add_constant("w1", random_tensor({kBins, kProjected}, 11, 0.2f));
+  ir::Value* w2 = g->add_constant("w2", random_tensor({kProjected, kClasses}, 12, 0.4f));
+  const auto value = [&](const char* name) { return g->add_value(name, DType::kF32, {}, false); };
+  ir::Value* x = features;
+  if (mix_batch) {
+    ir::Value* axes = g->add_constant("batch_axis", Tensor::from_vector<std::int64_t>({1}, {0}));
+    ir::Node* mean =
+        g->add_node(ir::OpKind::kReduceMean, "batch_mean", {features, axes}, {value("batch_mean")});
+    mean->attrs.set("keepdims", std::int64_t{1});
+    x = value("mixed");
+    g->add_node(ir::OpKind::kAdd, "mix", {features, mean->outputs[0]}, {x});
+  }
+  ir::Value* hidden = value("hidden");
+  ir::Value* relu = value("relu");
+  ir::Value* logits = value("logits");
+  g->add_node(ir::OpKind::kMatMul, "dense_in", {x, w1}, {hidden});
+  g->add_node(ir::OpKind::kRelu, "relu", {hidden}, {relu});
+  g->add_node(ir::OpKind::kMatMul, "classifier", {relu, w2}, {logits});
+  for (ir::Node* node : g->nodes()) node->opset = 18;
+  g->inputs = {features};
+  g->outputs = {logits};
+  g->metadata["voxrt.chunk_frames"] = std::to_string(kChunk);
+  return g;
+}
+
+BuildReport build_int8(bool mix_batch) {
+  BuilderConfig config;
+  config.precision = Precision::kInt8;
+  config.autotune = false;
+  OptimizationProfile profile;
+  profile.inputs["features"] = {{1, 1, kBins}, {1, kChunk, kBins}, {8, 64, kBins}};
+  config.profiles = {profile};
+  config.int8.data = std::make_shared<FixedStreams>(make_streams());
+  config.int8.sensitivity_streams = 6;
+  BuildReport report;
+  auto bytes = build_engine_from_graph(make_dense_model(mix_batch), 7, config, &report);
+  EXPECT_TRUE(bytes.has_value()) << bytes.status().to_string();
+  return report;
+}
+
+bool has_note(const BuildReport& report, const std::string& text) {
+  for (const auto& note : report.notes) {
+    if (note.find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The builder checks its batched FP32 reference against one stream at a time and runs the
+// sensitivity pass one stream at a time where they differ.
+TEST(BatchedSensitivity, TheBuildFallsBackWhereBatchingChangesTheOutputs) {
+  const BuildReport row_wise = build_int8(false);
+  EXPECT_TRUE(has_note(row_wise, "streams batched")) << row_wise.notes.size();
+  EXPECT_FALSE(has_note(row_wise, "differ from one stream at a time"));
+  const BuildReport mixing = build_int8(true);
+  EXPECT_TRUE(has_note(mixing, "differ from one stream at a time"));
+  EXPECT_FALSE(has_note(mixing, "streams batched"));
+  bool measured = false;
+  for (const auto& layer : mixing.int8_layers) measured |= layer.output_error > 0;
+  EXPECT_TRUE(measured);
 }
 
 }  // namespace
