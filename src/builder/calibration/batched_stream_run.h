@@ -5,7 +5,8 @@
 // each stream its own rows of the batch axis, its states gathered into the batch before the run
 // and scattered back after it. Each stream's outputs are those of its batch-1 runs as long as
 // every kernel computes a batch row from that row alone
-// (tests/unit/calibration/batched_sensitivity_test.cpp compares the two on a small model).
+// (tests/unit/calibration/batched_sensitivity_test.cpp compares the two on a small model; the
+// sensitivity pass checks it on its FP32 reference run and falls back where it does not hold).
 #pragma once
 
 #include <vector>

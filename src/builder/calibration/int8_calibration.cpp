@@ -165,8 +165,8 @@ OutputDifference compare(const RecordedOutputs& reference, const RecordedOutputs
 }
 
 // Runs the graph as it is marked now over `streams` (read once for every run), the streams
-// batched. The outputs are recorded stream by stream, chunk by chunk, as the batch-1 runs
-// recorded them, so compare() sums the same terms in the same order.
+// batched unless `batched` is false. The outputs are recorded stream by stream, chunk by chunk, as
+// the batch-1 runs recorded them, so compare() sums the same terms in the same order.
 Expected<RecordedOutputs> run_marked(const ir::Graph& graph, const BuilderConfig& config,
                                      const StreamChunks& streams, bool batched) {
   VOXRT_ASSIGN_OR_RETURN(auto plan,
@@ -324,7 +324,8 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
       VOXRT_ASSIGN_OR_RETURN(reference, run_marked(graph, config, streams, true));
       // Batching gives each stream its batch-1 outputs only where every kernel computes a batch
       // row from that row alone; the FP32 reference is run both ways to check it on this model
-      // (about one run in 85), and the pass runs one stream at a time where they differ.
+      // (one run more in 86 for the default model), and the pass runs one stream at a time where
+      // they differ.
       VOXRT_ASSIGN_OR_RETURN(RecordedOutputs one_at_a_time,
                              run_marked(graph, config, streams, false));
       model_runs += 2;
