@@ -6,7 +6,6 @@
 #include "core/thread_pool.h"
 
 namespace voxrt::builder::calibration {
-namespace {
 
 bool is_state_input(const std::vector<StatePair>& states, const std::string& name) {
   for (const auto& s : states) {
@@ -15,7 +14,6 @@ bool is_state_input(const std::vector<StatePair>& states, const std::string& nam
   return false;
 }
 
-// Zeros for state input `value`, its symbolic dims resolved as run_calibration_streams says.
 Tensor zero_state(const ir::Value& value, const std::map<std::string, std::int64_t>& symbols,
                   const BuilderConfig& config) {
   const ShapeRange* profile = nullptr;
@@ -39,7 +37,19 @@ Tensor zero_state(const ir::Value& value, const std::map<std::string, std::int64
   return Tensor::zeros(value.dtype, dims);
 }
 
-}  // namespace
+std::map<std::string, std::int64_t> chunk_symbols(const ir::Graph& graph,
+                                                  const CalibrationChunk& chunk) {
+  std::map<std::string, std::int64_t> symbols;
+  for (const ir::Value* v : graph.inputs) {
+    auto it = chunk.find(v->name);
+    if (it == chunk.end()) continue;
+    for (std::size_t d = 0; d < v->shape.size() && d < it->second.rank(); ++d) {
+      if (!v->shape[d].is_known() && !v->shape[d].symbol.empty())
+        symbols.emplace(v->shape[d].symbol, it->second.dim(d));
+    }
+  }
+  return symbols;
+}
 
 CalibrationModelInfo model_info(const ir::Graph& graph, const std::vector<StatePair>& states) {
   CalibrationModelInfo info;
@@ -78,15 +88,7 @@ Status run_calibration_streams(const ir::Graph& graph, const runtime::Plan& plan
     for (std::size_t r = 0; r < chunks.size(); ++r) {
       const CalibrationChunk& chunk = chunks[r];
       // Symbol sizes from the chunk's tensors (the batch of the features is the states' batch).
-      std::map<std::string, std::int64_t> symbols;
-      for (const ir::Value* v : graph.inputs) {
-        auto it = chunk.find(v->name);
-        if (it == chunk.end()) continue;
-        for (std::size_t d = 0; d < v->shape.size() && d < it->second.rank(); ++d) {
-          if (!v->shape[d].is_known() && !v->shape[d].symbol.empty())
-            symbols.emplace(v->shape[d].symbol, it->second.dim(d));
-        }
-      }
+      const std::map<std::string, std::int64_t> symbols = chunk_symbols(graph, chunk);
       std::vector<Tensor> inputs;
       for (const ir::Value* v : graph.inputs) {
         if (auto it = chunk.find(v->name); it != chunk.end()) {

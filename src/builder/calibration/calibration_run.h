@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,12 +16,26 @@
 
 namespace voxrt::builder::calibration {
 
+bool is_state_input(const std::vector<StatePair>& states, const std::string& name);
+
+// Sizes of the symbolic dims of the graph inputs that `chunk` gives, from its tensors (the
+// batch of the features is the states' batch).
+std::map<std::string, std::int64_t> chunk_symbols(const ir::Graph& graph,
+                                                  const CalibrationChunk& chunk);
+
+// Zeros for state input `value`, its symbolic dims resolved as run_calibration_streams says.
+Tensor zero_state(const ir::Value& value, const std::map<std::string, std::int64_t>& symbols,
+                  const BuilderConfig& config);
+
 // What a source needs to know about `graph` (its inputs and its metadata).
 CalibrationModelInfo model_info(const ir::Graph& graph, const std::vector<StatePair>& states);
 
 struct StreamRunOptions {
   int max_streams = -1;  // -1: all of them
   const runtime::StepObserver* observer = nullptr;
+  // run_calibration_streams_batched only: run the streams one at a time all the same (the
+  // sensitivity pass checks its batched FP32 reference against this).
+  bool one_stream_at_a_time = false;
   // Called after each run with the graph's outputs that are not states, in graph-output order.
   std::function<void(int stream, int run, const std::vector<const Tensor*>& outputs)> on_outputs;
 };

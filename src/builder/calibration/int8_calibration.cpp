@@ -1,13 +1,16 @@
 #include "builder/calibration/int8_calibration.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
 
 #include "backends/cpu/quantized/quantized_kernels.h"
 #include "backends/layer_precision.h"
+#include "builder/calibration/batched_stream_run.h"
 #include "builder/calibration/calibration_cache.h"
 #include "builder/calibration/calibration_run.h"
 #include "builder/calibration/range_calibrators.h"
@@ -30,7 +33,12 @@ struct Candidate {
 // The outputs of the runs of a few streams, to compare a partly quantized model with.
 struct RecordedOutputs {
   std::vector<std::vector<Tensor>> runs;  // per run, the non-state outputs
+  int plan_executions = 0;                // runs of the plan (streams batched)
 };
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 struct OutputDifference {
   double relative_error = 0;
@@ -108,6 +116,22 @@ void clear_int8(ir::Node& node, Precision fallback) {
   node.attrs.set(backends::kLayerPrecisionAttr, static_cast<std::int64_t>(fallback));
 }
 
+// Whether two recordings hold the same tensors, byte for byte.
+bool identical(const RecordedOutputs& a, const RecordedOutputs& b) {
+  if (a.runs.size() != b.runs.size()) return false;
+  for (std::size_t r = 0; r < a.runs.size(); ++r) {
+    if (a.runs[r].size() != b.runs[r].size()) return false;
+    for (std::size_t o = 0; o < a.runs[r].size(); ++o) {
+      const Tensor& x = a.runs[r][o];
+      const Tensor& y = b.runs[r][o];
+      if (x.dtype() != y.dtype() || x.dims() != y.dims() ||
+          std::memcmp(x.raw_data(), y.raw_data(), x.size_bytes()) != 0)
+        return false;
+    }
+  }
+  return true;
+}
+
 OutputDifference compare(const RecordedOutputs& reference, const RecordedOutputs& got) {
   double squared = 0, norm = 0;
   std::int64_t rows = 0, changed = 0;
@@ -140,20 +164,29 @@ OutputDifference compare(const RecordedOutputs& reference, const RecordedOutputs
   return d;
 }
 
-// Runs the graph as it is marked now over the first `streams` streams.
+// Runs the graph as it is marked now over `streams` (read once for every run), the streams
+// batched unless `batched` is false. The outputs are recorded stream by stream, chunk by chunk, as
+// the batch-1 runs recorded them, so compare() sums the same terms in the same order.
 Expected<RecordedOutputs> run_marked(const ir::Graph& graph, const BuilderConfig& config,
-                                     CalibrationSource& source, int streams) {
+                                     const StreamChunks& streams, bool batched) {
   VOXRT_ASSIGN_OR_RETURN(auto plan,
                          runtime::Plan::compile(graph, runtime::TacticPolicy::kFirstFastPrepacked));
-  RecordedOutputs recorded;
+  std::vector<std::vector<std::vector<Tensor>>> by_stream(streams.size());
+  for (std::size_t s = 0; s < streams.size(); ++s) by_stream[s].resize(streams[s].size());
   StreamRunOptions options;
-  options.max_streams = streams;
-  options.on_outputs = [&](int, int, const std::vector<const Tensor*>& outputs) {
-    std::vector<Tensor> copies;
+  options.one_stream_at_a_time = !batched;
+  options.on_outputs = [&](int stream, int run, const std::vector<const Tensor*>& outputs) {
+    std::vector<Tensor>& copies =
+        by_stream[static_cast<std::size_t>(stream)][static_cast<std::size_t>(run)];
     for (const Tensor* t : outputs) copies.push_back(t->clone());
-    recorded.runs.push_back(std::move(copies));
   };
-  VOXRT_RETURN_IF_ERROR(run_calibration_streams(graph, *plan, config, source, options));
+  VOXRT_ASSIGN_OR_RETURN(const int executions,
+                         run_calibration_streams_batched(graph, *plan, config, streams, options));
+  RecordedOutputs recorded;
+  recorded.plan_executions = executions;
+  for (auto& runs : by_stream) {
+    for (auto& outputs : runs) recorded.runs.push_back(std::move(outputs));
+  }
   return recorded;
 }
 
@@ -257,6 +290,7 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
       const Tensor& x = *inputs[0];
       if (x.dtype() == DType::kF32) histograms[node.input(0)->name].add(x.span<float>());
     };
+    const auto histograms_start = std::chrono::steady_clock::now();
     VOXRT_ASSIGN_OR_RETURN(
         auto plan, runtime::Plan::compile(graph, runtime::TacticPolicy::kFirstFastPrepacked));
     int runs = 0;
@@ -275,13 +309,34 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
     }
     report.notes.push_back(str_cat("int8: calibrated ", histograms.size(), " activation(s) on ",
                                    runs, " run(s) of ", source->describe(), " (",
-                                   calibrator_name(int8.calibrator), " calibrator)"));
+                                   calibrator_name(int8.calibrator), " calibrator), ",
+                                   seconds_since(histograms_start), " s"));
 
     // Decisions and sensitivities.
     const int sensitivity_streams = std::min(int8.sensitivity_streams, source->stream_count());
+    const auto sensitivity_start = std::chrono::steady_clock::now();
+    int model_runs = 0, plan_executions = 0;
+    bool batched = true;
+    StreamChunks streams;
     RecordedOutputs reference;
     if (sensitivity_streams > 0) {
-      VOXRT_ASSIGN_OR_RETURN(reference, run_marked(graph, config, *source, sensitivity_streams));
+      VOXRT_ASSIGN_OR_RETURN(streams, read_streams(*source, sensitivity_streams));
+      VOXRT_ASSIGN_OR_RETURN(reference, run_marked(graph, config, streams, true));
+      // Batching gives each stream its batch-1 outputs only where every kernel computes a batch
+      // row from that row alone; the FP32 reference is run both ways to check it on this model
+      // (one run more in 86 for the default model), and the pass runs one stream at a time where
+      // they differ.
+      VOXRT_ASSIGN_OR_RETURN(RecordedOutputs one_at_a_time,
+                             run_marked(graph, config, streams, false));
+      model_runs += 2;
+      plan_executions += reference.plan_executions + one_at_a_time.plan_executions;
+      if (!identical(reference, one_at_a_time)) {
+        batched = false;
+        reference = std::move(one_at_a_time);
+        report.notes.push_back(
+            "int8: this model's outputs in a batch of streams differ from one stream at a time; "
+            "the per-layer sensitivity runs one stream at a time");
+      }
     }
     for (const Candidate& c : candidates) {
       Int8LayerReport layer;
@@ -296,10 +351,11 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
       }
       if (sensitivity_streams > 0) {
         set_int8(*c.node, result.ranges.at(c.input));
-        VOXRT_ASSIGN_OR_RETURN(RecordedOutputs alone,
-                               run_marked(graph, config, *source, sensitivity_streams));
+        VOXRT_ASSIGN_OR_RETURN(RecordedOutputs alone, run_marked(graph, config, streams, batched));
         clear_int8(*c.node, target.fallback);
         c.node->attrs.erase(backends::kLayerPrecisionAttr);
+        ++model_runs;
+        plan_executions += alone.plan_executions;
         const OutputDifference d = compare(reference, alone);
         layer.output_error = d.relative_error;
         layer.argmax_changed = d.argmax_changed;
@@ -312,9 +368,10 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
         for (const Candidate& c : candidates) {
           if (layer_reports[c.node->name].int8) set_int8(*c.node, result.ranges.at(c.input));
         }
-        VOXRT_ASSIGN_OR_RETURN(RecordedOutputs all,
-                               run_marked(graph, config, *source, sensitivity_streams));
+        VOXRT_ASSIGN_OR_RETURN(RecordedOutputs all, run_marked(graph, config, streams, batched));
         for (const Candidate& c : candidates) c.node->attrs.erase(backends::kLayerPrecisionAttr);
+        ++model_runs;
+        plan_executions += all.plan_executions;
         const double error = compare(reference, all).relative_error;
         Int8LayerReport* worst = nullptr;
         for (const Candidate& c : candidates) {
@@ -329,6 +386,16 @@ Status calibrate_int8_layers(ir::Graph& graph, std::uint64_t model_hash,
         worst->reason = str_cat("sensitive (alone: output error ", worst->output_error,
                                 "; the model's was ", error, ", over ", int8.max_output_error, ")");
       }
+    }
+    if (sensitivity_streams > 0) {
+      std::size_t chunks = 0;
+      for (const auto& stream : streams) chunks += stream.size();
+      report.notes.push_back(str_cat(
+          "int8: per-layer sensitivity: ", model_runs, " run(s) of the model over ", streams.size(),
+          " stream(s) of ", chunks, " chunk(s) in all", batched ? ", streams batched" : "", ": ",
+          plan_executions, " plan execution(s) where one stream at a time took ",
+          static_cast<std::size_t>(model_runs) * chunks, ", ", seconds_since(sensitivity_start),
+          " s"));
     }
     for (const Candidate& c : candidates) result.layers.push_back(layer_reports[c.node->name]);
     if (!int8.cache_path.empty()) VOXRT_RETURN_IF_ERROR(result.save(int8.cache_path));
