@@ -136,6 +136,42 @@ class NemoCacheAwareTest : public ::testing::Test {
     return texts;
   }
 
+  // One model exported in NeMo's own layout and in sherpa-onnx's: voxrt's texts for both equal
+  // the reference's, one stream at a time fed in two piece sizes and the clips batched with two
+  // ways of cutting them.
+  static void expect_layouts_match_reference(const fs::path& native_dir, const fs::path& sherpa_dir,
+                                             const fs::path& native_bundle,
+                                             const fs::path& sherpa_bundle) {
+    const std::vector<std::string> want = reference("", native_dir);
+    ASSERT_EQ(want.size(), wavs_.size());
+    EXPECT_EQ(want, reference("", sherpa_dir)) << "the two layouts' references must be one model's";
+    for (const auto& w : want) EXPECT_FALSE(w.empty());
+    auto native_one = make(1, native_bundle);
+    auto sherpa_one = make(1, sherpa_bundle);
+    ASSERT_NE(native_one, nullptr);
+    ASSERT_NE(sherpa_one, nullptr);
+    for (const std::size_t piece : {160u, 1600u}) {
+      for (std::size_t i = 0; i < wavs_.size(); ++i) {
+        const auto native = model_test::final_texts_of_streams(*native_one, {wavs_[i]}, {piece});
+        const auto sherpa = model_test::final_texts_of_streams(*sherpa_one, {wavs_[i]}, {piece});
+        EXPECT_EQ(native[0], want[i]) << wavs_[i] << " fed " << piece << " samples at a time";
+        EXPECT_EQ(native[0], sherpa[0]) << wavs_[i] << " fed " << piece << " samples at a time";
+      }
+    }
+    auto native_batched = make(3, native_bundle);
+    auto sherpa_batched = make(3, sherpa_bundle);
+    ASSERT_NE(native_batched, nullptr);
+    ASSERT_NE(sherpa_batched, nullptr);
+    for (const auto& cut :
+         std::vector<std::vector<std::size_t>>{{160, 160, 160}, {37, 5000, 999}}) {
+      SCOPED_TRACE(::testing::PrintToString(cut));
+      const auto native = model_test::final_texts_of_streams(*native_batched, wavs_, cut);
+      const auto sherpa = model_test::final_texts_of_streams(*sherpa_batched, wavs_, cut);
+      EXPECT_EQ(native, want);
+      EXPECT_EQ(native, sherpa);
+    }
+  }
+
   static inline std::vector<std::string> wavs_;
   static inline fs::path model_dir_;
   static inline fs::path bundle_;
@@ -458,33 +494,7 @@ TEST_F(NemoCacheAwareTest, NativeEngineStepMatchesOnnxruntime) {
 // over the same weights): one stream at a time fed in two chunk sizes, and the three clips as
 // concurrent streams in one batch with two ways of cutting them.
 TEST_F(NemoCacheAwareTest, NativeLayoutMatchesSherpaLayoutAndReference) {
-  const std::vector<std::string> want = reference("", native_dir_);
-  ASSERT_EQ(want.size(), wavs_.size());
-  EXPECT_EQ(want, reference()) << "the two layouts' references must be one model's";
-  for (const auto& w : want) EXPECT_FALSE(w.empty());
-  auto native_one = make(1, native_bundle_);
-  auto sherpa_one = make(1, bundle_);
-  ASSERT_NE(native_one, nullptr);
-  ASSERT_NE(sherpa_one, nullptr);
-  for (const std::size_t piece : {160u, 1600u}) {
-    for (std::size_t i = 0; i < wavs_.size(); ++i) {
-      const auto native = model_test::final_texts_of_streams(*native_one, {wavs_[i]}, {piece});
-      const auto sherpa = model_test::final_texts_of_streams(*sherpa_one, {wavs_[i]}, {piece});
-      EXPECT_EQ(native[0], want[i]) << wavs_[i] << " fed " << piece << " samples at a time";
-      EXPECT_EQ(native[0], sherpa[0]) << wavs_[i] << " fed " << piece << " samples at a time";
-    }
-  }
-  auto native_batched = make(3, native_bundle_);
-  auto sherpa_batched = make(3, bundle_);
-  ASSERT_NE(native_batched, nullptr);
-  ASSERT_NE(sherpa_batched, nullptr);
-  for (const auto& cut : std::vector<std::vector<std::size_t>>{{160, 160, 160}, {37, 5000, 999}}) {
-    SCOPED_TRACE(::testing::PrintToString(cut));
-    const auto native = model_test::final_texts_of_streams(*native_batched, wavs_, cut);
-    const auto sherpa = model_test::final_texts_of_streams(*sherpa_batched, wavs_, cut);
-    EXPECT_EQ(native, want);
-    EXPECT_EQ(native, sherpa);
-  }
+  expect_layouts_match_reference(native_dir_, model_dir_, native_bundle_, bundle_);
 }
 
 // A config that disagrees with the graph, or a model that is not cache-aware, is refused with
@@ -629,33 +639,7 @@ TEST_F(NemoCacheAwareTest, NativeDecoderJointSplitMatchesOnnxruntime) {
 // The native transducer's texts = the sherpa-onnx layout's = the reference's (NeMo's greedy RNN-T
 // over the streamed encoder): one stream fed in two chunk sizes, three batched with two cuts.
 TEST_F(NemoCacheAwareTest, NativeTransducerMatchesSherpaLayoutAndReference) {
-  const std::vector<std::string> want = reference("", native_rnnt_dir_);
-  ASSERT_EQ(want.size(), wavs_.size());
-  EXPECT_EQ(want, reference("", rnnt_dir_)) << "the two layouts' references must be one model's";
-  for (const auto& w : want) EXPECT_FALSE(w.empty());
-  auto native_one = make(1, native_rnnt_bundle_);
-  auto sherpa_one = make(1, rnnt_bundle_);
-  ASSERT_NE(native_one, nullptr);
-  ASSERT_NE(sherpa_one, nullptr);
-  for (const std::size_t piece : {160u, 1600u}) {
-    for (std::size_t i = 0; i < wavs_.size(); ++i) {
-      const auto native = model_test::final_texts_of_streams(*native_one, {wavs_[i]}, {piece});
-      const auto sherpa = model_test::final_texts_of_streams(*sherpa_one, {wavs_[i]}, {piece});
-      EXPECT_EQ(native[0], want[i]) << wavs_[i] << " fed " << piece << " samples at a time";
-      EXPECT_EQ(native[0], sherpa[0]) << wavs_[i] << " fed " << piece << " samples at a time";
-    }
-  }
-  auto native_batched = make(3, native_rnnt_bundle_);
-  auto sherpa_batched = make(3, rnnt_bundle_);
-  ASSERT_NE(native_batched, nullptr);
-  ASSERT_NE(sherpa_batched, nullptr);
-  for (const auto& cut : std::vector<std::vector<std::size_t>>{{160, 160, 160}, {37, 5000, 999}}) {
-    SCOPED_TRACE(::testing::PrintToString(cut));
-    const auto native = model_test::final_texts_of_streams(*native_batched, wavs_, cut);
-    const auto sherpa = model_test::final_texts_of_streams(*sherpa_batched, wavs_, cut);
-    EXPECT_EQ(native, want);
-    EXPECT_EQ(native, sherpa);
-  }
+  expect_layouts_match_reference(native_rnnt_dir_, rnnt_dir_, native_rnnt_bundle_, rnnt_bundle_);
 }
 
 // The native transducer's errors name the file or key: a decoder_joint file that is not
