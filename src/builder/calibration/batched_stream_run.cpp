@@ -153,13 +153,9 @@ Expected<int> run_calibration_streams_batched(const ir::Graph& graph, const runt
                                               const StreamRunOptions& options) {
   ThreadPool pool(1);
   backends::KernelContext context{&pool};
-  std::map<std::string, std::size_t> output_index;
-  for (std::size_t i = 0; i < graph.outputs.size(); ++i) output_index[graph.outputs[i]->name] = i;
-  std::set<std::size_t> state_outputs;
-  for (const auto& s : config.states) {
-    if (auto it = output_index.find(s.output); it != output_index.end())
-      state_outputs.insert(it->second);
-  }
+  const GraphOutputRoles roles = graph_output_roles(graph, config);
+  const auto& output_index = roles.index_by_name;
+  const auto& state_outputs = roles.state_outputs;
   const std::optional<BatchAxes> axes = find_batch_axes(graph, config);
   runtime::PlanWorkspace workspace;
   // Per stream: state input name -> value for its next run.

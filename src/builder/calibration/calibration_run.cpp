@@ -65,19 +65,25 @@ CalibrationModelInfo model_info(const ir::Graph& graph, const std::vector<StateP
   return info;
 }
 
+GraphOutputRoles graph_output_roles(const ir::Graph& graph, const BuilderConfig& config) {
+  GraphOutputRoles roles;
+  for (std::size_t i = 0; i < graph.outputs.size(); ++i)
+    roles.index_by_name[graph.outputs[i]->name] = i;
+  for (const auto& s : config.states) {
+    if (auto it = roles.index_by_name.find(s.output); it != roles.index_by_name.end())
+      roles.state_outputs.insert(it->second);
+  }
+  return roles;
+}
+
 Status run_calibration_streams(const ir::Graph& graph, const runtime::Plan& plan,
                                const BuilderConfig& config, CalibrationSource& source,
                                const StreamRunOptions& options) {
   ThreadPool pool(1);
   backends::KernelContext context{&pool};
-  // Which graph output feeds which state input, and which outputs are not states.
-  std::map<std::string, std::size_t> output_index;
-  for (std::size_t i = 0; i < graph.outputs.size(); ++i) output_index[graph.outputs[i]->name] = i;
-  std::set<std::size_t> state_outputs;
-  for (const auto& s : config.states) {
-    if (auto it = output_index.find(s.output); it != output_index.end())
-      state_outputs.insert(it->second);
-  }
+  const GraphOutputRoles roles = graph_output_roles(graph, config);
+  const auto& output_index = roles.index_by_name;
+  const auto& state_outputs = roles.state_outputs;
   const int streams = options.max_streams < 0
                           ? source.stream_count()
                           : std::min(options.max_streams, source.stream_count());

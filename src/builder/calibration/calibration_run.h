@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,14 @@ bool is_state_input(const std::vector<StatePair>& states, const std::string& nam
 // batch of the features is the states' batch).
 std::map<std::string, std::int64_t> chunk_symbols(const ir::Graph& graph,
                                                   const CalibrationChunk& chunk);
+
+// Where each graph output is, by name, and which outputs feed a state input (the rest are the
+// outputs a calibration run reports).
+struct GraphOutputRoles {
+  std::map<std::string, std::size_t> index_by_name;
+  std::set<std::size_t> state_outputs;
+};
+GraphOutputRoles graph_output_roles(const ir::Graph& graph, const BuilderConfig& config);
 
 // Zeros for state input `value`, its symbolic dims resolved as run_calibration_streams says.
 Tensor zero_state(const ir::Value& value, const std::map<std::string, std::int64_t>& symbols,
